@@ -1,0 +1,51 @@
+# Sluice: the two commands are `make run` and `make test`.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+GO ?= go
+BIN := bin/sluice
+# Where `make run` serves from. The binary's own defaults are localhost:8080 and ./flows;
+# the repository keeps its saved flows out of the source tree, in var/flows.
+ADDR ?= localhost:8080
+FLOWS ?= var/flows
+# The real Redis the tests use; database 15 so a developer's data in 0 is left alone.
+TEST_REDIS_URL ?= $(if $(REDIS_URL),$(REDIS_URL),redis://127.0.0.1:6379/15)
+
+.PHONY: run test build generate ui lint deps check-generated clean
+
+run: build
+	./$(BIN) serve --addr $(ADDR) --flows $(FLOWS)
+
+build: generate ui
+	$(GO) build -o $(BIN) ./cmd/sluice
+
+test: deps check-generated ui
+	npm run --silent typecheck
+	REDIS_URL="$(TEST_REDIS_URL)" $(GO) test -count=1 -timeout 20m ./...
+
+# npm ci only when the lock file changed since the last install.
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+deps: node_modules/.package-lock.json
+
+generate:
+	$(GO) tool templ generate -log-level error
+
+ui: deps
+	npm run --silent build
+
+# The generated _templ.go files are committed (so `go build` and `go install` work
+# without templ); this fails when they do not match their .templ sources.
+check-generated: generate
+	@if git rev-parse --git-dir >/dev/null 2>&1 && [ -n "$$(git status --porcelain -- '*_templ.go')" ]; then \
+		echo "generated templ files are stale; run 'make generate' and commit them:"; \
+		git status --porcelain -- '*_templ.go'; exit 1; fi
+
+lint: deps
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	npm run --silent typecheck
+
+clean:
+	rm -rf bin static/dist/*.js static/dist/*.css static/dist/*.map

@@ -1,0 +1,139 @@
+// Command sluice is the Sluice binary: the browser flow editor and API (serve), headless
+// workers (worker), one-off runs (run), flow checks (validate) and the benchmark (bench).
+// This package only wires the other packages together.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// exitError carries a process exit code up to main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "serve the editor, the API and in-process workers", cmdServe},
+		{"worker", "run headless workers for flow files", notYet("worker")},
+		{"run", "run a flow file once and print its output", notYet("run")},
+		{"validate", "check flow files and print every problem", notYet("validate")},
+		{"bench", "measure Sluice against a bare go-redis loop", notYet("bench")},
+		{"version", "print the version", cmdVersion},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		code := 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		if !errors.Is(err, flag.ErrHelp) && (ee == nil || ee.err != nil) {
+			fmt.Fprintln(os.Stderr, "sluice:", err)
+		}
+		if errors.Is(err, flag.ErrHelp) {
+			code = 0
+		}
+		os.Exit(code)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return &exitError{code: 2, err: errors.New("no command given")}
+		}
+		return nil
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	usage(stderr)
+	return &exitError{code: 2, err: fmt.Errorf("unknown command %q", args[0])}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Sluice: design multi-agent flows in the browser, run them durably on Redis Streams.")
+	fmt.Fprintln(w, "\nUsage: sluice <command> [flags] [args]\n\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'sluice <command> --help' for a command's flags.")
+}
+
+func notYet(name string) func(context.Context, []string, io.Writer, io.Writer) error {
+	return func(_ context.Context, args []string, _, stderr io.Writer) error {
+		fs := flag.NewFlagSet(name, flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		fs.Usage = func() { fmt.Fprintf(stderr, "sluice %s: not available yet in this build.\n", name) }
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		return &exitError{code: 2, err: fmt.Errorf("%s: not available yet in this build", name)}
+	}
+}
+
+func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rev := ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				rev = " " + s.Value
+			}
+		}
+	}
+	fmt.Fprintf(stdout, "sluice %s%s (%s %s/%s)\n", version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return nil
+}
+
+// envOr returns the environment variable name's value, or def when it is unset.
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("--log-level: %v", err)}
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}

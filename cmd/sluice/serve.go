@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/store"
+)
+
+func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", envOr("SLUICE_ADDR", "localhost:8080"), "address to listen on (env SLUICE_ADDR)")
+	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL; empty starts the embedded Redis (env REDIS_URL)")
+	dir := fs.String("flows", envOr("SLUICE_FLOWS", "./flows"), "directory of flow files (env SLUICE_FLOWS)")
+	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "info"), "debug, info, warn or error (env SLUICE_LOG_LEVEL)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: sluice serve [flags]\n\nServes the flow editor, the JSON API and health on --addr.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return &exitError{code: 2, err: fmt.Errorf("serve takes no arguments, got %q", fs.Args())}
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	lib, err := store.NewLibrary(*dir)
+	if err != nil {
+		return err
+	}
+	rdb, err := store.Open(ctx, store.Options{URL: *redisURL})
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	if rdb.Embedded() {
+		log.Warn("using the embedded Redis: runs, checkpoints and queues vanish when this process exits; set REDIS_URL to keep them", "addr", rdb.Addr())
+	} else {
+		log.Info("using Redis", "addr", rdb.Addr())
+	}
+	srv := server.New(server.Config{Addr: *addr, Embedded: rdb.Embedded(), Logger: log}, rdb, lib)
+	return srv.Run(ctx, func(a net.Addr) {
+		log.Info("sluice is serving", "url", "http://"+displayAddr(*addr, a), "flows", lib.Dir)
+	})
+}
+
+// displayAddr is the address to print: the name the user gave, with the bound port.
+func displayAddr(requested string, bound net.Addr) string {
+	host, _, err := net.SplitHostPort(requested)
+	_, port, err2 := net.SplitHostPort(bound.String())
+	if err != nil || err2 != nil {
+		return bound.String()
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
+}
