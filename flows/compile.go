@@ -1,0 +1,292 @@
+package flows
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Plan is a compiled flow: immutable, shared by every run of its version. Workers only
+// ever run plans.
+type Plan struct {
+	Flow     string
+	Version  string // SHA-256 of the canonical document, hex
+	Doc      *Document
+	Source   []byte // the document as it was compiled (positions included)
+	Settings Settings
+	Reducers Reducers
+	Entry    string
+	// Order lists the nodes in topological order of the state edges (back edges of
+	// loops ignored), then any others in document order.
+	Order []string
+	Nodes map[string]*PlanNode
+	// Defaults is the initial state from the declared state keys.
+	Defaults map[string]any
+}
+
+// PlanNode is one node of a plan.
+type PlanNode struct {
+	ID          string
+	Type        string
+	Spec        *Spec
+	Component   Component
+	Input       *JQ // nil: the node sees the whole state
+	Output      *JQ // nil: the component's own update
+	Timeout     time.Duration
+	Concurrency int
+	CacheTTL    time.Duration
+	Edges       []PlanEdge // state edges out of this node, in document order
+	// Join is the join node where the branches this node starts meet, or "".
+	Join  string
+	Tools map[string]Tool // tools attached to the node's tools port, by tool name
+	// Index is the node's position in the document.
+	Index int
+}
+
+// PlanEdge is a state edge out of a node.
+type PlanEdge struct {
+	Key       string
+	Port      string
+	To        string
+	ToPort    string
+	Condition *JQ // nil: always taken when its port is chosen
+}
+
+// DefaultConcurrency is how many steps of one node a worker process runs at once.
+const DefaultConcurrency = 16
+
+// Compile validates a document and, when it has no errors, compiles it into a Plan.
+// Problems holds every error and warning either way. It never panics.
+func Compile(data []byte, reg *Registry, lim Limits) (plan *Plan, problems Problems) {
+	c := &checker{reg: reg, lim: lim, nodeIndex: map[string]int{}, specs: map[string]*Spec{},
+		params: map[string]json.RawMessage{}, ports: map[string][]Port{},
+		badParams: map[string]bool{}, secretPaths: map[int]map[string]bool{}}
+	defer func() {
+		if r := recover(); r != nil {
+			plan = nil
+			problems = append(c.probs, Problem{Severity: SeverityError, Code: CodeInvalidValue,
+				Message: fmt.Sprintf("internal error while compiling: %v", r)})
+		}
+		sortProblems(problems)
+	}()
+	if !c.parse(data) {
+		return nil, c.probs
+	}
+	c.checkNodes()
+	edges := c.checkEdges()
+	c.checkPorts(edges)
+	entry := c.checkEntry()
+	g := c.buildGraph(edges)
+	joinOf := c.checkGraph(g, entry)
+	comps := c.build(g)
+	if c.probs.HasErrors() {
+		return nil, c.probs
+	}
+	p, err := c.plan(data, g, entry, joinOf, comps)
+	if err != nil {
+		c.add(Problem{Code: CodeInvalidValue, Message: err.Error()})
+		return nil, c.probs
+	}
+	return p, c.probs
+}
+
+// build constructs every node's component; a constructor's error becomes a problem.
+func (c *checker) build(g *graph) map[string]Component {
+	comps := map[string]Component{}
+	for _, id := range g.ids {
+		params, ok := c.params[id]
+		spec := c.specs[id]
+		if !ok || spec == nil {
+			continue
+		}
+		i := g.index[id]
+		comp, err := spec.New(&Build{Flow: c.doc, Node: &c.doc.Nodes[i], Params: params})
+		if err != nil {
+			path := "params"
+			var fe *Error
+			if errors.As(err, &fe) && fe.Path != "" {
+				path = fe.Path
+			}
+			msg := err.Error()
+			if fe != nil {
+				msg = fe.Message
+				if fe.Err != nil {
+					if msg != "" {
+						msg += ": "
+					}
+					msg += fe.Err.Error()
+				}
+			}
+			c.nodeProblem(i, CodeInvalidParams, path, "%s", msg)
+			continue
+		}
+		comps[id] = comp
+	}
+	for agent, tools := range g.tools {
+		for _, t := range tools {
+			if comp, ok := comps[t]; ok {
+				if _, isTool := comp.(Tool); !isTool {
+					c.nodeProblem(g.index[t], CodePortMismatch, "", "component %q cannot be used as a tool of %q", c.specs[t].Name, agent)
+				}
+			}
+		}
+	}
+	return comps
+}
+
+func (c *checker) plan(data []byte, g *graph, entry string, joinOf map[string]string, comps map[string]Component) (*Plan, error) {
+	d := c.doc
+	version, err := Version(d)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{
+		Flow:     d.ID,
+		Version:  version,
+		Doc:      d,
+		Source:   append([]byte(nil), data...),
+		Settings: d.Settings.WithDefaults(),
+		Reducers: ReducersOf(d),
+		Entry:    entry,
+		Nodes:    map[string]*PlanNode{},
+		Defaults: map[string]any{},
+	}
+	for k, sk := range d.State {
+		if len(sk.Default) > 0 {
+			v, err := DecodeJSON(sk.Default)
+			if err != nil {
+				return nil, fmt.Errorf("state.%s.default: %v", k, err)
+			}
+			p.Defaults[k] = v
+		}
+	}
+	for _, id := range g.ids {
+		i := g.index[id]
+		n := &d.Nodes[i]
+		pn := &PlanNode{
+			ID: id, Type: n.Type, Spec: c.specs[id], Component: comps[id],
+			Timeout: n.Timeout.D(), Concurrency: n.Concurrency, Join: joinOf[id], Index: i,
+		}
+		if pn.Timeout == 0 {
+			pn.Timeout = p.Settings.StepTimeout.D()
+		}
+		if pn.Concurrency == 0 {
+			pn.Concurrency = DefaultConcurrency
+		}
+		if n.Cache != nil {
+			pn.CacheTTL = n.Cache.TTL.D()
+		}
+		if n.Input != "" {
+			pn.Input, _ = CompileJQ(n.Input)
+		}
+		if n.Output != "" {
+			pn.Output, _ = CompileJQ(n.Output)
+		}
+		for _, e := range g.out[id] {
+			de := d.Edges[e.edge]
+			pe := PlanEdge{Key: de.Key(), Port: de.FromPort(), To: de.To, ToPort: de.InPort()}
+			if de.Condition != "" {
+				pe.Condition, _ = CompileJQ(de.Condition)
+			}
+			pn.Edges = append(pn.Edges, pe)
+		}
+		for _, t := range g.tools[id] {
+			if tool, ok := comps[t].(Tool); ok {
+				if pn.Tools == nil {
+					pn.Tools = map[string]Tool{}
+				}
+				name := tool.ToolDef().Name
+				if _, dup := pn.Tools[name]; dup {
+					return nil, fmt.Errorf("node %q has two tools named %q", id, name)
+				}
+				pn.Tools[name] = tool
+			}
+		}
+		p.Nodes[id] = pn
+	}
+	p.Order = topoOrder(g, entry)
+	return p, nil
+}
+
+// topoOrder orders nodes by a depth-first walk from the entry that ignores back edges,
+// then appends nodes the walk did not reach, in document order.
+func topoOrder(g *graph, entry string) []string {
+	var post []string
+	state := map[string]int{} // 1 visiting, 2 done
+	var visit func(n string)
+	visit = func(n string) {
+		state[n] = 1
+		// Successors in reverse so that the reversed post-order keeps document order.
+		out := g.out[n]
+		for i := len(out) - 1; i >= 0; i-- {
+			if state[out[i].to] == 0 {
+				visit(out[i].to)
+			}
+		}
+		state[n] = 2
+		post = append(post, n)
+	}
+	if entry != "" {
+		visit(entry)
+	}
+	order := make([]string, 0, len(g.ids))
+	for i := len(post) - 1; i >= 0; i-- {
+		order = append(order, post[i])
+	}
+	for _, id := range g.ids {
+		if state[id] == 0 {
+			order = append(order, id)
+		}
+	}
+	return order
+}
+
+// Canonical returns the document's canonical JSON: object keys sorted, no insignificant
+// space, and the layout-only fields (node positions) left out.
+func Canonical(d *Document) ([]byte, error) {
+	cp := *d
+	cp.Nodes = make([]Node, len(d.Nodes))
+	for i, n := range d.Nodes {
+		n.Position = nil
+		cp.Nodes[i] = n
+	}
+	b, err := json.Marshal(&cp)
+	if err != nil {
+		return nil, err
+	}
+	v, err := DecodeJSON(b)
+	if err != nil {
+		return nil, err
+	}
+	return marshalSorted(v)
+}
+
+func marshalSorted(v any) ([]byte, error) {
+	// encoding/json sorts map keys; json.Number keeps numbers as written.
+	return json.Marshal(v)
+}
+
+// Version is the SHA-256 of the canonical document: moving a node does not change it,
+// any other edit does.
+func Version(d *Document) (string, error) {
+	b, err := Canonical(d)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// NodeIDs returns the plan's node ids in document order.
+func (p *Plan) NodeIDs() []string {
+	ids := make([]string, 0, len(p.Nodes))
+	for id := range p.Nodes {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return p.Nodes[ids[i]].Index < p.Nodes[ids[j]].Index })
+	return ids
+}

@@ -1,0 +1,103 @@
+package flows
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Component is a compiled node: what a worker runs for one step. Implementations must be
+// safe for concurrent use; one instance serves every run of a plan.
+type Component interface {
+	Run(ctx context.Context, step *Step) (*Result, error)
+}
+
+// Tool is a component an agent can call through its tools port.
+type Tool interface {
+	// ToolDef describes the tool to the model.
+	ToolDef() ToolDef
+	// Call runs the tool with the model's arguments for the step that asked.
+	Call(ctx context.Context, step *Step, args json.RawMessage) (any, error)
+}
+
+// ToolDef is a tool as a model sees it.
+type ToolDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"` // JSON Schema of the arguments
+}
+
+// Step is one activation of a node as its component sees it.
+type Step struct {
+	Flow    string
+	Run     string
+	Node    string
+	Version string
+	StepNo  int // 1-based step number within the run
+	Attempt int // 1 for the first delivery
+
+	// Input is the state as the node's input selector sees it ("." by default).
+	Input any
+	// State is the whole run state, read-only; the data tool queries it.
+	State map[string]any
+	// Resume is the human input when an approval is resumed, else nil.
+	Resume json.RawMessage
+	// Tools are the tools attached to the node's tools port, by tool name.
+	Tools map[string]Tool
+	// Emit publishes a live event (such as streamed LLM tokens) for this step.
+	// It never blocks the step for long and may drop events under load.
+	Emit func(kind string, data any)
+	// Trace records a nested event of the step (an agent's model turns and tool calls);
+	// the runtime stores it in the step's checkpoint.
+	Trace func(entry TraceEntry)
+}
+
+// TraceEntry is one entry of a step's trace.
+type TraceEntry struct {
+	Kind string `json:"kind"` // "model", "tool"
+	Name string `json:"name,omitempty"`
+	Data any    `json:"data,omitempty"`
+}
+
+// Result is what one step produced.
+type Result struct {
+	// Output is the node's output value: shown in the UI and, through the node's output
+	// mapping, turned into the state update.
+	Output any
+	// Update is merged into the state with the flow's reducers. When the node has an
+	// output mapping, the runtime computes Update from Output instead.
+	Update map[string]any
+	// Ports are the output ports the step chose (a router's route). Nil means every
+	// output port of the node.
+	Ports []string
+	// Items, for a fanout, start one branch per item.
+	Items []any
+	// Wait parks the run until a person resumes it (approval).
+	Wait *Wait
+	// Final marks the output of an output node: it becomes (part of) the run's output.
+	Final bool
+	// Usage counts the tokens the step spent.
+	Usage Usage
+	// StateBytes is how many bytes of state the step showed to a model, so the saving of
+	// the data tool is visible.
+	StateBytes int
+}
+
+// Wait is what an approval step asks a person.
+type Wait struct {
+	Prompt  string   `json:"prompt"`
+	Data    any      `json:"data,omitempty"`
+	Timeout Duration `json:"timeout,omitzero"`
+	// OnTimeout is the decision taken when Timeout passes: "approve" or "reject".
+	OnTimeout string `json:"on_timeout,omitempty"`
+}
+
+// Usage is token usage of one step or a whole run.
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens}
+}

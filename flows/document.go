@@ -1,0 +1,184 @@
+package flows
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// FormatVersion is the value of "sluice" in every document this code reads.
+const FormatVersion = 1
+
+// Document is a flow as a person designs it and saves it: the JSON file is the export.
+type Document struct {
+	Sluice      int                 `json:"sluice"`
+	ID          string              `json:"id"`
+	Name        string              `json:"name,omitempty"`
+	Description string              `json:"description,omitempty"`
+	State       map[string]StateKey `json:"state,omitempty"`
+	Settings    Settings            `json:"settings,omitzero"`
+	Nodes       []Node              `json:"nodes"`
+	Edges       []Edge              `json:"edges"`
+}
+
+// StateKey declares one key of the run state.
+type StateKey struct {
+	Reducer     Reducer         `json:"reducer,omitempty"`
+	Default     json.RawMessage `json:"default,omitempty"`
+	Description string          `json:"description,omitempty"`
+}
+
+// Settings are the flow's runtime limits. Zero values take the defaults in
+// DefaultSettings.
+type Settings struct {
+	MaxSteps      int      `json:"max_steps,omitempty"`
+	MaxAttempts   int      `json:"max_attempts,omitempty"`
+	ClaimAfter    Duration `json:"claim_after,omitzero"`
+	StepTimeout   Duration `json:"step_timeout,omitzero"`
+	CheckpointTTL Duration `json:"checkpoint_ttl,omitzero"`
+	KeepLast      int      `json:"keep_last,omitempty"`
+}
+
+// DefaultSettings are what a flow gets for the settings it leaves out.
+var DefaultSettings = Settings{
+	MaxSteps:      100,
+	MaxAttempts:   3,
+	ClaimAfter:    Duration(30 * time.Second),
+	StepTimeout:   Duration(5 * time.Minute),
+	CheckpointTTL: Duration(24 * time.Hour),
+}
+
+// WithDefaults returns s with every zero field replaced by its default.
+func (s Settings) WithDefaults() Settings {
+	d := DefaultSettings
+	if s.MaxSteps == 0 {
+		s.MaxSteps = d.MaxSteps
+	}
+	if s.MaxAttempts == 0 {
+		s.MaxAttempts = d.MaxAttempts
+	}
+	if s.ClaimAfter == 0 {
+		s.ClaimAfter = d.ClaimAfter
+	}
+	if s.StepTimeout == 0 {
+		s.StepTimeout = d.StepTimeout
+	}
+	if s.CheckpointTTL == 0 {
+		s.CheckpointTTL = d.CheckpointTTL
+	}
+	return s
+}
+
+// Node is one component instance on the canvas.
+type Node struct {
+	ID          string          `json:"id"`
+	Type        string          `json:"type"`
+	Label       string          `json:"label,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Position    *Position       `json:"position,omitempty"`
+	Params      json.RawMessage `json:"params,omitempty"`
+	Input       string          `json:"input,omitempty"`
+	Output      string          `json:"output,omitempty"`
+	Timeout     Duration        `json:"timeout,omitzero"`
+	Concurrency int             `json:"concurrency,omitempty"`
+	Cache       *Cache          `json:"cache,omitempty"`
+}
+
+// Position is where the editor draws a node; it is layout only and not part of the
+// flow's version.
+type Position struct {
+	X float64 `json:"x"`
+	Y float64 `json:"y"`
+}
+
+// Cache turns on result caching for a node (see the component docs).
+type Cache struct {
+	TTL Duration `json:"ttl"`
+}
+
+// Edge connects an output port of one node to an input port of another.
+type Edge struct {
+	ID        string `json:"id,omitempty"`
+	From      string `json:"from"`
+	Port      string `json:"port,omitempty"`
+	To        string `json:"to"`
+	ToPort    string `json:"to_port,omitempty"`
+	Condition string `json:"condition,omitempty"`
+}
+
+// Default port names.
+const (
+	PortIn  = "in"
+	PortOut = "out"
+)
+
+// FromPort is the edge's output port, "out" when left out.
+func (e Edge) FromPort() string {
+	if e.Port == "" {
+		return PortOut
+	}
+	return e.Port
+}
+
+// InPort is the edge's input port, "in" when left out.
+func (e Edge) InPort() string {
+	if e.ToPort == "" {
+		return PortIn
+	}
+	return e.ToPort
+}
+
+// Key identifies the edge in problems and events: its id, or from:port->to:to_port.
+func (e Edge) Key() string {
+	if e.ID != "" {
+		return e.ID
+	}
+	return fmt.Sprintf("%s:%s->%s:%s", e.From, e.FromPort(), e.To, e.InPort())
+}
+
+// Duration is a time.Duration written as a Go duration string ("30s", "24h").
+type Duration time.Duration
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration is a string such as \"30s\"")
+	}
+	v, err := parseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+func parseDuration(s string) (time.Duration, error) {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration such as \"500ms\", \"30s\" or \"24h\"", s)
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("%q is negative", s)
+	}
+	return v, nil
+}
+
+// Marshal returns the document as indented JSON, the form the library saves.
+func (d *Document) Marshal() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(d); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,58 @@
+package nodes
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/sluicehq/sluice/flows"
+)
+
+func outputSpec() flows.Spec {
+	return flows.Spec{
+		Name:     "output",
+		Title:    "Output",
+		Category: "io",
+		Description: "Where a branch ends with a result. Its value (a jq expression over the state, the whole " +
+			"state by default) becomes the run's output. With several output nodes, the output is an object " +
+			"keyed by node id.",
+		Ports: []flows.Port{{Name: flows.PortIn, Direction: "in", Type: flows.PortState, Multiple: true, Required: true, Description: "the run state"}},
+		Params: json.RawMessage(`{
+			"type": "object", "additionalProperties": false,
+			"properties": {
+				"value": {"type": "string", "format": "jq", "default": ".", "description": "jq over the state: the run's output."}
+			}
+		}`),
+		Example: json.RawMessage(`{"value": "{answer: .answer}"}`),
+		New:     newOutput,
+	}
+}
+
+// Output ends a branch and records the run's output.
+type Output struct {
+	value *flows.JQ
+}
+
+func newOutput(b *flows.Build) (flows.Component, error) {
+	var p struct {
+		Value string `json:"value"`
+	}
+	if err := b.Decode(&p); err != nil {
+		return nil, err
+	}
+	q, err := flows.CompileJQ(p.Value)
+	if err != nil {
+		return nil, &flows.Error{Code: flows.Invalid, Path: "params.value", Err: err}
+	}
+	return &Output{value: q}, nil
+}
+
+// Run evaluates the output value.
+func (o *Output) Run(ctx context.Context, s *flows.Step) (*flows.Result, error) {
+	v, err := o.value.First(ctx, s.Input, s.State)
+	if err != nil {
+		return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: s.Node, Path: "params.value", Err: err})
+	}
+	return &flows.Result{Output: v, Final: true}, nil
+}
+
+var _ flows.Component = (*Output)(nil)
