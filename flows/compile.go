@@ -78,7 +78,7 @@ func Compile(data []byte, reg *Registry, lim Limits) (plan *Plan, problems Probl
 	}
 	c.checkNodes()
 	edges := c.checkEdges()
-	c.checkPorts(edges)
+	c.checkPorts()
 	entry := c.checkEntry()
 	g := c.buildGraph(edges)
 	joinOf := c.checkGraph(g, entry)

@@ -15,6 +15,9 @@ type graph struct {
 	tools map[string][]string // agent -> attached tool nodes
 	used  map[string]bool     // tool nodes attached to something
 	specs map[string]*Spec
+	// loose holds, per node, the targets of its edges that failed the port checks; only
+	// reachable follows them.
+	loose map[string][]string
 }
 
 type gEdge struct {
@@ -26,7 +29,12 @@ type gEdge struct {
 }
 
 func (c *checker) buildGraph(edges []int) *graph {
-	g := &graph{index: c.nodeIndex, out: map[string][]gEdge{}, tools: map[string][]string{}, used: map[string]bool{}, specs: c.specs}
+	g := &graph{index: c.nodeIndex, out: map[string][]gEdge{}, tools: map[string][]string{}, used: map[string]bool{}, specs: c.specs,
+		loose: map[string][]string{}}
+	for _, i := range c.loose {
+		e := c.doc.Edges[i]
+		g.loose[e.From] = append(g.loose[e.From], e.To)
+	}
 	for i, n := range c.doc.Nodes {
 		if idx, ok := c.nodeIndex[n.ID]; ok && idx == i {
 			g.ids = append(g.ids, n.ID)
@@ -46,7 +54,7 @@ func (c *checker) buildGraph(edges []int) *graph {
 	return g
 }
 
-// reachable returns the nodes reachable from start over state edges.
+// reachable returns the nodes reachable from start over state edges and loose edges.
 func (g *graph) reachable(start string) map[string]bool {
 	seen := map[string]bool{}
 	if start == "" {
@@ -54,11 +62,39 @@ func (g *graph) reachable(start string) map[string]bool {
 	}
 	stack := []string{start}
 	seen[start] = true
+	visit := func(to string) {
+		if !seen[to] {
+			seen[to] = true
+			stack = append(stack, to)
+		}
+	}
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		for _, e := range g.out[n] {
-			if !seen[e.to] {
+			visit(e.to)
+		}
+		for _, to := range g.loose[n] {
+			visit(to)
+		}
+	}
+	return seen
+}
+
+// reachableAvoiding returns the nodes reachable from start by paths that do not pass
+// through avoid (none when start is avoid).
+func (g *graph) reachableAvoiding(start, avoid string) map[string]bool {
+	seen := map[string]bool{}
+	if start == avoid {
+		return seen
+	}
+	seen[start] = true
+	stack := []string{start}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, e := range g.out[n] {
+			if e.to != avoid && !seen[e.to] {
 				seen[e.to] = true
 				stack = append(stack, e.to)
 			}
@@ -249,6 +285,26 @@ func (g *graph) forks(n string) bool {
 	return len(edges) > 1
 }
 
+// branchEdges returns the edges that start the branches of fork n. A routing node takes
+// one port per step, so only a port with several edges forks, and the edges of its
+// other ports are never branches of the same fork.
+func (g *graph) branchEdges(n string) []gEdge {
+	if spec := g.specs[n]; spec == nil || !spec.Routing {
+		return g.out[n]
+	}
+	perPort := map[string]int{}
+	for _, e := range g.out[n] {
+		perPort[e.port]++
+	}
+	var out []gEdge
+	for _, e := range g.out[n] {
+		if perPort[e.port] > 1 {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // checkForks finds each fork's join: the nearest join node that every branch can reach.
 func (c *checker) checkForks(g *graph) map[string]string {
 	joinOf := map[string]string{}
@@ -260,7 +316,7 @@ func (c *checker) checkForks(g *graph) map[string]string {
 		}
 		var succ []string
 		seen := map[string]bool{}
-		for _, e := range g.out[n] {
+		for _, e := range g.branchEdges(n) {
 			if !seen[e.to] {
 				seen[e.to] = true
 				succ = append(succ, e.to)
@@ -303,12 +359,22 @@ func (c *checker) checkForks(g *graph) map[string]string {
 			continue
 		}
 		// Branches that meet somewhere other than a join run that node once per branch.
+		// A path back through the fork node is the loop's next round, not a meeting:
+		// a loop that leaves by one conditional edge and repeats by another is not a fork
+		// whose branches meet.
 		if len(succ) > 1 {
+			own := make([]map[string]bool, len(succ))
+			for i, s := range succ {
+				own[i] = g.reachableAvoiding(s, n)
+			}
 			meet := ""
 			for _, cand := range g.ids {
+				if g.specs[cand] != nil && g.specs[cand].Name == JoinType {
+					continue // a join some branches miss is reported on the join
+				}
 				hits := 0
-				for _, d := range dists {
-					if _, ok := d[cand]; ok {
+				for _, r := range own {
+					if r[cand] {
 						hits++
 					}
 				}

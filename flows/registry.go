@@ -186,6 +186,7 @@ func (r *Registry) Register(spec Spec) {
 		panic(fmt.Sprintf("flows: component %q: params schema: %v", spec.Name, err))
 	}
 	spec.schema, spec.secrets, spec.defaults = sch, info.secrets, info.defaults
+	spec.Params = info.published
 	for _, p := range spec.Ports {
 		if p.Direction != "in" && p.Direction != "out" {
 			panic(fmt.Sprintf("flows: component %q port %q: direction must be in or out", spec.Name, p.Name))

@@ -38,6 +38,9 @@ var envRefSchema = map[string]any{
 type paramInfo struct {
 	secrets  []string
 	defaults map[string]json.RawMessage
+	// published is the schema as the editor and the docs see it: the secret properties
+	// carry the env-reference schema, everything else is as written, in its order.
+	published json.RawMessage
 }
 
 // compileParamSchema compiles a component's params schema. Properties marked
@@ -73,7 +76,91 @@ func compileParamSchema(name string, raw json.RawMessage) (*jsonschema.Schema, p
 		return nil, info, err
 	}
 	sch, err := compileSchema(name, rewritten)
-	return sch, info, err
+	if err != nil {
+		return nil, info, err
+	}
+	info.published = raw
+	if len(info.secrets) > 0 {
+		props := doc["properties"].(map[string]any)
+		info.published, err = replaceProperties(raw, func(k string) (any, bool) {
+			p, ok := props[k].(map[string]any)
+			return p, ok && p["x-secret"] == true
+		})
+		if err != nil {
+			return nil, info, err
+		}
+	}
+	return sch, info, nil
+}
+
+// replaceProperties returns the schema raw with the properties for which repl says so
+// replaced, keeping every key in the order it is written (the editor's parameter form
+// follows that order).
+func replaceProperties(raw json.RawMessage, repl func(key string) (any, bool)) (json.RawMessage, error) {
+	top, err := orderedMembers(raw)
+	if err != nil {
+		return nil, err
+	}
+	for i, m := range top {
+		if m.key != "properties" {
+			continue
+		}
+		props, err := orderedMembers(m.val)
+		if err != nil {
+			return nil, err
+		}
+		for j, p := range props {
+			if v, ok := repl(p.key); ok {
+				if props[j].val, err = json.Marshal(v); err != nil {
+					return nil, err
+				}
+			}
+		}
+		top[i].val = encodeMembers(props)
+	}
+	return encodeMembers(top), nil
+}
+
+type member struct {
+	key string
+	val json.RawMessage
+}
+
+// orderedMembers reads a JSON object's members in the order they are written.
+func orderedMembers(raw json.RawMessage) ([]member, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	var out []member
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, member{key: t.(string), val: v})
+	}
+	return out, nil
+}
+
+func encodeMembers(ms []member) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(m.key)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(m.val)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
 }
 
 func newCompiler() *jsonschema.Compiler {
@@ -170,7 +257,9 @@ var printer = message.NewPrinter(language.English)
 // leaves returns the innermost errors of a validation error tree: the ones that say
 // what is wrong, not which group of keywords failed.
 func leaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
-	if len(e.Causes) == 0 {
+	// The causes of a propertyNames error validate the name as a value of its own and
+	// so have lost where it is; the error itself knows the object and the name.
+	if _, names := e.ErrorKind.(*kind.PropertyNames); len(e.Causes) == 0 || names {
 		return []*jsonschema.ValidationError{e}
 	}
 	var out []*jsonschema.ValidationError
@@ -211,6 +300,16 @@ func schemaProblems(err error, prefix []string) []Problem {
 				out = append(out, q)
 			}
 			continue
+		case *kind.PropertyNames:
+			p.Code = CodeInvalidValue
+			p.Path = jsonPath(append(loc, k.Property))
+			var why []string
+			for _, c := range l.Causes {
+				for _, cl := range leaves(c) {
+					why = append(why, cl.ErrorKind.LocalizedString(printer))
+				}
+			}
+			p.Message = fmt.Sprintf("%q is not allowed as a name here: %s", k.Property, strings.Join(why, "; "))
 		case *kind.Type:
 			p.Code = CodeWrongType
 			p.Message = fmt.Sprintf("is %s, want %s", k.Got, strings.Join(k.Want, " or "))
@@ -226,6 +325,9 @@ func schemaProblems(err error, prefix []string) []Problem {
 				p.Code = CodeInvalidValue
 			}
 			p.Message = fmt.Sprintf("not a valid %s: %v", k.Want, k.Err)
+			if k.Want == "json-schema" {
+				p.Message = k.Err.Error() // it says "not a valid JSON Schema" itself
+			}
 		default:
 			p.Code = CodeInvalidValue
 		}

@@ -48,6 +48,12 @@ type checker struct {
 	badParams map[string]bool
 	// secretPaths holds, per node index, the param paths reported as literal secrets.
 	secretPaths map[int]map[string]bool
+	// connected holds the ports (portKey) that some edge attaches to.
+	connected map[string]bool
+	// loose are the edges between existing nodes that failed the port checks: not run,
+	// but followed when looking for unreachable nodes, so that one wrong edge or type
+	// does not also mark everything after it as never running.
+	loose []int
 }
 
 func (c *checker) add(p Problem) {
@@ -101,11 +107,12 @@ func (c *checker) parse(data []byte) (ok bool) {
 	}
 	if err := documentSchema.Validate(generic); err != nil {
 		for _, p := range schemaProblems(err, nil) {
-			if p.Path == "sluice" {
+			if p.Path == "sluice" && p.Code != CodeMissingField {
 				p.Code = CodeUnsupported
 				p.Message = "\"sluice\" must be 1, the only format version this build reads"
 			}
 			p.Node = c.rawNodeID(p.Path)
+			p.Edge = c.rawEdgeKey(p.Path)
 			c.add(p)
 		}
 	}
@@ -140,6 +147,28 @@ func (c *checker) rawNodeID(path string) string {
 	return id
 }
 
+var edgePathRE = regexp.MustCompile(`^edges\[(\d+)\]`)
+
+// rawEdgeKey names the edge a path points into, when it points into one, as Edge.Key
+// does: schema problems inside an edge are located on the canvas like the others.
+func (c *checker) rawEdgeKey(path string) string {
+	m := edgePathRE.FindStringSubmatch(path)
+	if m == nil {
+		return ""
+	}
+	i, _ := strconv.Atoi(m[1])
+	edges, _ := c.raw["edges"].([]any)
+	if i >= len(edges) {
+		return ""
+	}
+	re, ok := edges[i].(map[string]any)
+	if !ok {
+		return ""
+	}
+	str := func(k string) string { s, _ := re[k].(string); return s }
+	return Edge{ID: str("id"), From: str("from"), Port: str("port"), To: str("to"), ToPort: str("to_port")}.Key()
+}
+
 func describeJSONError(data []byte, err error) string {
 	var se *json.SyntaxError
 	var off int64 = -1
@@ -165,10 +194,28 @@ func (c *checker) checkNodes() {
 		c.add(Problem{Code: CodeInvalidID, Path: "id", Message: fmt.Sprintf("flow id %q: use 1 to %d lower-case letters, digits, '-' or '_'", d.ID, MaxIDLen)})
 	}
 	for k, sk := range d.State {
-		if len(sk.Default) > 0 && sk.Reducer != "" {
-			if _, err := DecodeJSON(sk.Default); err != nil {
-				c.add(Problem{Code: CodeInvalidValue, Path: "state." + k + ".default", Message: err.Error()})
+		if len(sk.Default) == 0 {
+			continue
+		}
+		v, err := DecodeJSON(sk.Default)
+		if err != nil {
+			c.add(Problem{Code: CodeInvalidValue, Path: "state." + k + ".default", Message: err.Error()})
+			continue
+		}
+		// A default its reducer cannot merge into would fail every run at the first update.
+		want := ""
+		switch _, isObj := v.(map[string]any); {
+		case v == nil:
+		case sk.Reducer == Merge && !isObj:
+			want = "an object"
+		case sk.Reducer == Add:
+			if _, ok := toRat(v); !ok {
+				want = "a number"
 			}
+		}
+		if want != "" {
+			c.add(Problem{Code: CodeInvalidValue, Path: "state." + k + ".default",
+				Message: fmt.Sprintf("the %s reducer needs %s, got %s; change the default or the reducer", sk.Reducer, want, TypeName(v))})
 		}
 	}
 	for i := range d.Nodes {
@@ -176,13 +223,16 @@ func (c *checker) checkNodes() {
 		switch {
 		case n.ID == "":
 			// The schema already reported the missing id.
-		case !ValidID(n.ID):
-			c.nodeProblem(i, CodeInvalidID, "id", "node id %q: use 1 to %d lower-case letters, digits, '-' or '_'", n.ID, MaxIDLen)
 		default:
 			if j, dup := c.nodeIndex[n.ID]; dup {
 				c.nodeProblem(i, CodeDuplicateID, "id", "node id %q is already used by nodes[%d]", n.ID, j)
 				continue
 			}
+			if !ValidID(n.ID) {
+				c.nodeProblem(i, CodeInvalidID, "id", "node id %q: use 1 to %d lower-case letters, digits, '-' or '_'", n.ID, MaxIDLen)
+			}
+			// A node with an invalid id is still indexed, so that the edges to it resolve
+			// and the id is the one problem reported, not a dangling edge as well.
 			c.nodeIndex[n.ID] = i
 		}
 		if n.Input != "" {
@@ -216,7 +266,14 @@ var literalSecretRE = regexp.MustCompile(`(?i)(^|[^a-z0-9])(sk-[a-z0-9_-]{16,}|s
 func (c *checker) checkParams(i int, spec *Spec) {
 	n := &c.doc.Nodes[i]
 	params := c.rawParams(i)
-	pm, _ := params.(map[string]any)
+	pm, isObj := params.(map[string]any)
+	if !isObj {
+		// The document schema reported params that are not an object. The node keeps
+		// its ports, so that its edges are still checked and nothing else is reported.
+		c.specs[n.ID] = spec
+		c.ports[n.ID] = spec.PortsFor(nil)
+		return
+	}
 	bad := c.badParams[n.ID]
 	// A credential written into the document is reported as such, not as a type error.
 	secretPaths := c.secretPaths[i]
@@ -334,6 +391,7 @@ func findPort(ports []Port, name, dir string) (Port, bool) {
 // checkEdges checks that edges join existing nodes through existing ports of one type.
 // It returns the edges that are sound, for the graph checks.
 func (c *checker) checkEdges() []int {
+	c.connected = map[string]bool{}
 	var good []int
 	ids := map[string]int{}
 	conns := map[string]int{}
@@ -360,13 +418,23 @@ func (c *checker) checkEdges() []int {
 				ok = false
 			}
 		}
+		// An end whose port exists counts as connected even when the edge has another
+		// problem: one wrong edge is reported once, not again as a required port left
+		// unconnected at its other end.
+		if _, found := findPort(c.ports[e.From], e.FromPort(), "out"); found {
+			c.connected[portKey(e.From, "out", e.FromPort())] = true
+		}
+		if _, found := findPort(c.ports[e.To], e.InPort(), "in"); found {
+			c.connected[portKey(e.To, "in", e.InPort())] = true
+		}
 		if !ok {
 			continue
 		}
 		fromPorts, fromKnown := c.ports[e.From]
 		toPorts, toKnown := c.ports[e.To]
 		if !fromKnown || !toKnown {
-			continue // unknown type, reported on the node
+			c.loose = append(c.loose, i) // unknown type, reported on the node
+			continue
 		}
 		out, okOut := findPort(fromPorts, e.FromPort(), "out")
 		if !okOut {
@@ -379,10 +447,12 @@ func (c *checker) checkEdges() []int {
 			ok = false
 		}
 		if !ok {
+			c.loose = append(c.loose, i)
 			continue
 		}
 		if out.Type != in.Type {
 			c.edgeProblem(i, CodePortMismatch, "", "%s port %q of %q cannot connect to %s port %q of %q", out.Type, out.Name, e.From, in.Type, in.Name, e.To)
+			c.loose = append(c.loose, i)
 			continue
 		}
 		if out.Type == PortTool && e.Condition != "" {
@@ -399,22 +469,17 @@ func (c *checker) checkEdges() []int {
 	return good
 }
 
-// checkPorts reports required ports with nothing connected and inputs that take one edge
-// but have several.
-func (c *checker) checkPorts(edges []int) {
-	count := map[string]int{} // node \x00 dir \x00 port -> edges
-	for _, i := range edges {
-		e := c.doc.Edges[i]
-		count[e.From+"\x00out\x00"+e.FromPort()]++
-		count[e.To+"\x00in\x00"+e.InPort()]++
-	}
+// portKey names one port of one node in checker.connected.
+func portKey(node, dir, port string) string { return node + "\x00" + dir + "\x00" + port }
+
+// checkPorts reports required ports with nothing connected.
+func (c *checker) checkPorts() {
 	for i, n := range c.doc.Nodes {
 		if idx, ok := c.nodeIndex[n.ID]; !ok || idx != i {
 			continue
 		}
 		for _, p := range c.ports[n.ID] {
-			k := count[n.ID+"\x00"+p.Direction+"\x00"+p.Name]
-			if p.Required && k == 0 {
+			if p.Required && !c.connected[portKey(n.ID, p.Direction, p.Name)] {
 				c.nodeProblem(i, CodeUnconnectedPort, "", "required %s port %q has nothing connected", p.Direction+"put", p.Name)
 			}
 		}
@@ -431,6 +496,9 @@ func (c *checker) checkEntry() string {
 	}
 	switch len(entries) {
 	case 0:
+		if _, ok := c.raw["nodes"]; !ok {
+			return "" // the missing "nodes" field is the problem already reported
+		}
 		c.add(Problem{Code: CodeNoInput, Path: "nodes", Message: "the flow has no input node: add one where runs start"})
 		return ""
 	case 1:
