@@ -245,8 +245,11 @@ func topoOrder(g *graph, entry string) []string {
 	return order
 }
 
-// Canonical returns the document's canonical JSON: object keys sorted, no insignificant
-// space, and the layout-only fields (node positions) left out.
+// Canonical returns the document's canonical JSON: the format's fields in a fixed order,
+// state keys sorted, no insignificant space, and the layout-only fields (node positions)
+// left out. Inside params and state defaults keys keep the order they are written in,
+// because a component may give it meaning: a router tries its routes in that order, so
+// two documents that differ only there must not share a version.
 func Canonical(d *Document) ([]byte, error) {
 	cp := *d
 	cp.Nodes = make([]Node, len(d.Nodes))
@@ -254,20 +257,9 @@ func Canonical(d *Document) ([]byte, error) {
 		n.Position = nil
 		cp.Nodes[i] = n
 	}
-	b, err := json.Marshal(&cp)
-	if err != nil {
-		return nil, err
-	}
-	v, err := DecodeJSON(b)
-	if err != nil {
-		return nil, err
-	}
-	return marshalSorted(v)
-}
-
-func marshalSorted(v any) ([]byte, error) {
-	// encoding/json sorts map keys; json.Number keeps numbers as written.
-	return json.Marshal(v)
+	// encoding/json writes struct fields in declaration order, sorts map keys and
+	// compacts a json.RawMessage without reordering it.
+	return json.Marshal(&cp)
 }
 
 // Version is the SHA-256 of the canonical document: moving a node does not change it,
