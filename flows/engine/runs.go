@@ -1,0 +1,134 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/store"
+)
+
+// StartOptions name a run and say where its result goes.
+type StartOptions struct {
+	// RunID, when set, names the run (it must be a valid id and new); otherwise one is
+	// generated.
+	RunID string
+	// Webhook receives the run's result when it finishes.
+	Webhook string
+}
+
+// inputChecker is implemented by entry components that check a run's input.
+type inputChecker interface {
+	CheckInput(v any) error
+}
+
+// InitialState is the state a run of plan starts with: the declared defaults, then the
+// input merged in with the flow's reducers. An input that is not an object is stored
+// under "input".
+func InitialState(plan *flows.Plan, input any) (map[string]any, error) {
+	obj, ok := input.(map[string]any)
+	if !ok {
+		if input == nil {
+			obj = map[string]any{}
+		} else {
+			obj = map[string]any{"input": input}
+		}
+	}
+	state, err := plan.Reducers.Apply(plan.Defaults, obj)
+	if err != nil {
+		return nil, &flows.Error{Code: flows.Invalid, Path: "input", Err: err}
+	}
+	return state, nil
+}
+
+// Start creates a run of plan with input (JSON; empty means {}) and returns its id. The
+// plan is published first, so workers anywhere can load it.
+func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMessage, opts StartOptions) (string, error) {
+	var in any = map[string]any{}
+	if len(input) > 0 {
+		v, err := flows.DecodeJSON(input)
+		if err != nil {
+			return "", &flows.Error{Code: flows.Invalid, Path: "input", Message: "input is not JSON: " + err.Error()}
+		}
+		in = v
+	}
+	if ic, ok := plan.Nodes[plan.Entry].Component.(inputChecker); ok {
+		if err := ic.CheckInput(in); err != nil {
+			return "", err
+		}
+	}
+	state, err := InitialState(plan, in)
+	if err != nil {
+		return "", err
+	}
+	id := opts.RunID
+	if id == "" {
+		id = NewRunID()
+	} else if !flows.ValidID(id) {
+		return "", &flows.Error{Code: flows.Invalid, Path: "run_id", Message: fmt.Sprintf("run id %q: use lower-case letters, digits, '-' and '_'", id)}
+	}
+	if err := e.Publish(ctx, plan); err != nil {
+		return "", err
+	}
+	stateJSON, _ := json.Marshal(state)
+	inputJSON, _ := json.Marshal(in)
+	cp := store.Checkpoint{Kind: "input", Update: inputJSON}
+	fields := []string{"input", string(inputJSON)}
+	if opts.Webhook != "" {
+		fields = append(fields, "webhook", opts.Webhook)
+	}
+	ckpt, err := e.rdb.StartRun(ctx, store.StartArgs{Flow: plan.Flow, Run: id, Version: plan.Version, State: stateJSON,
+		Checkpoint: cp.Fields(), Entries: []string{plan.Entry}, Fields: fields})
+	if err != nil {
+		return "", err
+	}
+	e.cache.put(id, ckpt, state, len(stateJSON))
+	return id, nil
+}
+
+// Get returns a run.
+func (e *Engine) Get(ctx context.Context, flow, run string) (*store.Run, error) {
+	if !flows.ValidID(flow) || !flows.ValidID(run) {
+		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no run %q", run)}
+	}
+	return e.rdb.GetRun(ctx, flow, run)
+}
+
+// Wait returns the run once it has finished or waits for a person, or when ctx ends
+// (with ctx's error and the run as it was last seen).
+func (e *Engine) Wait(ctx context.Context, flow, run string) (*store.Run, error) {
+	delay := 2 * time.Millisecond
+	for {
+		r, err := e.Get(ctx, flow, run)
+		if err != nil {
+			return nil, err
+		}
+		if store.Finished(r.Status) || r.Status == store.StatusWaiting {
+			return r, nil
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 100*time.Millisecond)
+	}
+}
+
+// Cancel cancels a run that has not finished. Its pending activations are dropped when
+// a worker next picks them up.
+func (e *Engine) Cancel(ctx context.Context, flow, run string) error {
+	ttl := flows.DefaultSettings.CheckpointTTL.D()
+	if r, err := e.Get(ctx, flow, run); err == nil {
+		if p, err := e.Plan(ctx, flow, r.Version); err == nil {
+			ttl = p.Settings.CheckpointTTL.D()
+		}
+	}
+	return e.rdb.CancelRun(ctx, flow, run, ttl)
+}
+
+// ErrNotWaiting is returned by Resume for a run that waits for nobody.
+var ErrNotWaiting = errors.New("run is not waiting")

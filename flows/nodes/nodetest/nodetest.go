@@ -1,0 +1,113 @@
+// Package nodetest provides a component whose behaviour a test scripts — sleep, fail a
+// number of times, panic, count its calls — and a registry with it and the built-in
+// components. It is for tests only; the sluice binary does not register it.
+package nodetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/nodes"
+)
+
+// Registry returns the built-in components plus "script", which counts its calls in rdb.
+func Registry(rdb redis.UniversalClient) *flows.Registry {
+	reg := nodes.NewRegistry(nil)
+	reg.Register(ScriptSpec(rdb))
+	return reg
+}
+
+// CountKey is where script counts the calls of one node in one run.
+func CountKey(flow, run, node string) string {
+	return fmt.Sprintf("sluicetest:{f:%s}:count:%s:%s", flow, run, node)
+}
+
+// ScriptSpec is the spec of the scripted test component.
+func ScriptSpec(rdb redis.UniversalClient) flows.Spec {
+	return flows.Spec{
+		Name:        "script",
+		Title:       "Script (tests)",
+		Category:    "test",
+		Description: "A component whose behaviour a test scripts.",
+		Ports: []flows.Port{
+			{Name: flows.PortIn, Direction: "in", Type: flows.PortState, Multiple: true},
+			{Name: flows.PortOut, Direction: "out", Type: flows.PortState},
+		},
+		Params: json.RawMessage(`{
+			"type": "object", "additionalProperties": false,
+			"properties": {
+				"sleep": {"type": "string", "format": "duration", "description": "How long each call takes."},
+				"fail": {"type": "integer", "minimum": 0, "description": "The first N calls of a run fail."},
+				"panic": {"type": "integer", "minimum": 0, "description": "The first N calls of a run panic."},
+				"permanent": {"type": "boolean", "description": "Failures are permanent."},
+				"always_fail": {"type": "boolean"},
+				"update": {"type": "object", "description": "The state update each call returns."},
+				"final": {"type": "boolean", "description": "The call's output is a run output."}
+			}
+		}`),
+		New: func(b *flows.Build) (flows.Component, error) {
+			s := &Script{rdb: rdb}
+			if err := b.Decode(&s.p); err != nil {
+				return nil, err
+			}
+			if s.p.Sleep != "" {
+				d, err := time.ParseDuration(s.p.Sleep)
+				if err != nil {
+					return nil, err
+				}
+				s.sleep = d
+			}
+			return s, nil
+		},
+	}
+}
+
+// Script is the scripted component.
+type Script struct {
+	rdb redis.UniversalClient
+	p   struct {
+		Sleep      string         `json:"sleep"`
+		Fail       int            `json:"fail"`
+		Panic      int            `json:"panic"`
+		Permanent  bool           `json:"permanent"`
+		AlwaysFail bool           `json:"always_fail"`
+		Update     map[string]any `json:"update"`
+		Final      bool           `json:"final"`
+	}
+	sleep time.Duration
+}
+
+// Run counts the call, then sleeps, fails, panics or returns the scripted update.
+func (s *Script) Run(ctx context.Context, step *flows.Step) (*flows.Result, error) {
+	n, err := s.rdb.Incr(ctx, CountKey(step.Flow, step.Run, step.Node)).Result()
+	if err != nil {
+		return nil, err
+	}
+	s.rdb.Expire(ctx, CountKey(step.Flow, step.Run, step.Node), time.Hour)
+	if s.sleep > 0 {
+		select {
+		case <-time.After(s.sleep):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if int(n) <= s.p.Panic {
+		panic(fmt.Sprintf("scripted panic %d", n))
+	}
+	if s.p.AlwaysFail || int(n) <= s.p.Fail {
+		err := fmt.Errorf("scripted failure %d", n)
+		if s.p.Permanent {
+			return nil, flows.Permanent(err)
+		}
+		return nil, err
+	}
+	upd := s.p.Update
+	if upd == nil {
+		upd = map[string]any{}
+	}
+	return &flows.Result{Output: map[string]any{"call": n}, Update: upd, Final: s.p.Final}, nil
+}

@@ -1,0 +1,78 @@
+package store
+
+// Every Redis key Sluice uses is built here. All keys of one flow share the hash tag
+// {f:<flow>}, so a step's commit touches one slot and stays one atomic script on Redis
+// Cluster too.
+
+// Group is the consumer group every node stream has.
+const Group = "sluice"
+
+// DispatchGroup is the consumer group on a flow's results stream that delivers result
+// webhooks; the stream is trimmed only below what it has acknowledged.
+const DispatchGroup = "dispatch"
+
+// Keys names the keys of one flow.
+type Keys struct {
+	flow   string
+	prefix string
+}
+
+// FlowKeys returns the key names of flow.
+func FlowKeys(flow string) Keys { return Keys{flow: flow, prefix: "sluice:{f:" + flow + "}:"} }
+
+// Flow is the flow id.
+func (k Keys) Flow() string { return k.flow }
+
+// Prefix is what every key of the flow starts with.
+func (k Keys) Prefix() string { return k.prefix }
+
+// In is the stream of NODE's activations (group "sluice").
+func (k Keys) In(node string) string { return k.prefix + "in:" + node }
+
+// Nodes is the set of node ids that have streams, over every published version.
+func (k Keys) Nodes() string { return k.prefix + "nodes" }
+
+// Version holds the flow JSON of a version.
+func (k Keys) Version(v string) string { return k.prefix + "v:" + v }
+
+// Current holds the version new runs start on when none is named.
+func (k Keys) Current() string { return k.prefix + "current" }
+
+// Run is the hash of a run: status, version, input, outputs, error, counters, times.
+func (k Keys) Run(run string) string { return k.prefix + "run:" + run }
+
+// Runs is the sorted set of run ids by creation time (ms).
+func (k Keys) Runs() string { return k.prefix + "runs" }
+
+// Ckpt is the stream of a run's checkpoints, in commit order.
+func (k Keys) Ckpt(run string) string { return k.prefix + "ckpt:" + run }
+
+// State is the hash of a run's states by checkpoint id.
+func (k Keys) State(run string) string { return k.prefix + "state:" + run }
+
+// Frames is the hash of a run's open forks: per fork, expected and arrived branches.
+func (k Keys) Frames(run string) string { return k.prefix + "frames:" + run }
+
+// Dead is the dead-letter stream.
+func (k Keys) Dead() string { return k.prefix + "dead" }
+
+// Events is the capped stream the live views read.
+func (k Keys) Events() string { return k.prefix + "events" }
+
+// Results is the stream of finished runs (group "dispatch").
+func (k Keys) Results() string { return k.prefix + "results" }
+
+// Waits is the sorted set of approvals with a timeout, by deadline (ms); members are
+// "RUN NODE".
+func (k Keys) Waits() string { return k.prefix + "waits" }
+
+// Cache is a cached result.
+func (k Keys) Cache(key string) string { return k.prefix + "cache:" + key }
+
+// Lock is the single-flight lock of a cached computation.
+func (k Keys) Lock(key string) string { return k.prefix + "lock:" + key }
+
+// RunKeys are the keys that belong to one run and expire with it.
+func (k Keys) RunKeys(run string) []string {
+	return []string{k.Run(run), k.Ckpt(run), k.State(run), k.Frames(run)}
+}

@@ -1,0 +1,237 @@
+-- commit.lua: commits one step of a run, all or nothing.
+--
+-- KEYS[1] -> the node's stream (holds the consumed entry)
+-- KEYS[2] -> run hash
+-- KEYS[3] -> checkpoint stream of the run
+-- KEYS[4] -> state hash of the run (checkpoint id -> state JSON)
+-- KEYS[5] -> frames hash of the run (open forks)
+-- KEYS[6] -> events stream
+-- KEYS[7] -> results stream
+-- KEYS[8] -> waits sorted set
+-- KEYS[9..] -> streams the ops below add activations to, named by index into KEYS
+--
+-- ARGV[1] -> consumer group
+-- ARGV[2] -> consumer name: the entry must still be pending for it (the fence)
+-- ARGV[3] -> entry id
+-- ARGV[4] -> run id
+-- ARGV[5] -> now, unix ms
+-- ARGV[6] -> max_steps: the deepest an activation may be (the loop guard)
+-- ARGV[7] -> seconds a finished run is kept (0: forever)
+-- ARGV[8] -> keep_last: checkpoints kept when the run finishes (0: all)
+-- ARGV[9] -> events stream MAXLEN (approximate)
+-- ARGV[10] -> node id
+-- ARGV[11] -> depth of the consumed activation: steps along its line since the run started
+-- ARGV[12] -> n, the number of checkpoint field/value pairs; ARGV[13..12+2n] the pairs
+-- then, in order:
+--   state JSON after the step
+--   input tokens, output tokens spent by the step
+--   output JSON of a final (output) node, or ""
+--   wait record JSON of an approval that parks the run, or ""; then its deadline ms (0: none)
+--   event data JSON
+--   m, the number of ops, then the ops, each a name and its arguments:
+--     send   UPDATE STATE           a fanout seed checkpoint; its id becomes the next ref
+--     open   FRAME N TOK REF KEY    a fork with N branches; TOK is the stack outside it,
+--                                   REF its base checkpoint, KEY the join's stream index
+--     split  FRAME N                the current branch of FRAME became N branches
+--     xadd   KEY REF TOK            an activation on KEYS[KEY] reading checkpoint REF
+--     arrive FRAME BRANCH REF KEY   a branch reached FRAME's join with checkpoint REF
+--     giveback FRAME KEY            a branch of FRAME ended elsewhere
+--     delframe FRAME                the join of FRAME ran: forget the fork
+--   A REF is "$" (this step's checkpoint) or "$k" (the k-th send of this step).
+--   Activations added here are one deeper than the consumed one; a join's activation
+--   is one deeper than the step that opened its fork.
+--
+-- Returns {"ok", checkpoint id, step number, live activations, run status}, or
+-- {"stale"} when the fence fails, {"dropped", status} for a cancelled or lost run,
+-- {"max_steps", depth} when the activation is deeper than max_steps (the run fails).
+
+local group, consumer, entry, run = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local now = ARGV[5]
+local ttl = tonumber(ARGV[7])
+local keep = tonumber(ARGV[8])
+local maxlen = ARGV[9]
+local node = ARGV[10]
+local depth = tonumber(ARGV[11])
+local nextdepth = tostring(depth + 1)
+
+local p = redis.call('XPENDING', KEYS[1], group, entry, entry, 1)
+if #p == 0 or p[1][2] ~= consumer then
+  return {'stale'}
+end
+
+local function consume()
+  redis.call('XACK', KEYS[1], group, entry)
+  redis.call('XDEL', KEYS[1], entry)
+end
+
+local function event(kind, data, ckpt, step)
+  redis.call('XADD', KEYS[6], 'MAXLEN', '~', maxlen, '*', 'type', kind, 'run', run, 'node', node, 'data', data, 'ckpt', ckpt, 'step', step)
+end
+
+local function expire_run()
+  if ttl > 0 then
+    for i = 2, 5 do redis.call('EXPIRE', KEYS[i], ttl) end
+  end
+end
+
+local function finish(status)
+  redis.call('HSET', KEYS[2], 'status', status, 'finished_at', now, 'updated_at', now)
+  redis.call('XADD', KEYS[7], '*', 'run', run, 'status', status)
+  redis.call('DEL', KEYS[5])
+  if keep > 0 then
+    local n = redis.call('XLEN', KEYS[3])
+    if n > keep then
+      local old = redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', n - keep)
+      for _, e in ipairs(old) do
+        redis.call('HDEL', KEYS[4], e[1])
+        redis.call('XDEL', KEYS[3], e[1])
+      end
+    end
+  end
+  expire_run()
+  redis.call('XADD', KEYS[6], 'MAXLEN', '~', maxlen, '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"' .. status .. '"}')
+end
+
+local status = redis.call('HGET', KEYS[2], 'status')
+if not status or status == 'cancelled' or status == 'succeeded' then
+  -- A cancelled run drops its activations; a lost run (expired, or Redis lost it)
+  -- cannot continue; a succeeded run has nothing live.
+  consume()
+  if status then
+    local live = redis.call('HINCRBY', KEYS[2], 'live', -1)
+    if live <= 0 then expire_run() end
+  end
+  return {'dropped', status or 'lost'}
+end
+
+if depth > tonumber(ARGV[6]) then
+  consume()
+  redis.call('HINCRBY', KEYS[2], 'live', -1)
+  if status ~= 'failed' then
+    redis.call('HSET', KEYS[2], 'error', 'the run went more than max_steps (' .. ARGV[6] .. ') steps deep: a loop that does not end?', 'error_node', node)
+    finish('failed')
+  end
+  return {'max_steps', depth}
+end
+local steps = redis.call('HINCRBY', KEYS[2], 'steps', 1)
+
+-- The checkpoint.
+local n = tonumber(ARGV[12])
+local fields = {}
+for i = 13, 12 + 2 * n do fields[#fields + 1] = ARGV[i] end
+local a = 13 + 2 * n
+local state = ARGV[a]
+fields[#fields + 1] = 'step'; fields[#fields + 1] = tostring(steps)
+fields[#fields + 1] = 'ts'; fields[#fields + 1] = now
+local ckpt = redis.call('XADD', KEYS[3], '*', unpack(fields))
+redis.call('HSET', KEYS[4], ckpt, state)
+
+local tin, tout = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+if tin > 0 then redis.call('HINCRBY', KEYS[2], 'in_tokens', tin) end
+if tout > 0 then redis.call('HINCRBY', KEYS[2], 'out_tokens', tout) end
+local final = ARGV[a + 3]
+if final ~= '' then redis.call('HSET', KEYS[2], 'out:' .. node, final) end
+local wait, deadline = ARGV[a + 4], tonumber(ARGV[a + 5])
+local data = ARGV[a + 6]
+local m = tonumber(ARGV[a + 7])
+local i = a + 8
+
+local refs = {}
+local function ref(r)
+  if r == '$' then return ckpt end
+  return refs[tonumber(string.sub(r, 2))]
+end
+
+local version = redis.call('HGET', KEYS[2], 'version')
+local delta = -1
+local function fire(frame, key)
+  local base = redis.call('HGET', KEYS[5], frame .. ':base')
+  local tok = redis.call('HGET', KEYS[5], frame .. ':tok')
+  local d = redis.call('HGET', KEYS[5], frame .. ':depth') or nextdepth
+  redis.call('XADD', KEYS[key], '*', 'run', run, 'v', version, 'ckpt', base, 'tok', tok, 'join', frame, 'd', d)
+  delta = delta + 1
+end
+local function done(frame, key)
+  local d = redis.call('HINCRBY', KEYS[5], frame .. ':d', 1)
+  local want = tonumber(redis.call('HGET', KEYS[5], frame .. ':n'))
+  if want and d == want then fire(frame, key) end
+end
+
+for _ = 1, m do
+  local op = ARGV[i]
+  if op == 'send' then
+    local id = redis.call('XADD', KEYS[3], '*', 'node', node, 'kind', 'send', 'parent', ckpt, 'update', ARGV[i + 1], 'step', tostring(steps), 'ts', now)
+    redis.call('HSET', KEYS[4], id, ARGV[i + 2])
+    refs[#refs + 1] = id
+    i = i + 3
+  elseif op == 'open' then
+    local frame, count = ARGV[i + 1], tonumber(ARGV[i + 2])
+    redis.call('HSET', KEYS[5], frame .. ':n', count, frame .. ':d', 0, frame .. ':tok', ARGV[i + 3], frame .. ':base', ref(ARGV[i + 4]), frame .. ':depth', nextdepth)
+    if count == 0 then fire(frame, tonumber(ARGV[i + 5])) end
+    i = i + 6
+  elseif op == 'split' then
+    redis.call('HINCRBY', KEYS[5], ARGV[i + 1] .. ':n', tonumber(ARGV[i + 2]))
+    i = i + 3
+  elseif op == 'xadd' then
+    redis.call('XADD', KEYS[tonumber(ARGV[i + 1])], '*', 'run', run, 'v', version, 'ckpt', ref(ARGV[i + 2]), 'tok', ARGV[i + 3], 'd', nextdepth)
+    delta = delta + 1
+    i = i + 4
+  elseif op == 'arrive' then
+    redis.call('HSET', KEYS[5], ARGV[i + 1] .. ':b:' .. ARGV[i + 2], ref(ARGV[i + 3]))
+    done(ARGV[i + 1], tonumber(ARGV[i + 4]))
+    i = i + 5
+  elseif op == 'giveback' then
+    done(ARGV[i + 1], tonumber(ARGV[i + 2]))
+    i = i + 3
+  elseif op == 'delframe' then
+    local prefix = ARGV[i + 1] .. ':'
+    local names = redis.call('HKEYS', KEYS[5])
+    for _, f in ipairs(names) do
+      if string.sub(f, 1, #prefix) == prefix then redis.call('HDEL', KEYS[5], f) end
+    end
+    i = i + 2
+  else
+    return redis.error_reply('commit.lua: unknown op ' .. tostring(op))
+  end
+end
+
+local parked = tonumber(redis.call('HGET', KEYS[2], 'parked') or '0')
+if wait ~= '' then
+  -- The activation stays live while it waits for a person.
+  delta = delta + 1
+  parked = redis.call('HINCRBY', KEYS[2], 'parked', 1)
+  redis.call('HSET', KEYS[2], 'wait:' .. node, wait, 'waitckpt:' .. node, ckpt)
+  if deadline > 0 then redis.call('ZADD', KEYS[8], deadline, run .. ' ' .. node) end
+end
+
+consume()
+local live = redis.call('HINCRBY', KEYS[2], 'live', delta)
+redis.call('HSET', KEYS[2], 'last_ckpt', ckpt, 'updated_at', now)
+event('step', data, ckpt, steps)
+if status == 'queued' then redis.call('HSET', KEYS[2], 'started_at', now) end
+local newstatus = status
+if status ~= 'failed' then
+  if live <= 0 then
+    -- Nothing is live, but a branch in the dead letters means the run did not succeed.
+    local dead = tonumber(redis.call('HGET', KEYS[2], 'dead') or '0')
+    if dead > 0 then
+      newstatus = 'failed'
+      redis.call('HSET', KEYS[2], 'error', dead .. ' activation(s) of this run are in the dead letters')
+    else
+      newstatus = 'succeeded'
+    end
+    finish(newstatus)
+  elseif live <= parked then
+    newstatus = 'waiting'
+  else
+    newstatus = 'running'
+  end
+  if newstatus ~= status and newstatus ~= 'succeeded' and newstatus ~= 'failed' then
+    redis.call('HSET', KEYS[2], 'status', newstatus)
+    redis.call('XADD', KEYS[6], 'MAXLEN', '~', maxlen, '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"' .. newstatus .. '"}')
+  end
+elseif live <= 0 then
+  redis.call('DEL', KEYS[5])
+  expire_run()
+end
+return {'ok', ckpt, steps, live, newstatus}

@@ -1,0 +1,509 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice/flows"
+)
+
+// Run statuses.
+const (
+	StatusQueued    = "queued"
+	StatusRunning   = "running"
+	StatusWaiting   = "waiting"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// Finished reports whether a run status is final.
+func Finished(status string) bool {
+	return status == StatusSucceeded || status == StatusFailed || status == StatusCancelled
+}
+
+// Run is a run as its hash records it.
+type Run struct {
+	ID         string                     `json:"id"`
+	Flow       string                     `json:"flow"`
+	Version    string                     `json:"version"`
+	Status     string                     `json:"status"`
+	Input      json.RawMessage            `json:"input,omitempty"`
+	Outputs    map[string]json.RawMessage `json:"-"`
+	Error      string                     `json:"error,omitempty"`
+	ErrorNode  string                     `json:"error_node,omitempty"`
+	LastError  string                     `json:"last_error,omitempty"`
+	Steps      int                        `json:"steps"`
+	Live       int                        `json:"live"`
+	Parked     int                        `json:"-"`
+	Dead       int                        `json:"dead_letters"`
+	Usage      flows.Usage                `json:"usage"`
+	Created    time.Time                  `json:"created_at"`
+	Started    *time.Time                 `json:"started_at,omitempty"`
+	Updated    time.Time                  `json:"updated_at"`
+	Finished   *time.Time                 `json:"finished_at,omitempty"`
+	ParentRun  string                     `json:"parent_run,omitempty"`
+	ParentCkpt string                     `json:"parent_checkpoint,omitempty"`
+	LastCkpt   string                     `json:"last_checkpoint,omitempty"`
+	Waits      map[string]json.RawMessage `json:"-"`
+	Webhook    string                     `json:"-"`
+}
+
+func msTime(s string) time.Time {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(n).UTC()
+}
+
+func parseRun(flow, id string, h map[string]string) *Run {
+	r := &Run{ID: id, Flow: flow, Outputs: map[string]json.RawMessage{}, Waits: map[string]json.RawMessage{}}
+	atoi := func(k string) int { n, _ := strconv.Atoi(h[k]); return n }
+	atoi64 := func(k string) int64 { n, _ := strconv.ParseInt(h[k], 10, 64); return n }
+	r.Version, r.Status = h["version"], h["status"]
+	if h["input"] != "" {
+		r.Input = json.RawMessage(h["input"])
+	}
+	r.Error, r.ErrorNode, r.LastError = h["error"], h["error_node"], h["last_error"]
+	r.Steps, r.Live, r.Parked, r.Dead = atoi("steps"), atoi("live"), atoi("parked"), atoi("dead")
+	r.Usage = flows.Usage{InputTokens: atoi64("in_tokens"), OutputTokens: atoi64("out_tokens")}
+	r.Created, r.Updated = msTime(h["created_at"]), msTime(h["updated_at"])
+	if t := msTime(h["started_at"]); !t.IsZero() {
+		r.Started = &t
+	}
+	if t := msTime(h["finished_at"]); !t.IsZero() {
+		r.Finished = &t
+	}
+	r.ParentRun, r.ParentCkpt, r.LastCkpt = h["parent_run"], h["parent_ckpt"], h["last_ckpt"]
+	r.Webhook = h["webhook"]
+	for k, v := range h {
+		switch {
+		case strings.HasPrefix(k, "out:"):
+			r.Outputs[k[4:]] = json.RawMessage(v)
+		case strings.HasPrefix(k, "wait:"):
+			r.Waits[k[5:]] = json.RawMessage(v)
+		}
+	}
+	return r
+}
+
+// StartArgs creates a run.
+type StartArgs struct {
+	Flow, Run, Version string
+	State              []byte   // initial state JSON
+	Checkpoint         []string // field/value pairs of the first checkpoint
+	Entries            []string // nodes that get the first activations
+	Fields             []string // more run hash field/value pairs (input, parent_run, ...)
+}
+
+// StartRun creates a run and its first activations.
+func (r *Redis) StartRun(ctx context.Context, a StartArgs) (string, error) {
+	k := FlowKeys(a.Flow)
+	keys := []string{k.Run(a.Run), k.Ckpt(a.Run), k.State(a.Run), k.Runs(), k.Events(), k.Version(a.Version)}
+	for _, n := range a.Entries {
+		keys = append(keys, k.In(n))
+	}
+	args := []any{a.Run, a.Version, nowMS(), EventsMaxLen, a.State, len(a.Checkpoint) / 2}
+	for _, f := range a.Checkpoint {
+		args = append(args, f)
+	}
+	args = append(args, len(a.Fields)/2)
+	for _, f := range a.Fields {
+		args = append(args, f)
+	}
+	res, err := startScript.Run(ctx, r.Client, keys, args...).Slice()
+	if err != nil {
+		return "", fmt.Errorf("start run: %w", err)
+	}
+	switch res[0] {
+	case "exists":
+		return "", &flows.Error{Code: flows.Conflict, Flow: a.Flow, Message: fmt.Sprintf("run %q already exists", a.Run)}
+	case "no_version":
+		return "", &flows.Error{Code: flows.NotFound, Flow: a.Flow, Message: fmt.Sprintf("version %.12s is not published", a.Version)}
+	}
+	ckpt, _ := res[1].(string)
+	return ckpt, nil
+}
+
+// GetRun reads a run's hash.
+func (r *Redis) GetRun(ctx context.Context, flow, run string) (*Run, error) {
+	h, err := r.Client.HGetAll(ctx, FlowKeys(flow).Run(run)).Result()
+	if err != nil {
+		return nil, err
+	}
+	if len(h) == 0 {
+		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no run %q", run)}
+	}
+	return parseRun(flow, run, h), nil
+}
+
+// RunStatus reads only a run's status ("" when the run does not exist).
+func (r *Redis) RunStatus(ctx context.Context, flow, run string) (string, error) {
+	s, err := r.Client.HGet(ctx, FlowKeys(flow).Run(run), "status").Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return s, err
+}
+
+// CancelRun cancels a run that has not finished.
+func (r *Redis) CancelRun(ctx context.Context, flow, run string, ttl time.Duration) error {
+	k := FlowKeys(flow)
+	res, err := cancelScript.Run(ctx, r.Client, []string{k.Run(run), k.Ckpt(run), k.State(run), k.Frames(run), k.Events(), k.Results(), k.Waits()},
+		run, nowMS(), int64(ttl/time.Second), EventsMaxLen).Slice()
+	if err != nil {
+		return err
+	}
+	switch res[0] {
+	case "not_found":
+		return &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no run %q", run)}
+	case "conflict":
+		return &flows.Error{Code: flows.Conflict, Flow: flow, Message: fmt.Sprintf("run %q has already %s", run, res[1])}
+	}
+	return nil
+}
+
+// ResumeRun answers the approval node of a waiting run with decision (JSON).
+func (r *Redis) ResumeRun(ctx context.Context, flow, run, node string, decision []byte) error {
+	k := FlowKeys(flow)
+	res, err := resumeScript.Run(ctx, r.Client, []string{k.Run(run), k.In(node), k.Events(), k.Waits()},
+		run, node, decision, nowMS(), EventsMaxLen).Slice()
+	if err != nil {
+		return err
+	}
+	switch res[0] {
+	case "not_found":
+		return &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no run %q", run)}
+	case "conflict":
+		return &flows.Error{Code: flows.Conflict, Flow: flow, Node: node, Message: fmt.Sprintf("run %q is %s, not waiting at node %q", run, res[1], node)}
+	}
+	return nil
+}
+
+// LoadState returns the state JSON of a checkpoint.
+func (r *Redis) LoadState(ctx context.Context, flow, run, ckpt string) ([]byte, error) {
+	b, err := r.Client.HGet(ctx, FlowKeys(flow).State(run), ckpt).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("run %q has no checkpoint %q (expired or trimmed)", run, ckpt)}
+	}
+	return b, err
+}
+
+// Checkpoint is one committed step (or a run's start, or a fanout branch's seed).
+type Checkpoint struct {
+	ID         string          `json:"id"`
+	Node       string          `json:"node"`
+	Kind       string          `json:"kind"` // input, step, send, join, wait, resume
+	Step       int             `json:"step"`
+	Parent     string          `json:"parent,omitempty"`
+	Attempt    int             `json:"attempt,omitempty"`
+	Update     json.RawMessage `json:"update,omitempty"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	Ports      []string        `json:"ports,omitempty"`
+	Branches   []string        `json:"branches,omitempty"`
+	Duration   time.Duration   `json:"-"`
+	DurationMS float64         `json:"duration_ms"`
+	Usage      flows.Usage     `json:"usage"`
+	StateBytes int             `json:"state_bytes,omitempty"`
+	Trace      json.RawMessage `json:"trace,omitempty"`
+	Time       time.Time       `json:"time"`
+	State      json.RawMessage `json:"state,omitempty"`
+}
+
+// Fields encodes the checkpoint for the checkpoint stream (step and time are added by
+// the commit).
+func (c *Checkpoint) Fields() []string {
+	f := []string{"node", c.Node, "kind", c.Kind, "parent", c.Parent}
+	add := func(k, v string) {
+		if v != "" {
+			f = append(f, k, v)
+		}
+	}
+	if c.Attempt > 0 {
+		add("attempt", strconv.Itoa(c.Attempt))
+	}
+	add("update", string(c.Update))
+	add("output", string(c.Output))
+	if len(c.Ports) > 0 {
+		b, _ := json.Marshal(c.Ports)
+		add("ports", string(b))
+	}
+	if len(c.Branches) > 0 {
+		b, _ := json.Marshal(c.Branches)
+		add("branches", string(b))
+	}
+	if c.Duration > 0 {
+		add("dur_us", strconv.FormatInt(c.Duration.Microseconds(), 10))
+	}
+	if c.Usage.InputTokens > 0 || c.Usage.OutputTokens > 0 {
+		add("in_tok", strconv.FormatInt(c.Usage.InputTokens, 10))
+		add("out_tok", strconv.FormatInt(c.Usage.OutputTokens, 10))
+	}
+	if c.StateBytes > 0 {
+		add("sbytes", strconv.Itoa(c.StateBytes))
+	}
+	add("trace", string(c.Trace))
+	return f
+}
+
+func parseCheckpoint(m redis.XMessage) Checkpoint {
+	s := func(k string) string { v, _ := m.Values[k].(string); return v }
+	n := func(k string) int64 { x, _ := strconv.ParseInt(s(k), 10, 64); return x }
+	c := Checkpoint{ID: m.ID, Node: s("node"), Kind: s("kind"), Parent: s("parent"), Step: int(n("step")), Attempt: int(n("attempt"))}
+	if v := s("update"); v != "" {
+		c.Update = json.RawMessage(v)
+	}
+	if v := s("output"); v != "" {
+		c.Output = json.RawMessage(v)
+	}
+	if v := s("ports"); v != "" {
+		_ = json.Unmarshal([]byte(v), &c.Ports)
+	}
+	if v := s("branches"); v != "" {
+		_ = json.Unmarshal([]byte(v), &c.Branches)
+	}
+	if v := s("trace"); v != "" {
+		c.Trace = json.RawMessage(v)
+	}
+	c.Duration = time.Duration(n("dur_us")) * time.Microsecond
+	c.DurationMS = float64(c.Duration.Microseconds()) / 1000
+	c.Usage = flows.Usage{InputTokens: n("in_tok"), OutputTokens: n("out_tok")}
+	c.StateBytes = int(n("sbytes"))
+	c.Time = msTime(s("ts"))
+	return c
+}
+
+// Checkpoints returns up to count checkpoints of a run from id start ("-" for the first)
+// on, in commit order, without their states.
+func (r *Redis) Checkpoints(ctx context.Context, flow, run, start string, count int64) ([]Checkpoint, error) {
+	if start == "" {
+		start = "-"
+	}
+	var msgs []redis.XMessage
+	var err error
+	if count > 0 {
+		msgs, err = r.Client.XRangeN(ctx, FlowKeys(flow).Ckpt(run), start, "+", count).Result()
+	} else {
+		msgs, err = r.Client.XRange(ctx, FlowKeys(flow).Ckpt(run), start, "+").Result()
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Checkpoint, len(msgs))
+	for i, m := range msgs {
+		out[i] = parseCheckpoint(m)
+	}
+	return out, nil
+}
+
+// GetCheckpoint returns one checkpoint with its state.
+func (r *Redis) GetCheckpoint(ctx context.Context, flow, run, id string) (*Checkpoint, error) {
+	k := FlowKeys(flow)
+	pipe := r.Client.Pipeline()
+	rng := pipe.XRange(ctx, k.Ckpt(run), id, id)
+	st := pipe.HGet(ctx, k.State(run), id)
+	_, _ = pipe.Exec(ctx)
+	msgs, err := rng.Result()
+	if err != nil {
+		return nil, err
+	}
+	if len(msgs) == 0 {
+		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("run %q has no checkpoint %q", run, id)}
+	}
+	c := parseCheckpoint(msgs[0])
+	if b, err := st.Bytes(); err == nil {
+		c.State = b
+	}
+	return &c, nil
+}
+
+// Frame is an open fork of a run as its frames hash records it.
+type Frame struct {
+	Base     string
+	Tok      string
+	Expected int
+	Done     int
+	Branches map[string]string // branch path -> checkpoint id of its arrival
+}
+
+// GetFrame reads one fork frame of a run.
+func (r *Redis) GetFrame(ctx context.Context, flow, run, frame string) (*Frame, error) {
+	h, err := r.Client.HGetAll(ctx, FlowKeys(flow).Frames(run)).Result()
+	if err != nil {
+		return nil, err
+	}
+	p := frame + ":"
+	f := &Frame{Branches: map[string]string{}}
+	found := false
+	for k, v := range h {
+		if !strings.HasPrefix(k, p) {
+			continue
+		}
+		found = true
+		switch rest := k[len(p):]; {
+		case rest == "base":
+			f.Base = v
+		case rest == "tok":
+			f.Tok = v
+		case rest == "n":
+			f.Expected, _ = strconv.Atoi(v)
+		case rest == "d":
+			f.Done, _ = strconv.Atoi(v)
+		case strings.HasPrefix(rest, "b:"):
+			f.Branches[rest[2:]] = v
+		}
+	}
+	if !found {
+		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("run %q has no open fork %q", run, frame)}
+	}
+	return f, nil
+}
+
+// ListRuns returns run ids of a flow, newest first, after skipping offset.
+func (r *Redis) ListRuns(ctx context.Context, flow string, offset, count int64) ([]string, int64, error) {
+	k := FlowKeys(flow)
+	pipe := r.Client.Pipeline()
+	ids := pipe.ZRevRange(ctx, k.Runs(), offset, offset+count-1)
+	total := pipe.ZCard(ctx, k.Runs())
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, 0, err
+	}
+	return ids.Val(), total.Val(), nil
+}
+
+// GetRuns reads several runs' hashes in one round trip; runs that no longer exist are
+// removed from the flow's run index and left out.
+func (r *Redis) GetRuns(ctx context.Context, flow string, ids []string) ([]*Run, error) {
+	k := FlowKeys(flow)
+	pipe := r.Client.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HGetAll(ctx, k.Run(id))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	var out []*Run
+	var gone []any
+	for i, c := range cmds {
+		h := c.Val()
+		if len(h) == 0 {
+			gone = append(gone, ids[i])
+			continue
+		}
+		out = append(out, parseRun(flow, ids[i], h))
+	}
+	if len(gone) > 0 {
+		r.Client.ZRem(ctx, k.Runs(), gone...)
+	}
+	return out, nil
+}
+
+// DeadLetter is an activation that failed too often (or permanently).
+type DeadLetter struct {
+	ID       string    `json:"id"`
+	Flow     string    `json:"flow"`
+	Node     string    `json:"node"`
+	Run      string    `json:"run"`
+	Error    string    `json:"error"`
+	Attempts int       `json:"attempts"`
+	Time     time.Time `json:"time"`
+	Ckpt     string    `json:"checkpoint"`
+}
+
+// DeadLetters lists a flow's dead letters, oldest first.
+func (r *Redis) DeadLetters(ctx context.Context, flow string, count int64) ([]DeadLetter, error) {
+	msgs, err := r.Client.XRangeN(ctx, FlowKeys(flow).Dead(), "-", "+", count).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DeadLetter, len(msgs))
+	for i, m := range msgs {
+		s := func(k string) string { v, _ := m.Values[k].(string); return v }
+		n, _ := strconv.Atoi(s("attempts"))
+		out[i] = DeadLetter{ID: m.ID, Flow: flow, Node: s("node"), Run: s("run"), Error: s("error"), Attempts: n, Time: msTime(s("ts")), Ckpt: s("a:ckpt")}
+	}
+	return out, nil
+}
+
+// RetryDead puts a dead letter back on its node's stream and reopens its run.
+func (r *Redis) RetryDead(ctx context.Context, flow, id string) (string, error) {
+	k := FlowKeys(flow)
+	msgs, err := r.Client.XRange(ctx, k.Dead(), id, id).Result()
+	if err != nil {
+		return "", err
+	}
+	if len(msgs) == 0 {
+		return "", &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no dead letter %q", id)}
+	}
+	node, _ := msgs[0].Values["node"].(string)
+	run, _ := msgs[0].Values["run"].(string)
+	res, err := retryDeadScript.Run(ctx, r.Client, []string{k.Dead(), k.In(node), k.Run(run), k.Events(), k.Ckpt(run), k.State(run), k.Frames(run)},
+		id, node, nowMS(), EventsMaxLen).Slice()
+	if err != nil {
+		return "", err
+	}
+	switch res[0] {
+	case "not_found":
+		return "", &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no dead letter %q", id)}
+	case "gone":
+		return "", &flows.Error{Code: flows.Conflict, Flow: flow, Message: fmt.Sprintf("run %q of dead letter %q has expired", run, id)}
+	}
+	newID, _ := res[1].(string)
+	return newID, nil
+}
+
+// DiscardDead deletes a dead letter; its run stays failed.
+func (r *Redis) DiscardDead(ctx context.Context, flow, id string) error {
+	k := FlowKeys(flow)
+	msgs, err := r.Client.XRange(ctx, k.Dead(), id, id).Result()
+	if err != nil {
+		return err
+	}
+	if len(msgs) == 0 {
+		return &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no dead letter %q", id)}
+	}
+	run, _ := msgs[0].Values["run"].(string)
+	pipe := r.Client.TxPipeline()
+	pipe.XDel(ctx, k.Dead(), id)
+	pipe.HIncrBy(ctx, k.Run(run), "dead", -1)
+	_, err = pipe.Exec(ctx)
+	return err
+}
+
+// sortedKeys returns a map's keys sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Output is the run's output: the value of its output node, or an object keyed by node
+// id when several output nodes produced one; null when none did.
+func (r *Run) Output() json.RawMessage {
+	switch len(r.Outputs) {
+	case 0:
+		return nil
+	case 1:
+		for _, v := range r.Outputs {
+			return v
+		}
+	}
+	m := make(map[string]json.RawMessage, len(r.Outputs))
+	for _, k := range sortedKeys(r.Outputs) {
+		m[k] = r.Outputs[k]
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
