@@ -28,7 +28,8 @@ for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
     redis.call('HDEL', KEYS[1], f)
   end
 end
-local live = redis.call('HINCRBY', KEYS[1], 'live', -parked)
+local live = tonumber(redis.call('HGET', KEYS[1], 'live') or '0')
+if parked > 0 then live = redis.call('HINCRBY', KEYS[1], 'live', 0 - parked) end
 redis.call('HSET', KEYS[1], 'status', 'cancelled', 'parked', 0, 'error', 'cancelled', 'finished_at', now, 'updated_at', now)
 redis.call('XADD', KEYS[6], '*', 'run', run, 'status', 'cancelled')
 redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[4], '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"cancelled"}')

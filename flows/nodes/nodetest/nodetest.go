@@ -7,6 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,6 +27,9 @@ func Registry(rdb redis.UniversalClient) *flows.Registry {
 func CountKey(flow, run, node string) string {
 	return fmt.Sprintf("sluicetest:{f:%s}:count:%s:%s", flow, run, node)
 }
+
+// TallyKey is the hash of call counts per process id of a flow's tallying scripts.
+func TallyKey(flow string) string { return fmt.Sprintf("sluicetest:{f:%s}:tally", flow) }
 
 // ScriptSpec is the spec of the scripted test component.
 func ScriptSpec(rdb redis.UniversalClient) flows.Spec {
@@ -46,7 +51,8 @@ func ScriptSpec(rdb redis.UniversalClient) flows.Spec {
 				"permanent": {"type": "boolean", "description": "Failures are permanent."},
 				"always_fail": {"type": "boolean"},
 				"update": {"type": "object", "description": "The state update each call returns."},
-				"final": {"type": "boolean", "description": "The call's output is a run output."}
+				"final": {"type": "boolean", "description": "The call's output is a run output."},
+				"tally": {"type": "boolean", "description": "Count calls per process too (TallyKey)."}
 			}
 		}`),
 		New: func(b *flows.Build) (flows.Component, error) {
@@ -77,6 +83,7 @@ type Script struct {
 		AlwaysFail bool           `json:"always_fail"`
 		Update     map[string]any `json:"update"`
 		Final      bool           `json:"final"`
+		Tally      bool           `json:"tally"`
 	}
 	sleep time.Duration
 }
@@ -88,6 +95,9 @@ func (s *Script) Run(ctx context.Context, step *flows.Step) (*flows.Result, erro
 		return nil, err
 	}
 	s.rdb.Expire(ctx, CountKey(step.Flow, step.Run, step.Node), time.Hour)
+	if s.p.Tally {
+		s.rdb.HIncrBy(ctx, TallyKey(step.Flow), strconv.Itoa(os.Getpid()), 1)
+	}
 	if s.sleep > 0 {
 		select {
 		case <-time.After(s.sleep):
