@@ -10,7 +10,7 @@ FLOWS ?= var/flows
 # The real Redis the tests use; database 15 so a developer's data in 0 is left alone.
 TEST_REDIS_URL ?= $(if $(REDIS_URL),$(REDIS_URL),redis://127.0.0.1:6379/15)
 
-.PHONY: run test build generate ui lint deps check-generated clean
+.PHONY: run test build generate ui lint deps check-generated docs clean
 
 run: build
 	./$(BIN) serve --addr $(ADDR) --flows $(FLOWS)
@@ -20,7 +20,9 @@ build: generate ui
 
 test: deps check-generated ui
 	npm run --silent typecheck
+	$(GO) run ./cmd/sluice components --markdown | diff -u docs/components.md - || { echo "docs/components.md is stale; run 'make docs' and commit it"; exit 1; }
 	REDIS_URL="$(TEST_REDIS_URL)" $(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -timeout 5m -run '^$$' -fuzz FuzzCompile -fuzztime 5s ./flows/
 
 # npm ci only when the lock file changed since the last install.
 node_modules/.package-lock.json: package.json package-lock.json
@@ -41,6 +43,11 @@ check-generated: generate
 	@if git rev-parse --git-dir >/dev/null 2>&1 && [ -n "$$(git status --porcelain -- '*_templ.go')" ]; then \
 		echo "generated templ files are stale; run 'make generate' and commit them:"; \
 		git status --porcelain -- '*_templ.go'; exit 1; fi
+
+# docs/components.md is generated from the component registry; `make test` fails when
+# the committed file differs from what this writes.
+docs:
+	$(GO) run ./cmd/sluice components --markdown > docs/components.md
 
 lint: deps
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi

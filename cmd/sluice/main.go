@@ -40,7 +40,8 @@ func commands() []command {
 		{"serve", "serve the editor, the API and in-process workers", cmdServe},
 		{"worker", "run headless workers for flow files", notYet("worker")},
 		{"run", "run a flow file once and print its output", notYet("run")},
-		{"validate", "check flow files and print every problem", notYet("validate")},
+		{"validate", "check flow files and print every problem", cmdValidate},
+		{"components", "list the components flows can use (--markdown, --json)", cmdComponents},
 		{"bench", "measure Sluice against a bare go-redis loop", notYet("bench")},
 		{"version", "print the version", cmdVersion},
 	}
