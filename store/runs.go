@@ -214,6 +214,7 @@ type Checkpoint struct {
 	Usage      flows.Usage     `json:"usage"`
 	StateBytes int             `json:"state_bytes,omitempty"`
 	Trace      json.RawMessage `json:"trace,omitempty"`
+	Worker     string          `json:"worker,omitempty"` // the consumer that ran the step
 	Time       time.Time       `json:"time"`
 	State      json.RawMessage `json:"state,omitempty"`
 }
@@ -251,13 +252,14 @@ func (c *Checkpoint) Fields() []string {
 		add("sbytes", strconv.Itoa(c.StateBytes))
 	}
 	add("trace", string(c.Trace))
+	add("worker", c.Worker)
 	return f
 }
 
 func parseCheckpoint(m redis.XMessage) Checkpoint {
 	s := func(k string) string { v, _ := m.Values[k].(string); return v }
 	n := func(k string) int64 { x, _ := strconv.ParseInt(s(k), 10, 64); return x }
-	c := Checkpoint{ID: m.ID, Node: s("node"), Kind: s("kind"), Parent: s("parent"), Step: int(n("step")), Attempt: int(n("attempt"))}
+	c := Checkpoint{ID: m.ID, Node: s("node"), Kind: s("kind"), Parent: s("parent"), Step: int(n("step")), Attempt: int(n("attempt")), Worker: s("worker")}
 	if v := s("update"); v != "" {
 		c.Update = json.RawMessage(v)
 	}

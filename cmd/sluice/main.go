@@ -38,11 +38,11 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "serve the editor, the API and in-process workers", cmdServe},
-		{"worker", "run headless workers for flow files", notYet("worker")},
-		{"run", "run a flow file once and print its output", notYet("run")},
+		{"worker", "run headless workers for flow files", cmdWorker},
+		{"run", "run a flow file once and print its output", cmdRun},
 		{"validate", "check flow files and print every problem", cmdValidate},
 		{"components", "list the components flows can use (--markdown, --json)", cmdComponents},
-		{"bench", "measure Sluice against a bare go-redis loop", notYet("bench")},
+		{"bench", "measure Sluice against a bare go-redis loop", cmdBench},
 		{"version", "print the version", cmdVersion},
 	}
 }
@@ -93,18 +93,6 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun 'sluice <command> --help' for a command's flags.")
 }
 
-func notYet(name string) func(context.Context, []string, io.Writer, io.Writer) error {
-	return func(_ context.Context, args []string, _, stderr io.Writer) error {
-		fs := flag.NewFlagSet(name, flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		fs.Usage = func() { fmt.Fprintf(stderr, "sluice %s: not available yet in this build.\n", name) }
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		return &exitError{code: 2, err: fmt.Errorf("%s: not available yet in this build", name)}
-	}
-}
-
 func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -137,4 +125,20 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 		return nil, &exitError{code: 2, err: fmt.Errorf("--log-level: %v", err)}
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// parseArgs parses flags that may come before, between or after positional arguments
+// ("sluice run flow.json --input {}"), and returns the positional ones.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }

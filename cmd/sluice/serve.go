@@ -5,8 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"sync"
+	"time"
 
+	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store"
 )
@@ -18,6 +22,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL; empty starts the embedded Redis (env REDIS_URL)")
 	dir := fs.String("flows", envOr("SLUICE_FLOWS", "./flows"), "directory of flow files (env SLUICE_FLOWS)")
 	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "info"), "debug, info, warn or error (env SLUICE_LOG_LEVEL)")
+	workers := fs.Int("workers", 1, "in-process workers for the library's flows; 0 serves only the UI and API (workers run elsewhere)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sluice serve [flags]\n\nServes the flow editor, the JSON API and health on --addr.\n\nFlags:")
 		fs.PrintDefaults()
@@ -46,10 +51,44 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	} else {
 		log.Info("using Redis", "addr", rdb.Addr())
 	}
+	e := engine.New(rdb, registry(), engine.Options{Logger: log})
+	var ws []*engine.Worker
+	for i := 0; i < *workers; i++ {
+		ws = append(ws, e.NewWorker(engine.WorkerOptions{}))
+	}
+	libSync := e.NewLibrarySync(lib, ws...)
+	var bg sync.WaitGroup
+	for _, w := range ws {
+		bg.Add(1)
+		go func() { defer bg.Done(); _ = w.Run(ctx) }()
+	}
+	bg.Add(1)
+	go func() { defer bg.Done(); watchLibrary(ctx, libSync, log) }()
+
 	srv := server.New(server.Config{Addr: *addr, Embedded: rdb.Embedded(), Logger: log}, rdb, lib)
-	return srv.Run(ctx, func(a net.Addr) {
-		log.Info("sluice is serving", "url", "http://"+displayAddr(*addr, a), "flows", lib.Dir)
+	err = srv.Run(ctx, func(a net.Addr) {
+		log.Info("sluice is serving", "url", "http://"+displayAddr(*addr, a), "flows", lib.Dir, "workers", *workers)
 	})
+	bg.Wait()
+	return err
+}
+
+// watchLibrary publishes new and changed flow files every two seconds.
+func watchLibrary(ctx context.Context, s *engine.LibrarySync, log *slog.Logger) {
+	for {
+		bad, err := s.Sync(ctx)
+		if err != nil && ctx.Err() == nil {
+			log.Warn("cannot publish the flow library", "error", err)
+		}
+		for id, probs := range bad { // reported once per content of the file
+			log.Warn("flow file has problems; its last good version keeps running", "flow", id, "problems", len(probs.Errors()), "first", probs.Errors()[0].String())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(2 * time.Second):
+		}
+	}
 }
 
 // displayAddr is the address to print: the name the user gave, with the bound port.

@@ -39,10 +39,17 @@ type Options struct {
 	Observer Observer
 }
 
-// Observer receives the outcome of steps, for metrics.
+// Observer receives the outcome of steps, for metrics and the benchmark.
 type Observer interface {
-	StepDone(flow, node string, d time.Duration, commit time.Duration, usage flows.Usage)
+	StepDone(flow, node string, t StepTiming, usage flows.Usage)
 	StepFailed(flow, node string, dead bool)
+}
+
+// StepTiming says where a committed step's time went.
+type StepTiming struct {
+	Run    time.Duration // the component
+	Commit time.Duration // the commit's round trip, batching included
+	Total  time.Duration // from the worker receiving the activation to the commit's reply
 }
 
 // Engine runs plans. One engine serves any number of flows and workers.
@@ -172,3 +179,5 @@ func NewRunID() string {
 	_, _ = rand.Read(b[6:])
 	return "r" + idEncoding.EncodeToString(b[:])
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

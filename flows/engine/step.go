@@ -191,7 +191,7 @@ func (e *Engine) buildCommit(ctx context.Context, plan *flows.Plan, node *flows.
 		return nil, flows.Permanent(fmt.Errorf("state is not JSON: %w", err))
 	}
 	cp := store.Checkpoint{Node: node.ID, Kind: "step", Parent: act.Ckpt, Attempt: act.Deliveries, Duration: dur,
-		Usage: res.Usage, StateBytes: res.StateBytes, Ports: res.Ports}
+		Usage: res.Usage, StateBytes: res.StateBytes, Ports: res.Ports, Worker: consumer}
 	recorded := update
 	if join != nil {
 		cp.Kind, cp.Branches = "join", join.arrivals

@@ -31,6 +31,13 @@ type WorkerOptions struct {
 type Worker struct {
 	e    *Engine
 	opts WorkerOptions
+
+	mu      sync.Mutex
+	running bool
+	ctx     context.Context // the Run context; nil before Run
+	hard    context.Context // ends Grace after ctx
+	served  map[string]bool
+	wg      sync.WaitGroup
 }
 
 // NewWorker returns a worker for the given flows.
@@ -44,7 +51,33 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 	if opts.Refresh == 0 {
 		opts.Refresh = 2 * time.Second
 	}
-	return &Worker{e: e, opts: opts}
+	return &Worker{e: e, opts: opts, served: map[string]bool{}}
+}
+
+// Add makes the worker serve another flow, also while it runs. Adding a flow it
+// already serves does nothing.
+func (w *Worker) Add(flow string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.served[flow] {
+		return
+	}
+	w.served[flow] = true
+	if !w.running {
+		w.opts.Flows = append(w.opts.Flows, flow)
+		return
+	}
+	if w.ctx.Err() == nil {
+		w.serve(flow)
+	}
+}
+
+// serve starts the goroutines of one flow; w.mu is held.
+func (w *Worker) serve(flow string) {
+	fw := &flowWorker{w: w, e: w.e, flow: flow, consumer: w.e.consumerName(), hard: w.hard,
+		inflight: map[string]map[string]time.Time{}, wake: make(chan struct{}, 1)}
+	w.wg.Add(1)
+	go func() { defer w.wg.Done(); fw.run(w.ctx) }()
 }
 
 // Run works until ctx ends, then stops reading, gives in-flight steps opts.Grace to
@@ -72,14 +105,21 @@ func (w *Worker) Run(ctx context.Context) error {
 	go func() { defer bg.Done(); w.e.commits.run(bgCtx) }()
 	go func() { defer bg.Done(); w.e.events.run(bgCtx) }()
 
-	var wg sync.WaitGroup
-	for _, f := range w.opts.Flows {
-		fw := &flowWorker{w: w, e: w.e, flow: f, consumer: w.e.consumerName(), hard: hard,
-			inflight: map[string]map[string]time.Time{}, wake: make(chan struct{}, 1)}
-		wg.Add(1)
-		go func() { defer wg.Done(); fw.run(ctx) }()
+	w.mu.Lock()
+	if w.running {
+		w.mu.Unlock()
+		stopBG()
+		return fmt.Errorf("worker is already running")
 	}
-	wg.Wait()
+	w.running, w.ctx, w.hard = true, ctx, hard
+	for _, f := range w.opts.Flows {
+		w.served[f] = true
+		w.serve(f)
+	}
+	w.mu.Unlock()
+
+	<-ctx.Done()
+	w.wg.Wait()
 	stopBG()
 	bg.Wait()
 	return nil
@@ -147,15 +187,18 @@ func (f *flowWorker) limit(node string) int {
 	return flows.DefaultConcurrency
 }
 
-// readable returns the nodes with free capacity and how many entries to ask each for.
+// readable returns the nodes to read and how many entries to ask each for. COUNT
+// applies to every stream of a read, so a node is read only when at least half of its
+// capacity is free: reads stay large and no node goes over its limit.
 func (f *flowWorker) readable() ([]string, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var nodes []string
 	count := 64
 	for _, n := range f.nodes {
-		free := f.limit(n) - len(f.inflight[n])
-		if free > 0 {
+		limit := f.limit(n)
+		free := limit - len(f.inflight[n])
+		if free >= max(limit/2, 1) {
 			nodes = append(nodes, n)
 			count = min(count, free)
 		}
@@ -218,9 +261,10 @@ func (f *flowWorker) start(a store.Activation) {
 	m[a.ID] = time.Now()
 	f.mu.Unlock()
 	f.steps.Add(1)
+	received := time.Now()
 	go func() {
 		defer f.steps.Done()
-		out := f.process(a)
+		out := f.process(a, received)
 		if out == outcomeRetry {
 			f.scheduleRetry(a)
 		}
@@ -258,7 +302,7 @@ func (f *flowWorker) scheduleRetry(a store.Activation) {
 	}
 	f.inflight[a.Node][a.ID] = time.Now()
 	f.mu.Unlock()
-	if f.process(next) == outcomeRetry {
+	if f.process(next, time.Now()) == outcomeRetry {
 		f.scheduleRetry(next)
 	}
 }
@@ -274,7 +318,7 @@ func retryBackoff(deliveries int, claimAfter time.Duration) time.Duration {
 }
 
 // process runs one activation to a commit, a recorded failure, or leaves it pending.
-func (f *flowWorker) process(a store.Activation) stepOutcome {
+func (f *flowWorker) process(a store.Activation, received time.Time) stepOutcome {
 	ctx := f.hard
 	e := f.e
 	plan, err := e.Plan(ctx, a.Flow, a.Version)
@@ -346,12 +390,12 @@ func (f *flowWorker) process(a store.Activation) stepOutcome {
 	if err != nil {
 		return f.fail(a, plan, err)
 	}
-	return f.commit(ctx, plan, a, b, dur)
+	return f.commit(ctx, plan, a, b, dur, received)
 }
 
 // commit sends a built commit, retrying while Redis is unreachable, for at most
 // claim_after: after that another worker may own the entry anyway.
-func (f *flowWorker) commit(ctx context.Context, plan *flows.Plan, a store.Activation, b *built, dur time.Duration) stepOutcome {
+func (f *flowWorker) commit(ctx context.Context, plan *flows.Plan, a store.Activation, b *built, dur time.Duration, received time.Time) stepOutcome {
 	deadline := time.Now().Add(plan.Settings.ClaimAfter.D())
 	backoff := 20 * time.Millisecond
 	for {
@@ -361,7 +405,7 @@ func (f *flowWorker) commit(ctx context.Context, plan *flows.Plan, a store.Activ
 			case "ok":
 				f.e.cache.put(a.Run, res.Ckpt, b.newState, b.stateLen)
 				if o := f.e.opts.Observer; o != nil {
-					o.StepDone(a.Flow, a.Node, dur, cdur, b.commit.Usage)
+					o.StepDone(a.Flow, a.Node, StepTiming{Run: dur, Commit: cdur, Total: time.Since(received)}, b.commit.Usage)
 				}
 				return outcomeCommitted
 			case "max_steps":

@@ -59,13 +59,16 @@ if #p == 0 or p[1][2] ~= consumer then
   return {'stale'}
 end
 
+-- The run is read once and written once: the script runs atomically.
+local r = redis.call('HMGET', KEYS[2], 'status', 'version', 'steps', 'live', 'parked', 'dead')
+local status, version = r[1], r[2]
+local steps, live = tonumber(r[3] or '0'), tonumber(r[4] or '0')
+local parked, dead = tonumber(r[5] or '0'), tonumber(r[6] or '0')
+local set = {'updated_at', now} -- run hash fields written at the end
+
 local function consume()
   redis.call('XACK', KEYS[1], group, entry)
   redis.call('XDEL', KEYS[1], entry)
-end
-
-local function event(kind, data, ckpt, step)
-  redis.call('XADD', KEYS[6], 'MAXLEN', '~', maxlen, '*', 'type', kind, 'run', run, 'node', node, 'data', data, 'ckpt', ckpt, 'step', step)
 end
 
 local function expire_run()
@@ -74,9 +77,15 @@ local function expire_run()
   end
 end
 
-local function finish(status)
-  redis.call('HSET', KEYS[2], 'status', status, 'finished_at', now, 'updated_at', now)
-  redis.call('XADD', KEYS[7], '*', 'run', run, 'status', status)
+local function runevent(st)
+  redis.call('XADD', KEYS[6], 'MAXLEN', '~', maxlen, '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"' .. st .. '"}')
+end
+
+-- finish ends the run: status, result entry, retention.
+local function finish(st)
+  set[#set + 1] = 'status'; set[#set + 1] = st
+  set[#set + 1] = 'finished_at'; set[#set + 1] = now
+  redis.call('XADD', KEYS[7], '*', 'run', run, 'status', st)
   redis.call('DEL', KEYS[5])
   if keep > 0 then
     local n = redis.call('XLEN', KEYS[3])
@@ -88,17 +97,15 @@ local function finish(status)
       end
     end
   end
-  expire_run()
-  redis.call('XADD', KEYS[6], 'MAXLEN', '~', maxlen, '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"' .. status .. '"}')
+  runevent(st)
 end
 
-local status = redis.call('HGET', KEYS[2], 'status')
 if not status or status == 'cancelled' or status == 'succeeded' then
   -- A cancelled run drops its activations; a lost run (expired, or Redis lost it)
   -- cannot continue; a succeeded run has nothing live.
   consume()
   if status then
-    local live = redis.call('HINCRBY', KEYS[2], 'live', -1)
+    live = redis.call('HINCRBY', KEYS[2], 'live', -1)
     if live <= 0 then expire_run() end
   end
   return {'dropped', status or 'lost'}
@@ -106,49 +113,49 @@ end
 
 if depth > tonumber(ARGV[6]) then
   consume()
-  redis.call('HINCRBY', KEYS[2], 'live', -1)
+  set[#set + 1] = 'live'; set[#set + 1] = live - 1
   if status ~= 'failed' then
-    redis.call('HSET', KEYS[2], 'error', 'the run went more than max_steps (' .. ARGV[6] .. ') steps deep: a loop that does not end?', 'error_node', node)
+    set[#set + 1] = 'error'
+    set[#set + 1] = 'the run went more than max_steps (' .. ARGV[6] .. ') steps deep: a loop that does not end?'
+    set[#set + 1] = 'error_node'; set[#set + 1] = node
     finish('failed')
+    expire_run()
   end
+  redis.call('HSET', KEYS[2], unpack(set))
   return {'max_steps', depth}
 end
-local steps = redis.call('HINCRBY', KEYS[2], 'steps', 1)
+steps = steps + 1
 
 -- The checkpoint.
 local n = tonumber(ARGV[12])
 local fields = {}
 for i = 13, 12 + 2 * n do fields[#fields + 1] = ARGV[i] end
 local a = 13 + 2 * n
-local state = ARGV[a]
 fields[#fields + 1] = 'step'; fields[#fields + 1] = tostring(steps)
 fields[#fields + 1] = 'ts'; fields[#fields + 1] = now
 local ckpt = redis.call('XADD', KEYS[3], '*', unpack(fields))
-redis.call('HSET', KEYS[4], ckpt, state)
+redis.call('HSET', KEYS[4], ckpt, ARGV[a])
 
 local tin, tout = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
 if tin > 0 then redis.call('HINCRBY', KEYS[2], 'in_tokens', tin) end
 if tout > 0 then redis.call('HINCRBY', KEYS[2], 'out_tokens', tout) end
 local final = ARGV[a + 3]
-if final ~= '' then redis.call('HSET', KEYS[2], 'out:' .. node, final) end
+if final ~= '' then set[#set + 1] = 'out:' .. node; set[#set + 1] = final end
 local wait, deadline = ARGV[a + 4], tonumber(ARGV[a + 5])
 local data = ARGV[a + 6]
 local m = tonumber(ARGV[a + 7])
 local i = a + 8
 
 local refs = {}
-local function ref(r)
-  if r == '$' then return ckpt end
-  return refs[tonumber(string.sub(r, 2))]
+local function ref(x)
+  if x == '$' then return ckpt end
+  return refs[tonumber(string.sub(x, 2))]
 end
 
-local version = redis.call('HGET', KEYS[2], 'version')
 local delta = -1
 local function fire(frame, key)
-  local base = redis.call('HGET', KEYS[5], frame .. ':base')
-  local tok = redis.call('HGET', KEYS[5], frame .. ':tok')
-  local d = redis.call('HGET', KEYS[5], frame .. ':depth') or nextdepth
-  redis.call('XADD', KEYS[key], '*', 'run', run, 'v', version, 'ckpt', base, 'tok', tok, 'join', frame, 'd', d)
+  local f = redis.call('HMGET', KEYS[5], frame .. ':base', frame .. ':tok', frame .. ':depth')
+  redis.call('XADD', KEYS[key], '*', 'run', run, 'v', version, 'ckpt', f[1], 'tok', f[2], 'join', frame, 'd', f[3] or nextdepth)
   delta = delta + 1
 end
 local function done(frame, key)
@@ -159,7 +166,11 @@ end
 
 for _ = 1, m do
   local op = ARGV[i]
-  if op == 'send' then
+  if op == 'xadd' then
+    redis.call('XADD', KEYS[tonumber(ARGV[i + 1])], '*', 'run', run, 'v', version, 'ckpt', ref(ARGV[i + 2]), 'tok', ARGV[i + 3], 'd', nextdepth)
+    delta = delta + 1
+    i = i + 4
+  elseif op == 'send' then
     local id = redis.call('XADD', KEYS[3], '*', 'node', node, 'kind', 'send', 'parent', ckpt, 'update', ARGV[i + 1], 'step', tostring(steps), 'ts', now)
     redis.call('HSET', KEYS[4], id, ARGV[i + 2])
     refs[#refs + 1] = id
@@ -172,10 +183,6 @@ for _ = 1, m do
   elseif op == 'split' then
     redis.call('HINCRBY', KEYS[5], ARGV[i + 1] .. ':n', tonumber(ARGV[i + 2]))
     i = i + 3
-  elseif op == 'xadd' then
-    redis.call('XADD', KEYS[tonumber(ARGV[i + 1])], '*', 'run', run, 'v', version, 'ckpt', ref(ARGV[i + 2]), 'tok', ARGV[i + 3], 'd', nextdepth)
-    delta = delta + 1
-    i = i + 4
   elseif op == 'arrive' then
     redis.call('HSET', KEYS[5], ARGV[i + 1] .. ':b:' .. ARGV[i + 2], ref(ARGV[i + 3]))
     done(ARGV[i + 1], tonumber(ARGV[i + 4]))
@@ -185,8 +192,7 @@ for _ = 1, m do
     i = i + 3
   elseif op == 'delframe' then
     local prefix = ARGV[i + 1] .. ':'
-    local names = redis.call('HKEYS', KEYS[5])
-    for _, f in ipairs(names) do
+    for _, f in ipairs(redis.call('HKEYS', KEYS[5])) do
       if string.sub(f, 1, #prefix) == prefix then redis.call('HDEL', KEYS[5], f) end
     end
     i = i + 2
@@ -195,28 +201,30 @@ for _ = 1, m do
   end
 end
 
-local parked = tonumber(redis.call('HGET', KEYS[2], 'parked') or '0')
 if wait ~= '' then
   -- The activation stays live while it waits for a person.
   delta = delta + 1
-  parked = redis.call('HINCRBY', KEYS[2], 'parked', 1)
-  redis.call('HSET', KEYS[2], 'wait:' .. node, wait, 'waitckpt:' .. node, ckpt)
+  parked = parked + 1
+  set[#set + 1] = 'parked'; set[#set + 1] = parked
+  set[#set + 1] = 'wait:' .. node; set[#set + 1] = wait
+  set[#set + 1] = 'waitckpt:' .. node; set[#set + 1] = ckpt
   if deadline > 0 then redis.call('ZADD', KEYS[8], deadline, run .. ' ' .. node) end
 end
 
 consume()
-local live = redis.call('HINCRBY', KEYS[2], 'live', delta)
-redis.call('HSET', KEYS[2], 'last_ckpt', ckpt, 'updated_at', now)
-event('step', data, ckpt, steps)
-if status == 'queued' then redis.call('HSET', KEYS[2], 'started_at', now) end
+live = live + delta
+set[#set + 1] = 'steps'; set[#set + 1] = steps
+set[#set + 1] = 'live'; set[#set + 1] = live
+set[#set + 1] = 'last_ckpt'; set[#set + 1] = ckpt
+redis.call('XADD', KEYS[6], 'MAXLEN', '~', maxlen, '*', 'type', 'step', 'run', run, 'node', node, 'data', data, 'ckpt', ckpt, 'step', steps)
+if status == 'queued' then set[#set + 1] = 'started_at'; set[#set + 1] = now end
 local newstatus = status
 if status ~= 'failed' then
   if live <= 0 then
     -- Nothing is live, but a branch in the dead letters means the run did not succeed.
-    local dead = tonumber(redis.call('HGET', KEYS[2], 'dead') or '0')
     if dead > 0 then
       newstatus = 'failed'
-      redis.call('HSET', KEYS[2], 'error', dead .. ' activation(s) of this run are in the dead letters')
+      set[#set + 1] = 'error'; set[#set + 1] = dead .. ' activation(s) of this run are in the dead letters'
     else
       newstatus = 'succeeded'
     end
@@ -227,11 +235,12 @@ if status ~= 'failed' then
     newstatus = 'running'
   end
   if newstatus ~= status and newstatus ~= 'succeeded' and newstatus ~= 'failed' then
-    redis.call('HSET', KEYS[2], 'status', newstatus)
-    redis.call('XADD', KEYS[6], 'MAXLEN', '~', maxlen, '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"' .. newstatus .. '"}')
+    set[#set + 1] = 'status'; set[#set + 1] = newstatus
+    runevent(newstatus)
   end
 elseif live <= 0 then
   redis.call('DEL', KEYS[5])
-  expire_run()
 end
+redis.call('HSET', KEYS[2], unpack(set))
+if live <= 0 then expire_run() end
 return {'ok', ckpt, steps, live, newstatus}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime/pprof"
+	"strings"
+
+	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/store"
+)
+
+// benchReport is what `sluice bench --json` prints.
+type benchReport struct {
+	Options engine.BenchOptions     `json:"options"`
+	Redis   string                  `json:"redis"`
+	Sluice  *engine.BenchFigures    `json:"sluice"`
+	Bare    *store.BareFigures      `json:"bare"`
+	Ratio   map[string]store.Figure `json:"ratio"` // sluice / bare
+}
+
+func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o engine.BenchOptions
+	fs.IntVar(&o.Runs, "runs", 20000, "runs to drive through each side")
+	fs.IntVar(&o.Nodes, "nodes", 3, "no-op nodes in a row")
+	fs.StringVar(&o.Shape, "shape", "linear", "linear (--nodes in a row) or fork (--branches between a fork and a join)")
+	fs.IntVar(&o.Branches, "branches", 3, "parallel branches for --shape fork")
+	fs.IntVar(&o.Submitters, "concurrency", 16, "concurrent submitters")
+	fs.Float64Var(&o.Rate, "rate", 0, "runs per second to pace submissions at, for latency figures (0: as fast as possible)")
+	fs.IntVar(&o.StateBytes, "state-bytes", 256, "size of the run state; every checkpoint stores it")
+	fs.IntVar(&o.Procs, "procs", 0, "worker processes to start (0: workers in this process)")
+	fs.BoolVar(&o.Keep, "keep", false, "keep the benchmark's keys in Redis afterwards")
+	skipBare := fs.Bool("sluice-only", false, "skip the bare go-redis loop")
+	asJSON := fs.Bool("json", false, "print the figures as JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the Sluice side to this file")
+	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL; empty starts the embedded Redis (env REDIS_URL)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: sluice bench [flags]\n\nDrives runs through a flow of no-op nodes and, in the same process against the same\n"+
+			"Redis, the same traffic through a bare go-redis XREADGROUP/MULTI(XADD, SET, XACK) loop,\nand prints both and their ratio.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if _, err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	if o.Runs < 1 || o.Nodes < 1 || o.Branches < 1 || (o.Shape != "linear" && o.Shape != "fork") {
+		return &exitError{code: 2, err: errors.New("bench: --runs, --nodes and --branches must be positive and --shape linear or fork")}
+	}
+	if o.Procs > 0 {
+		if *redisURL == "" {
+			return &exitError{code: 2, err: errors.New("bench --procs needs a shared Redis: set REDIS_URL or --redis")}
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		o.Binary, o.RedisURL = exe, *redisURL
+	}
+	rdb, err := store.Open(ctx, store.Options{URL: *redisURL, PoolSize: 64})
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	rep := benchReport{Options: o, Redis: "embedded", Ratio: map[string]store.Figure{}}
+	if !rdb.Embedded() {
+		rep.Redis = rdb.Addr()
+	}
+	if !*asJSON {
+		fmt.Fprintf(stderr, "sluice bench: %d runs, %s, %d submitters, rate %s, state %d B, Redis %s\n",
+			o.Runs, shapeName(o), o.Submitters, rateName(o.Rate), o.StateBytes, rep.Redis)
+	}
+	steps := o.Nodes + 2
+	if o.Shape == "fork" {
+		steps = o.Branches + 3
+	}
+	if !*skipBare {
+		pad := []byte(strings.Repeat("x", o.StateBytes))
+		rep.Bare, err = rdb.BenchBare(ctx, store.BareOptions{Prefix: "sluicebench:" + engine.NewRunID(), Nodes: steps, Runs: o.Runs,
+			Submitters: o.Submitters, Rate: o.Rate, Payload: pad})
+		if err != nil {
+			return fmt.Errorf("bare loop: %w", err)
+		}
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
+	rep.Sluice, err = engine.Bench(ctx, rdb, registry(), o)
+	if *cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	if err != nil {
+		return fmt.Errorf("sluice: %w", err)
+	}
+	if rep.Bare != nil {
+		ratio := func(a, b store.Figure) store.Figure {
+			if b == 0 || math.IsNaN(float64(a)) || math.IsNaN(float64(b)) {
+				return store.Figure(math.NaN())
+			}
+			return store.Figure(math.Round(float64(a/b)*100) / 100)
+		}
+		rep.Ratio["throughput"] = ratio(store.Figure(rep.Sluice.RunsPerSec), store.Figure(rep.Bare.RunsPerSec))
+		rep.Ratio["end_to_end_p50"] = ratio(store.Figure(rep.Sluice.EndToEnd.P50), store.Figure(rep.Bare.EndToEnd.P50))
+		rep.Ratio["end_to_end_p99"] = ratio(store.Figure(rep.Sluice.EndToEnd.P99), store.Figure(rep.Bare.EndToEnd.P99))
+		rep.Ratio["step_p50"] = ratio(store.Figure(rep.Sluice.Step.P50), store.Figure(rep.Bare.Step.P50))
+		rep.Ratio["commit_p50"] = ratio(store.Figure(rep.Sluice.Commit.P50), store.Figure(rep.Bare.Commit.P50))
+		rep.Ratio["redis_cpu_per_step"] = ratio(rep.Sluice.CPUPerStep, rep.Bare.CPUPerStep)
+		rep.Ratio["redis_bytes_per_run"] = ratio(rep.Sluice.BytesPerRun, rep.Bare.BytesPerRun)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+		if !rep.Sluice.Drained {
+			return &exitError{code: 1, err: fmt.Errorf("streams did not drain: %s", rep.Sluice.Leftover)}
+		}
+		return nil
+	}
+	printBench(stdout, rep)
+	if !rep.Sluice.Drained {
+		return &exitError{code: 1, err: fmt.Errorf("streams did not drain: %s", rep.Sluice.Leftover)}
+	}
+	return nil
+}
+
+func shapeName(o engine.BenchOptions) string {
+	if o.Shape == "fork" {
+		return fmt.Sprintf("fork of %d branches into a join", o.Branches)
+	}
+	return fmt.Sprintf("%d no-op nodes", o.Nodes)
+}
+
+func rateName(r float64) string {
+	if r == 0 {
+		return "unpaced"
+	}
+	return fmt.Sprintf("%g/s", r)
+}
+
+func printBench(w io.Writer, r benchReport) {
+	s, b := r.Sluice, r.Bare
+	num := func(v store.Figure, unit string) string {
+		if math.IsNaN(float64(v)) {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.4g%s", float64(v), unit)
+	}
+	row := func(name string, sv, bv, ratio string) {
+		fmt.Fprintf(w, "%-26s %14s %14s %8s\n", name, sv, bv, ratio)
+	}
+	row("", "sluice", "bare go-redis", "ratio")
+	if b == nil {
+		b = &store.BareFigures{CPUPerStep: store.Figure(math.NaN()), BytesPerRun: store.Figure(math.NaN())}
+	}
+	rt := func(k string) string { return num(r.Ratio[k], "×") }
+	if len(r.Ratio) == 0 {
+		rt = func(string) string { return "" }
+	}
+	row("throughput (runs/s)", num(store.Figure(s.RunsPerSec), ""), num(store.Figure(b.RunsPerSec), ""), rt("throughput"))
+	row("end-to-end p50 / p99 (ms)", fmt.Sprintf("%.2f / %.2f", s.EndToEnd.P50, s.EndToEnd.P99), fmt.Sprintf("%.2f / %.2f", b.EndToEnd.P50, b.EndToEnd.P99), rt("end_to_end_p50"))
+	row("step p50 / p99 (ms)", fmt.Sprintf("%.2f / %.2f", s.Step.P50, s.Step.P99), fmt.Sprintf("%.2f / %.2f", b.Step.P50, b.Step.P99), rt("step_p50"))
+	row("commit p50 / p99 (ms)", fmt.Sprintf("%.2f / %.2f", s.Commit.P50, s.Commit.P99), fmt.Sprintf("%.2f / %.2f", b.Commit.P50, b.Commit.P99), rt("commit_p50"))
+	row("Redis CPU per step (µs)", num(s.CPUPerStep, ""), num(b.CPUPerStep, ""), rt("redis_cpu_per_step"))
+	row("Redis bytes per run", num(s.BytesPerRun, ""), num(b.BytesPerRun, ""), rt("redis_bytes_per_run"))
+	row("Redis bytes per checkpoint", num(s.BytesPerCkpt, ""), "", "")
+	fmt.Fprintf(w, "steps: %d, failed runs: %d, streams drained: %v\n", s.Steps, s.Failed, s.Drained)
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/nodes"
+	"github.com/sluicehq/sluice/store"
+)
+
+// registry is the component registry of the binary.
+func registry() *flows.Registry { return nodes.NewRegistry(nil) }
+
+// loadPlan reads and compiles a flow file, printing its problems on failure.
+func loadPlan(e *engine.Engine, path string, stderr io.Writer) (*flows.Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	plan, probs, err := e.Compile(data)
+	if err != nil {
+		for _, p := range probs {
+			fmt.Fprintf(stderr, "%s: %s\n", path, p)
+		}
+		return nil, &exitError{code: 1, err: fmt.Errorf("%s: the flow has %d problem(s)", path, len(probs.Errors()))}
+	}
+	return plan, nil
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	input := fs.String("input", "{}", "the run's input as JSON (@FILE reads a file, - reads stdin)")
+	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL; empty starts the embedded Redis (env REDIS_URL)")
+	timeout := fs.Duration("timeout", 0, "give up after this long (0: no limit)")
+	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "warn"), "debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: sluice run [flags] FLOW.json\n\nRuns the flow once with in-process workers and prints its output as JSON.\n"+
+			"Exits 1 when the run fails, 3 when it waits for an approval (resume it with 'sluice resume').\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	files, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(files) != 1 {
+		fs.Usage()
+		return &exitError{code: 2, err: errors.New("run takes one flow file")}
+	}
+	in, err := readInput(*input)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	rdb, err := store.Open(ctx, store.Options{URL: *redisURL})
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	e := engine.New(rdb, registry(), engine.Options{Logger: log})
+	plan, err := loadPlan(e, files[0], stderr)
+	if err != nil {
+		return err
+	}
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	id, err := e.Start(ctx, plan, in, engine.StartOptions{})
+	if err != nil {
+		return err
+	}
+	return runUntilSettled(ctx, e, plan, id, rdb.Embedded(), stdout, stderr)
+}
+
+// runUntilSettled works on the plan's flow until run id finishes or waits, then reports.
+func runUntilSettled(ctx context.Context, e *engine.Engine, plan *flows.Plan, id string, embedded bool, stdout, stderr io.Writer) error {
+	wctx, stopWorker := context.WithCancel(ctx)
+	w := e.NewWorker(engine.WorkerOptions{Flows: []string{plan.Flow}, Grace: 5 * time.Second})
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	run, err := e.Wait(ctx, plan.Flow, id)
+	stopWorker()
+	<-done
+	if err != nil {
+		if run != nil && ctx.Err() != nil {
+			return &exitError{code: 1, err: fmt.Errorf("run %s is still %s: %v", id, run.Status, err)}
+		}
+		return err
+	}
+	switch run.Status {
+	case store.StatusSucceeded:
+		out := run.Output()
+		if out == nil {
+			out = json.RawMessage("null")
+		}
+		fmt.Fprintln(stdout, string(out))
+		return nil
+	case store.StatusWaiting:
+		nodes := make([]string, 0, len(run.Waits))
+		for n := range run.Waits {
+			nodes = append(nodes, n)
+		}
+		sort.Strings(nodes)
+		for _, n := range nodes {
+			var w struct {
+				Prompt string `json:"prompt"`
+				Data   any    `json:"data"`
+			}
+			_ = json.Unmarshal(run.Waits[n], &w)
+			data, _ := json.Marshal(w.Data)
+			fmt.Fprintf(stderr, "run %s waits for approval at node %q: %s\n  data: %s\n", id, n, w.Prompt, data)
+		}
+		if embedded {
+			fmt.Fprintln(stderr, "the embedded Redis goes away with this process: set REDIS_URL to resume a run later")
+		} else {
+			fmt.Fprintf(stderr, "resume with: sluice resume %s %s --node %s --input '{\"decision\": \"approve\"}'\n", "FLOW.json", id, nodes[0])
+		}
+		fmt.Fprintln(stdout, `{"run": "`+id+`", "status": "waiting"}`)
+		return &exitError{code: 3}
+	default:
+		where := ""
+		if run.ErrorNode != "" {
+			where = fmt.Sprintf(" at node %q", run.ErrorNode)
+		}
+		return &exitError{code: 1, err: fmt.Errorf("run %s %s%s: %s", id, run.Status, where, run.Error)}
+	}
+}
+
+// readInput reads --input: JSON text, @FILE, or - for stdin.
+func readInput(s string) (json.RawMessage, error) {
+	var b []byte
+	var err error
+	switch {
+	case s == "-":
+		b, err = io.ReadAll(os.Stdin)
+	case strings.HasPrefix(s, "@"):
+		b, err = os.ReadFile(s[1:])
+	default:
+		b = []byte(s)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--input: %w", err)
+	}
+	if !json.Valid(b) {
+		return nil, fmt.Errorf("--input is not valid JSON")
+	}
+	return b, nil
+}
+
+func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL (required; env REDIS_URL)")
+	grace := fs.Duration("grace", 10*time.Second, "how long in-flight steps may finish after SIGTERM")
+	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "info"), "debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: sluice worker [flags] FLOW.json...\n\nRuns headless workers for the flows until SIGTERM or SIGINT. Start as many as you\n"+
+			"need, on any hosts: they share the work through Redis.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	files, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		fs.Usage()
+		return &exitError{code: 2, err: errors.New("worker takes one or more flow files")}
+	}
+	if *redisURL == "" {
+		return &exitError{code: 2, err: errors.New("worker needs a shared Redis: set REDIS_URL or --redis (the embedded Redis lives only in one process)")}
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	rdb, err := store.Open(ctx, store.Options{URL: *redisURL})
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	e := engine.New(rdb, registry(), engine.Options{Logger: log})
+	var ids []string
+	for _, path := range files {
+		plan, err := loadPlan(e, path, stderr)
+		if err != nil {
+			return err
+		}
+		if err := e.Publish(ctx, plan); err != nil {
+			return err
+		}
+		ids = append(ids, plan.Flow)
+		log.Info("serving flow", "flow", plan.Flow, "version", plan.Version[:12], "file", path)
+	}
+	start := time.Now()
+	err = e.NewWorker(engine.WorkerOptions{Flows: ids, Grace: *grace}).Run(ctx)
+	log.Info("worker stopped", "after", time.Since(start).Round(time.Millisecond))
+	return err
+}

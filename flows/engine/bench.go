@@ -1,0 +1,285 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/store"
+)
+
+// BenchOptions shape a benchmark run.
+type BenchOptions struct {
+	Runs       int
+	Nodes      int     // no-op nodes in a row (shape "linear")
+	Branches   int     // parallel no-op branches between a fork and a join (shape "fork")
+	Shape      string  // "linear" or "fork"
+	Submitters int     // goroutines starting runs
+	Rate       float64 // runs per second; 0 starts them as fast as the submitters can
+	StateBytes int     // size of the run state (a padding string in the input)
+	Procs      int     // worker processes to start; 0 runs the workers in this process
+	Binary     string  // the sluice binary for Procs
+	RedisURL   string  // the Redis the worker processes use
+	Keep       bool    // keep the benchmark's keys afterwards
+}
+
+// BenchFigures are what Sluice measured.
+type BenchFigures struct {
+	Seconds      float64           `json:"seconds"`
+	RunsPerSec   float64           `json:"runs_per_sec"`
+	EndToEnd     store.Percentiles `json:"end_to_end"`
+	Step         store.Percentiles `json:"step"`
+	Commit       store.Percentiles `json:"commit"`
+	CPUPerStep   store.Figure      `json:"redis_cpu_us_per_step"`
+	BytesPerRun  store.Figure      `json:"redis_bytes_per_run"`
+	BytesPerCkpt store.Figure      `json:"redis_bytes_per_checkpoint"`
+	Steps        int               `json:"steps"`
+	Failed       int               `json:"failed_runs"`
+	Drained      bool              `json:"drained"`
+	Leftover     string            `json:"leftover,omitempty"`
+}
+
+// BenchFlow returns the benchmark's flow document: k no-op transforms in a row, or a
+// fork of k no-op branches into a join.
+func BenchFlow(id, shape string, k int) []byte {
+	type node = map[string]any
+	nodes := []node{{"id": "in", "type": "input"}}
+	var edges []node
+	noop := func(id string) node {
+		return node{"id": id, "type": "transform", "params": map[string]any{"expr": "{}"}}
+	}
+	switch shape {
+	case "fork":
+		nodes = append(nodes, node{"id": "j", "type": "join"}, node{"id": "out", "type": "output", "params": map[string]any{"value": "null"}})
+		for i := 1; i <= k; i++ {
+			id := "b" + strconv.Itoa(i)
+			nodes = append(nodes, noop(id))
+			edges = append(edges, node{"from": "in", "to": id}, node{"from": id, "to": "j"})
+		}
+		edges = append(edges, node{"from": "j", "to": "out"})
+	default:
+		prev := "in"
+		for i := 1; i <= k; i++ {
+			id := "n" + strconv.Itoa(i)
+			nodes = append(nodes, noop(id))
+			edges = append(edges, node{"from": prev, "to": id})
+			prev = id
+		}
+		nodes = append(nodes, node{"id": "out", "type": "output", "params": map[string]any{"value": "null"}})
+		edges = append(edges, node{"from": prev, "to": "out"})
+	}
+	b, _ := json.MarshalIndent(map[string]any{"sluice": 1, "id": id, "name": "bench", "nodes": nodes, "edges": edges}, "", " ")
+	return b
+}
+
+// benchObserver records step and commit latencies of in-process workers.
+type benchObserver struct {
+	step, commit store.Latencies
+	mu           sync.Mutex
+	steps        int
+}
+
+func (o *benchObserver) StepDone(_, _ string, t StepTiming, _ flows.Usage) {
+	o.step.Add(t.Total)
+	o.commit.Add(t.Commit)
+	o.mu.Lock()
+	o.steps++
+	o.mu.Unlock()
+}
+
+func (o *benchObserver) StepFailed(string, string, bool) {}
+
+// Bench drives o.Runs runs through the benchmark flow on rdb and measures them. The
+// engine must not run other workers for the flow meanwhile.
+func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOptions) (*BenchFigures, error) {
+	id := "bench-" + strings.ToLower(NewRunID()[len(NewRunID())-8:])
+	k := o.Nodes
+	if o.Shape == "fork" {
+		k = o.Branches
+	}
+	doc := BenchFlow(id, o.Shape, k)
+	obs := &benchObserver{}
+	e := New(rdb, reg, Options{Observer: obs, Logger: discardLogger()})
+	plan, _, err := e.Compile(doc)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Publish(ctx, plan); err != nil {
+		return nil, err
+	}
+	keys := store.FlowKeys(id)
+	if !o.Keep {
+		defer deleteKeys(rdb, keys.Prefix()+"*")
+	}
+
+	wctx, stopWorkers := context.WithCancel(ctx)
+	defer stopWorkers()
+	var wg sync.WaitGroup
+	if o.Procs == 0 {
+		w := e.NewWorker(WorkerOptions{Flows: []string{id}, Grace: time.Second})
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = w.Run(wctx) }()
+	} else {
+		dir, err := os.MkdirTemp("", "sluice-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		path := filepath.Join(dir, id+".json")
+		if err := os.WriteFile(path, doc, 0o644); err != nil {
+			return nil, err
+		}
+		for i := 0; i < o.Procs; i++ {
+			cmd := exec.CommandContext(wctx, o.Binary, "worker", "--log-level", "error", "--redis", o.RedisURL, path)
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				return nil, err
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); _ = cmd.Wait() }()
+		}
+	}
+	pad := strings.Repeat("x", max(o.StateBytes-12, 0))
+	input, _ := json.Marshal(map[string]any{"pad": pad})
+
+	// Warm up: one run end to end, so the workers have started and loaded the plan.
+	if warm, err := e.Start(ctx, plan, input, StartOptions{}); err != nil {
+		return nil, err
+	} else {
+		wc, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err := e.Wait(wc, id, warm)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("warm-up run did not finish: %w", err)
+		}
+	}
+	obs.step, obs.commit = store.Latencies{}, store.Latencies{}
+	obs.steps = 0
+	lastResult := "$"
+	if msgs, err := rdb.Client.XRevRangeN(ctx, keys.Results(), "+", "-", 1).Result(); err == nil && len(msgs) == 1 {
+		lastResult = msgs[0].ID
+	}
+
+	before := rdb.Stats(ctx)
+	var e2e store.Latencies
+	var mu sync.Mutex
+	submitted := map[string]time.Time{}
+	ended := map[string]time.Time{}
+	failed := 0
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		last, n := lastResult, 0
+		for n < o.Runs && ctx.Err() == nil {
+			res, err := rdb.Client.XRead(ctx, &redis.XReadArgs{Streams: []string{keys.Results(), last}, Count: 1000, Block: time.Second}).Result()
+			if err != nil {
+				continue
+			}
+			now := time.Now()
+			mu.Lock()
+			for _, m := range res[0].Messages {
+				last = m.ID
+				run, _ := m.Values["run"].(string)
+				if m.Values["status"] != store.StatusSucceeded {
+					failed++
+				}
+				if t, ok := submitted[run]; ok {
+					e2e.Add(now.Sub(t))
+				} else {
+					ended[run] = now
+				}
+				n++
+			}
+			mu.Unlock()
+		}
+	}()
+	start := time.Now()
+	var startErr error
+	store.Submit(ctx, o.Runs, max(o.Submitters, 1), o.Rate, func(int) error {
+		t := time.Now()
+		run, err := e.Start(ctx, plan, input, StartOptions{})
+		if err != nil {
+			mu.Lock()
+			startErr = err
+			mu.Unlock()
+			return err
+		}
+		mu.Lock()
+		if end, ok := ended[run]; ok {
+			e2e.Add(end.Sub(t))
+		} else {
+			submitted[run] = t
+		}
+		mu.Unlock()
+		return nil
+	})
+	if startErr != nil {
+		return nil, startErr
+	}
+	<-finished
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	elapsed := time.Since(start)
+	after := rdb.Stats(ctx)
+	stopWorkers()
+	wg.Wait()
+
+	stepsPerRun := len(plan.Nodes)
+	f := &BenchFigures{Seconds: elapsed.Seconds(), RunsPerSec: float64(o.Runs) / elapsed.Seconds(), EndToEnd: e2e.Percentiles(),
+		Step: obs.step.Percentiles(), Commit: obs.commit.Percentiles(), Steps: o.Runs * stepsPerRun, Failed: failed,
+		CPUPerStep: store.Figure(math.NaN()), BytesPerRun: store.Figure(math.NaN()), BytesPerCkpt: store.Figure(math.NaN())}
+	if !math.IsNaN(before.CPU) && !math.IsNaN(after.CPU) {
+		f.CPUPerStep = store.Figure((after.CPU - before.CPU) * 1e6 / float64(f.Steps))
+	}
+	if before.Memory >= 0 && after.Memory >= 0 {
+		f.BytesPerRun = store.Figure(float64(after.Memory-before.Memory) / float64(o.Runs))
+		f.BytesPerCkpt = f.BytesPerRun / store.Figure(stepsPerRun+1)
+	}
+	f.Drained, f.Leftover = drained(ctx, rdb, id, plan.NodeIDs())
+	return f, nil
+}
+
+// drained reports whether every node stream is empty with nothing pending.
+func drained(ctx context.Context, rdb *store.Redis, flow string, nodes []string) (bool, string) {
+	k := store.FlowKeys(flow)
+	var left []string
+	for _, n := range nodes {
+		l, _ := rdb.Client.XLen(ctx, k.In(n)).Result()
+		p, _ := rdb.Client.XPending(ctx, k.In(n), store.Group).Result()
+		var pending int64
+		if p != nil {
+			pending = p.Count
+		}
+		if l != 0 || pending != 0 {
+			left = append(left, fmt.Sprintf("%s: length %d, pending %d", n, l, pending))
+		}
+	}
+	return len(left) == 0, strings.Join(left, "; ")
+}
+
+func deleteKeys(rdb *store.Redis, pattern string) {
+	ctx := context.Background()
+	iter := rdb.Client.Scan(ctx, 0, pattern, 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+		if len(keys) == 1000 {
+			rdb.Client.Unlink(ctx, keys...)
+			keys = keys[:0]
+		}
+	}
+	if len(keys) > 0 {
+		rdb.Client.Unlink(ctx, keys...)
+	}
+}

@@ -1,0 +1,57 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// BenchmarkCommitOneStep measures one commit script call (one step of a linear run)
+// against the real Redis, one round trip per step.
+func BenchmarkCommitOneStep(b *testing.B) {
+	ctx := context.Background()
+	r, err := Open(ctx, Options{URL: "redis://127.0.0.1:6379/14"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	flow := fmt.Sprintf("bench-commit-%d", b.N)
+	k := FlowKeys(flow)
+	defer func() {
+		keys, _ := r.Client.Keys(ctx, k.Prefix()+"*").Result()
+		if len(keys) > 0 {
+			r.Client.Del(ctx, keys...)
+		}
+	}()
+	if err := r.PublishVersion(ctx, flow, "v1", []byte("{}"), []string{"a", "b"}); err != nil {
+		b.Fatal(err)
+	}
+	state := []byte(`{"pad":"` + strings.Repeat("x", 240) + `"}`)
+	if _, err := r.StartRun(ctx, StartArgs{Flow: flow, Run: "r1", Version: "v1", State: state, Checkpoint: []string{"kind", "input"}, Entries: []string{"a"}}); err != nil {
+		b.Fatal(err)
+	}
+	cons := "bench-1"
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		node := "a"
+		if i%2 == 1 {
+			node = "b"
+		}
+		acts, err := r.ReadGroup(ctx, flow, cons, []string{node}, 1, 0)
+		if err != nil || len(acts) != 1 {
+			b.Fatalf("read: %v %d", err, len(acts))
+		}
+		next := "b"
+		if node == "b" {
+			next = "a"
+		}
+		c := &Commit{Act: acts[0], Consumer: cons, MaxSteps: 1 << 30, State: state, Event: []byte(`{"status":"done"}`),
+			Checkpoint: []string{"node", node, "kind", "step", "parent", acts[0].Ckpt},
+			Ops:        []Op{{Name: "xadd", Key: k.In(next), Args: []string{"KEY", "$", ""}}}}
+		res, errs := r.CommitBatch(ctx, []*Commit{c})
+		if errs[0] != nil || res[0].Status != "ok" {
+			b.Fatalf("commit: %v %+v", errs[0], res[0])
+		}
+	}
+}
