@@ -46,16 +46,14 @@ type Step struct {
 	// Emit publishes a live event (such as streamed LLM tokens) for this step.
 	// It never blocks the step for long and may drop events under load.
 	Emit func(kind string, data any)
-	// Trace records a nested event of the step (an agent's model turns and tool calls);
-	// the runtime stores it in the step's checkpoint.
-	Trace func(entry TraceEntry)
-}
-
-// TraceEntry is one entry of a step's trace.
-type TraceEntry struct {
-	Kind string `json:"kind"` // "model", "tool"
-	Name string `json:"name,omitempty"`
-	Data any    `json:"data,omitempty"`
+	// Turns are what an earlier attempt of this same step saved with SaveTurn, oldest
+	// first: an agent whose worker crashed mid-loop resumes from them instead of
+	// repeating finished model turns and tool calls. Empty on a first attempt.
+	Turns []json.RawMessage
+	// SaveTurn durably records one turn of a long step (a model reply, a tool result) as
+	// a "turn" entry in the run's checkpoint history. It fails when another worker has
+	// taken the step over.
+	SaveTurn func(ctx context.Context, turn any) error
 }
 
 // Result is what one step produced.

@@ -201,7 +201,7 @@ func (r *Redis) LoadState(ctx context.Context, flow, run, ckpt string) ([]byte, 
 type Checkpoint struct {
 	ID         string          `json:"id"`
 	Node       string          `json:"node"`
-	Kind       string          `json:"kind"` // input, step, send, join, wait, resume
+	Kind       string          `json:"kind"` // input, step, send, join, wait, resume, turn
 	Step       int             `json:"step"`
 	Parent     string          `json:"parent,omitempty"`
 	Attempt    int             `json:"attempt,omitempty"`
@@ -213,7 +213,6 @@ type Checkpoint struct {
 	DurationMS float64         `json:"duration_ms"`
 	Usage      flows.Usage     `json:"usage"`
 	StateBytes int             `json:"state_bytes,omitempty"`
-	Trace      json.RawMessage `json:"trace,omitempty"`
 	Worker     string          `json:"worker,omitempty"` // the consumer that ran the step
 	Time       time.Time       `json:"time"`
 	State      json.RawMessage `json:"state,omitempty"`
@@ -251,7 +250,6 @@ func (c *Checkpoint) Fields() []string {
 	if c.StateBytes > 0 {
 		add("sbytes", strconv.Itoa(c.StateBytes))
 	}
-	add("trace", string(c.Trace))
 	add("worker", c.Worker)
 	return f
 }
@@ -271,9 +269,6 @@ func parseCheckpoint(m redis.XMessage) Checkpoint {
 	}
 	if v := s("branches"); v != "" {
 		_ = json.Unmarshal([]byte(v), &c.Branches)
-	}
-	if v := s("trace"); v != "" {
-		c.Trace = json.RawMessage(v)
 	}
 	c.Duration = time.Duration(n("dur_us")) * time.Microsecond
 	c.DurationMS = float64(c.Duration.Microseconds()) / 1000

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -429,4 +430,36 @@ func (r *Redis) Fail(ctx context.Context, f Failure) (status string, deliveries 
 		deliveries = int(n)
 	}
 	return status, deliveries, nil
+}
+
+// SaveTurn records a turn of a running step in its run's checkpoint history. It fails
+// with a Conflict error when the step is no longer this consumer's.
+func (r *Redis) SaveTurn(ctx context.Context, a Activation, consumer string, turn []byte) (string, error) {
+	k := FlowKeys(a.Flow)
+	res, err := turnScript.Run(ctx, r.Client, []string{k.In(a.Node), k.Ckpt(a.Run), k.Events()},
+		Group, consumer, a.ID, a.Run, a.Node, a.Ckpt, turn, nowMS(), EventsMaxLen).Slice()
+	if err != nil {
+		return "", err
+	}
+	if res[0] != "ok" {
+		return "", &flows.Error{Code: flows.Conflict, Flow: a.Flow, Node: a.Node, Message: "another worker has taken this step over"}
+	}
+	id, _ := res[1].(string)
+	return id, nil
+}
+
+// Turns returns the turns saved by earlier attempts of an activation, oldest first.
+func (r *Redis) Turns(ctx context.Context, a Activation) ([]json.RawMessage, error) {
+	msgs, err := r.Client.XRange(ctx, FlowKeys(a.Flow).Ckpt(a.Run), a.Ckpt, "+").Result()
+	if err != nil {
+		return nil, err
+	}
+	var out []json.RawMessage
+	for _, m := range msgs {
+		if m.Values["kind"] == "turn" && m.Values["entry"] == a.ID && m.Values["node"] == a.Node {
+			s, _ := m.Values["update"].(string)
+			out = append(out, json.RawMessage(s))
+		}
+	}
+	return out, nil
 }

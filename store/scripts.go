@@ -29,9 +29,10 @@ var (
 	cancelScript    = mustScript("cancel")
 	resumeScript    = mustScript("resume")
 	retryDeadScript = mustScript("retry_dead")
+	turnScript      = mustScript("turn")
 )
 
-var allScripts = []*redis.Script{commitScript, failScript, reclaimScript, heartbeatScript, startScript, cancelScript, resumeScript, retryDeadScript}
+var allScripts = []*redis.Script{commitScript, failScript, reclaimScript, heartbeatScript, startScript, cancelScript, resumeScript, retryDeadScript, turnScript}
 
 // LoadScripts loads every script into Redis's script cache, so pipelines can use EVALSHA.
 func (r *Redis) LoadScripts(ctx context.Context) error {

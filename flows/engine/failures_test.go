@@ -167,3 +167,25 @@ func TestCancelledRunDropsItsPendingSteps(t *testing.T) {
 		v.drained(p)
 	})
 }
+
+func TestRetriedStepSeesTheTurnsItsEarlierAttemptsSaved(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		v := newEnv(t, r)
+		p := v.compile(scripted(`{"fail": 2, "turns": true, "final": true}`))
+		v.work(p)
+		run := v.run(p, `{}`)
+		mustStatus(t, run, store.StatusSucceeded)
+		if got := string(run.Outputs["work"]); got != `{"call":3,"turns":[{"call":1},{"call":2}]}` {
+			t.Errorf("third attempt's output %s, want it to list the turns of attempts 1 and 2", got)
+		}
+		turns := 0
+		for _, c := range v.checkpoints(p, run.ID) {
+			if c.Kind == "turn" {
+				turns++
+			}
+		}
+		if turns != 3 {
+			t.Errorf("%d turn entries in the history, want 3", turns)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -366,6 +367,20 @@ func (f *flowWorker) process(a store.Activation, received time.Time) stepOutcome
 	}
 	step.Tools = node.Tools
 	step.Emit = func(kind string, data any) { e.events.emit(a.Flow, a.Run, a.Node, kind, data) }
+	step.SaveTurn = func(ctx context.Context, turn any) error {
+		b, err := json.Marshal(flows.JSONValue(turn))
+		if err != nil {
+			return fmt.Errorf("turn is not JSON: %w", err)
+		}
+		_, err = e.rdb.SaveTurn(ctx, a, f.consumer, b)
+		return err
+	}
+	if a.Deliveries > 1 {
+		// A retry: pick up the turns the earlier attempts saved.
+		if step.Turns, err = e.rdb.Turns(ctx, a); err != nil {
+			return f.fail(a, plan, err)
+		}
+	}
 
 	sctx, cancel := context.WithTimeout(ctx, node.Timeout)
 	started := time.Now()

@@ -52,7 +52,8 @@ func ScriptSpec(rdb redis.UniversalClient) flows.Spec {
 				"always_fail": {"type": "boolean"},
 				"update": {"type": "object", "description": "The state update each call returns."},
 				"final": {"type": "boolean", "description": "The call's output is a run output."},
-				"tally": {"type": "boolean", "description": "Count calls per process too (TallyKey)."}
+				"tally": {"type": "boolean", "description": "Count calls per process too (TallyKey)."},
+				"turns": {"type": "boolean", "description": "Save a turn per call; the output lists the turns earlier attempts saved."}
 			}
 		}`),
 		New: func(b *flows.Build) (flows.Component, error) {
@@ -84,6 +85,7 @@ type Script struct {
 		Update     map[string]any `json:"update"`
 		Final      bool           `json:"final"`
 		Tally      bool           `json:"tally"`
+		Turns      bool           `json:"turns"`
 	}
 	sleep time.Duration
 }
@@ -97,6 +99,11 @@ func (s *Script) Run(ctx context.Context, step *flows.Step) (*flows.Result, erro
 	s.rdb.Expire(ctx, CountKey(step.Flow, step.Run, step.Node), time.Hour)
 	if s.p.Tally {
 		s.rdb.HIncrBy(ctx, TallyKey(step.Flow), strconv.Itoa(os.Getpid()), 1)
+	}
+	if s.p.Turns {
+		if err := step.SaveTurn(ctx, map[string]any{"call": n}); err != nil {
+			return nil, err
+		}
 	}
 	if s.sleep > 0 {
 		select {
@@ -119,5 +126,15 @@ func (s *Script) Run(ctx context.Context, step *flows.Step) (*flows.Result, erro
 	if upd == nil {
 		upd = map[string]any{}
 	}
-	return &flows.Result{Output: map[string]any{"call": n}, Update: upd, Final: s.p.Final}, nil
+	out := map[string]any{"call": n}
+	if s.p.Turns {
+		var turns []any
+		for _, t := range step.Turns {
+			var v any
+			_ = json.Unmarshal(t, &v)
+			turns = append(turns, v)
+		}
+		out["turns"] = turns
+	}
+	return &flows.Result{Output: out, Update: upd, Final: s.p.Final}, nil
 }

@@ -1,0 +1,25 @@
+-- turn.lua: records one turn of a long step (an agent's model reply or tool result) in
+-- the run's checkpoint history, if the step is still this worker's.
+--
+-- KEYS[1] -> the node's stream (holds the step's entry)
+-- KEYS[2] -> checkpoint stream of the run
+-- KEYS[3] -> events stream
+--
+-- ARGV[1] -> consumer group
+-- ARGV[2] -> consumer name
+-- ARGV[3] -> entry id
+-- ARGV[4] -> run id
+-- ARGV[5] -> node id
+-- ARGV[6] -> the step's input checkpoint id
+-- ARGV[7] -> turn JSON
+-- ARGV[8] -> now, unix ms
+-- ARGV[9] -> events stream MAXLEN (approximate)
+--
+-- Returns {"ok", checkpoint id} or {"stale"}.
+
+local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
+if #p == 0 or p[1][2] ~= ARGV[2] then return {'stale'} end
+local id = redis.call('XADD', KEYS[2], '*', 'node', ARGV[5], 'kind', 'turn', 'parent', ARGV[6], 'entry', ARGV[3],
+  'update', ARGV[7], 'worker', ARGV[2], 'attempt', tostring(p[1][4]), 'ts', ARGV[8])
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[9], '*', 'type', 'turn', 'run', ARGV[4], 'node', ARGV[5], 'data', ARGV[7], 'ckpt', id)
+return {'ok', id}
