@@ -24,6 +24,7 @@ func Register(reg *flows.Registry, env *Env) {
 		routerSpec(),
 		fanoutSpec(),
 		joinSpec(),
+		approvalSpec(),
 	} {
 		reg.Register(s)
 	}
