@@ -47,7 +47,7 @@ check-generated: generate
 # docs/components.md is generated from the component registry; `make test` fails when
 # the committed file differs from what this writes.
 docs:
-	$(GO) run ./cmd/sluice components --markdown > docs/components.md
+	$(GO) run ./cmd/sluice components --markdown > docs/components.md.tmp && mv docs/components.md.tmp docs/components.md
 
 lint: deps
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi

@@ -211,7 +211,11 @@ func schemaType(p map[string]any) string {
 		for _, x := range e {
 			vs = append(vs, compactJSON(x))
 		}
-		t += ": one of " + strings.Join(vs, ", ")
+		if t == "any" {
+			t = "one of " + strings.Join(vs, ", ")
+		} else {
+			t += ": one of " + strings.Join(vs, ", ")
+		}
 	}
 	lo, hasLo := p["minimum"]
 	hi, hasHi := p["maximum"]
