@@ -504,3 +504,102 @@ func (r *Run) Output() json.RawMessage {
 	b, _ := json.Marshal(m)
 	return b
 }
+
+// Waiting is an approval whose timeout has passed.
+type Waiting struct {
+	Run  string
+	Node string
+}
+
+// ExpiredWaits returns up to limit approvals of flow whose deadline has passed.
+func (r *Redis) ExpiredWaits(ctx context.Context, flow string, now time.Time, limit int64) ([]Waiting, error) {
+	ms, err := r.Client.ZRangeByScore(ctx, FlowKeys(flow).Waits(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10), Count: limit}).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Waiting, 0, len(ms))
+	for _, m := range ms {
+		run, node, _ := strings.Cut(m, " ")
+		out = append(out, Waiting{Run: run, Node: node})
+	}
+	return out, nil
+}
+
+// DropWait forgets an expired wait whose run no longer waits (it was cancelled or lost).
+func (r *Redis) DropWait(ctx context.Context, flow string, w Waiting) error {
+	return r.Client.ZRem(ctx, FlowKeys(flow).Waits(), w.Run+" "+w.Node).Err()
+}
+
+// Touch refreshes the expiry of a finished run's keys: a run that is looked at is kept.
+func (r *Redis) Touch(ctx context.Context, flow, run string, ttl time.Duration) error {
+	if ttl <= 0 {
+		return nil
+	}
+	pipe := r.Client.Pipeline()
+	for _, k := range FlowKeys(flow).RunKeys(run) {
+		pipe.Expire(ctx, k, ttl)
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// RunBytes is the memory a run's keys take in Redis: MEMORY USAGE where the server has
+// it, else the sum of the keys' field and value sizes (the embedded Redis).
+func (r *Redis) RunBytes(ctx context.Context, flow, run string) (int64, error) {
+	keys := FlowKeys(flow).RunKeys(run)
+	pipe := r.Client.Pipeline()
+	cmds := make([]*redis.IntCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = pipe.MemoryUsage(ctx, k, 0)
+	}
+	_, _ = pipe.Exec(ctx)
+	var total int64
+	fallback := false
+	for _, c := range cmds {
+		n, err := c.Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			fallback = true
+			break
+		}
+		total += n
+	}
+	if !fallback {
+		return total, nil
+	}
+	total = 0
+	k := FlowKeys(flow)
+	for _, key := range []string{k.Run(run), k.State(run), k.Frames(run)} {
+		h, err := r.Client.HGetAll(ctx, key).Result()
+		if err != nil {
+			return 0, err
+		}
+		for f, v := range h {
+			total += int64(len(f) + len(v))
+		}
+	}
+	msgs, err := r.Client.XRange(ctx, k.Ckpt(run), "-", "+").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range msgs {
+		total += int64(len(m.ID))
+		for f, v := range m.Values {
+			s, _ := v.(string)
+			total += int64(len(f) + len(s))
+		}
+	}
+	return total, nil
+}
+
+// RunIDs returns run ids of a flow, newest first, created between since and until
+// (zero times are open ends), after skipping offset.
+func (r *Redis) RunIDs(ctx context.Context, flow string, since, until time.Time, offset, count int64) ([]string, error) {
+	max, min := "+inf", "-inf"
+	if !until.IsZero() {
+		max = strconv.FormatInt(until.UnixMilli(), 10)
+	}
+	if !since.IsZero() {
+		min = strconv.FormatInt(since.UnixMilli(), 10)
+	}
+	return r.Client.ZRevRangeByScore(ctx, FlowKeys(flow).Runs(), &redis.ZRangeBy{Min: min, Max: max, Offset: offset, Count: count}).Result()
+}

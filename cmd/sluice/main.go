@@ -40,6 +40,7 @@ func commands() []command {
 		{"serve", "serve the editor, the API and in-process workers", cmdServe},
 		{"worker", "run headless workers for flow files", cmdWorker},
 		{"run", "run a flow file once and print its output", cmdRun},
+		{"resume", "answer a run's approval and continue it", cmdResume},
 		{"validate", "check flow files and print every problem", cmdValidate},
 		{"components", "list the components flows can use (--markdown, --json)", cmdComponents},
 		{"bench", "measure Sluice against a bare go-redis loop", cmdBench},

@@ -84,11 +84,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	return runUntilSettled(ctx, e, plan, id, rdb.Embedded(), stdout, stderr)
+	return runUntilSettled(ctx, e, plan, files[0], id, rdb.Embedded(), stdout, stderr)
 }
 
 // runUntilSettled works on the plan's flow until run id finishes or waits, then reports.
-func runUntilSettled(ctx context.Context, e *engine.Engine, plan *flows.Plan, id string, embedded bool, stdout, stderr io.Writer) error {
+func runUntilSettled(ctx context.Context, e *engine.Engine, plan *flows.Plan, flowFile, id string, embedded bool, stdout, stderr io.Writer) error {
 	wctx, stopWorker := context.WithCancel(ctx)
 	w := e.NewWorker(engine.WorkerOptions{Flows: []string{plan.Flow}, Grace: 5 * time.Second})
 	done := make(chan error, 1)
@@ -128,7 +128,7 @@ func runUntilSettled(ctx context.Context, e *engine.Engine, plan *flows.Plan, id
 		if embedded {
 			fmt.Fprintln(stderr, "the embedded Redis goes away with this process: set REDIS_URL to resume a run later")
 		} else {
-			fmt.Fprintf(stderr, "resume with: sluice resume %s %s --node %s --input '{\"decision\": \"approve\"}'\n", "FLOW.json", id, nodes[0])
+			fmt.Fprintf(stderr, "resume with: sluice resume %s %s --node %s --input '{\"decision\": \"approve\"}'\n", flowFile, id, nodes[0])
 		}
 		fmt.Fprintln(stdout, `{"run": "`+id+`", "status": "waiting"}`)
 		return &exitError{code: 3}
@@ -210,4 +210,51 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	err = e.NewWorker(engine.WorkerOptions{Flows: ids, Grace: *grace}).Run(ctx)
 	log.Info("worker stopped", "after", time.Since(start).Round(time.Millisecond))
 	return err
+}
+
+func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("resume", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	input := fs.String("input", `{"decision": "approve"}`, `the decision as JSON: {"decision": "approve"|"reject", "value": {...}, "comment": "..."} (@FILE, - for stdin)`)
+	node := fs.String("node", "", "the approval node (needed only when the run waits at several)")
+	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL (required; env REDIS_URL)")
+	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "warn"), "debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: sluice resume [flags] FLOW.json RUN\n\nAnswers the approval a run waits at, then works on the run like 'sluice run' until it\n"+
+			"finishes or waits again, and prints its output.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		fs.Usage()
+		return &exitError{code: 2, err: errors.New("resume takes a flow file and a run id")}
+	}
+	if *redisURL == "" {
+		return &exitError{code: 2, err: errors.New("resume needs the Redis the run lives in: set REDIS_URL or --redis")}
+	}
+	decision, err := readInput(*input)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	rdb, err := store.Open(ctx, store.Options{URL: *redisURL})
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	e := engine.New(rdb, registry(), engine.Options{Logger: log})
+	plan, err := loadPlan(e, pos[0], stderr)
+	if err != nil {
+		return err
+	}
+	if err := e.Resume(ctx, plan.Flow, pos[1], *node, decision); err != nil {
+		return err
+	}
+	return runUntilSettled(ctx, e, plan, pos[0], pos[1], false, stdout, stderr)
 }

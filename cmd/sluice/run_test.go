@@ -225,3 +225,34 @@ func editFlow(t *testing.T, path string, edit func(map[string]any)) {
 		t.Fatal(err)
 	}
 }
+
+func TestRunPausesAtAnApprovalAndResumeContinuesIt(t *testing.T) {
+	r := storetest.Real(t)
+	id, path := writeExampleFlow(t, t.TempDir(), "approval", nil)
+	storetest.DeleteFlowKeys(t, r, id)
+	env := append(os.Environ(), "REDIS_URL="+storetest.URL())
+	cmd := exec.Command(binary, "run", path, "--input", `{"customer": "Ada"}`)
+	cmd.Env = env
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 || !strings.Contains(string(ee.Stderr), `waits for approval at node "review": Send this reply to Ada?`) {
+		t.Fatalf("sluice run: %v, stdout %s; want exit 3 naming the approval", err, out)
+	}
+	var waiting struct{ Run, Status string }
+	if err := json.Unmarshal(out, &waiting); err != nil || waiting.Status != "waiting" {
+		t.Fatalf("stdout %q, want {run, status: waiting}", out)
+	}
+	cmd = exec.Command(binary, "resume", path, waiting.Run, "--input", `{"decision": "approve", "value": {"reply": "Hi Ada"}}`)
+	cmd.Env = env
+	out, err = cmd.Output()
+	if err != nil {
+		t.Fatalf("sluice resume: %v\n%s", err, stderrOf(err))
+	}
+	if got := strings.TrimSpace(string(out)); got != `{"decision":"approve","sent":"Hi Ada"}` {
+		t.Errorf("resumed output %s", got)
+	}
+	cmd = exec.Command(binary, "resume", path, waiting.Run)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "not waiting") {
+		t.Errorf("resuming a finished run: %v %s, want an error saying it is not waiting", err, out)
+	}
+}

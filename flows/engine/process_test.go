@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"context"
 	"fmt"
 	"log/slog"
@@ -234,4 +235,84 @@ func TestThreeWorkerProcessesShareAThousandRuns(t *testing.T) {
 		t.Errorf("steps of node a ran in %d processes (%v), want all 3", len(tally), tally)
 	}
 	v.drained(p)
+}
+
+const threeSteps = `{"sluice": 1, "id": "FLOW",
+ "settings": {"claim_after": "500ms", "max_attempts": 5},
+ "nodes": [
+  {"id": "in", "type": "input"},
+  {"id": "a", "type": "script", "params": {}},
+  {"id": "b", "type": "script", "params": {"sleep": "1s"}},
+  {"id": "c", "type": "script", "params": {"update": {"done": true}}},
+  {"id": "out", "type": "output", "params": {"value": ".done"}}
+ ],
+ "edges": [{"from": "in", "to": "a"}, {"from": "a", "to": "b"}, {"from": "b", "to": "c"}, {"from": "c", "to": "out"}]}`
+
+func TestRunResumesAfterEveryWorkerIsKilledWithoutRedoingCommittedSteps(t *testing.T) {
+	r := storetest.Real(t)
+	v := newEnv(t, r)
+	p := v.compile(threeSteps)
+	w1, w2 := startChild(t, p.Flow), startChild(t, p.Flow)
+	id := v.start(p, `{}`)
+	waitFor(t, "step b to start", 10*time.Second, func() bool { return v.calls(p, id, "b") == 1 })
+	for _, w := range []*child{w1, w2} {
+		w.cmd.Process.Kill()
+		w.cmd.Wait()
+	}
+	if run, _ := v.e.Get(context.Background(), p.Flow, id); run.Status != store.StatusRunning {
+		t.Fatalf("after the crash the run is %s, want running", run.Status)
+	}
+	startChild(t, p.Flow) // everything restarts
+	run := v.wait(p, id)
+	mustStatus(t, run, store.StatusSucceeded)
+	if a := v.calls(p, id, "a"); a != 1 {
+		t.Errorf("a ran %d times, want once: it had committed before the crash", a)
+	}
+	if c := v.calls(p, id, "c"); c != 1 {
+		t.Errorf("c ran %d times, want once", c)
+	}
+	v.drained(p)
+}
+
+func TestWaitingRunSurvivesRestartsAndContinuesOnItsOwnVersion(t *testing.T) {
+	r := storetest.Real(t)
+	v := newEnv(t, r)
+	p := v.compile(strings.Replace(approvalFlow, "TIMEOUT", "", 1))
+	w := startChild(t, p.Flow)
+	id := v.start(p, `{"customer": "Ada"}`)
+	mustStatus(t, v.wait(p, id), store.StatusWaiting)
+	w.cmd.Process.Kill()
+	w.cmd.Wait()
+
+	// A new version of the flow is published meanwhile: "send" now shouts.
+	newer, _, err := v.e.Compile([]byte(strings.Replace(strings.ReplaceAll(strings.Replace(approvalFlow, "TIMEOUT", "", 1), `"FLOW"`, `"`+p.Flow+`"`),
+		`{sent: .reply}`, `{sent: (.reply | ascii_upcase)}`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.e.Publish(context.Background(), newer); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.e.Resume(context.Background(), p.Flow, id, "", json.RawMessage(`{"decision": "approve"}`)); err != nil {
+		t.Fatal(err)
+	}
+	startChild(t, p.Flow) // a fresh process: it loads the run's version from Redis
+	run := v.wait(p, id)
+	mustStatus(t, run, store.StatusSucceeded)
+	if got := string(run.Output()); got != `{"approval":{"decision":"approve"},"sent":"Dear Ada"}` {
+		t.Errorf("output %s: the run must finish on the version it started with", got)
+	}
+	if run.Version != p.Version {
+		t.Errorf("run version %.12s, want %.12s", run.Version, p.Version)
+	}
+	// A new run takes the new version.
+	id2, err := v.e.Start(context.Background(), newer, json.RawMessage(`{"customer": "Bo"}`), engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustStatus(t, v.wait(p, id2), store.StatusWaiting)
+	v.e.Resume(context.Background(), p.Flow, id2, "", json.RawMessage(`{"decision": "approve"}`))
+	if got := string(v.wait(p, id2).Output()); got != `{"approval":{"decision":"approve"},"sent":"DEAR BO"}` {
+		t.Errorf("new run on the new version: %s", got)
+	}
 }

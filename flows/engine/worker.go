@@ -506,6 +506,7 @@ func (f *flowWorker) sweepLoop(ctx context.Context) {
 }
 
 func (f *flowWorker) sweep(ctx context.Context) {
+	f.e.decideExpired(ctx, f.flow)
 	f.mu.Lock()
 	nodes := append([]string(nil), f.nodes...)
 	settings := f.settings

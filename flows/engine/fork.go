@@ -1,0 +1,157 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/store"
+)
+
+// ForkOptions say how a fork starts.
+type ForkOptions struct {
+	// Current runs the fork on the flow's current version instead of the version the
+	// original run started with.
+	Current bool
+	// RunID names the new run; empty generates one.
+	RunID string
+}
+
+// Fork starts a new run from checkpoint ckpt of run: the state after that checkpoint,
+// with patch (a JSON merge patch, RFC 7386; empty for none) applied, continues where the
+// original continued from it. The new run records its parent run and checkpoint; the
+// original is untouched. It runs on the original's version unless opts.Current.
+//
+// A fork continues one line of work: forking from a step inside parallel branches
+// continues that branch alone, and its join passes it through.
+func (e *Engine) Fork(ctx context.Context, flow, run, ckpt string, patch json.RawMessage, opts ForkOptions) (string, error) {
+	var p any
+	if len(patch) > 0 {
+		v, err := flows.DecodeJSON(patch)
+		if err != nil {
+			return "", &flows.Error{Code: flows.Invalid, Path: "patch", Message: "not JSON: " + err.Error()}
+		}
+		if _, ok := v.(map[string]any); !ok && v != nil {
+			return "", &flows.Error{Code: flows.Invalid, Path: "patch", Message: fmt.Sprintf("a merge patch of the state is an object, got %s", flows.TypeName(v))}
+		}
+		p = v
+	}
+	orig, err := e.Get(ctx, flow, run)
+	if err != nil {
+		return "", err
+	}
+	c, err := e.Checkpoint(ctx, flow, run, ckpt)
+	if err != nil {
+		return "", err
+	}
+	if c.Kind == "turn" || c.State == nil {
+		return "", &flows.Error{Code: flows.Invalid, Flow: flow, Path: "checkpoint", Message: fmt.Sprintf("%s is a turn of a step, not a checkpoint of the state", ckpt)}
+	}
+	var plan *flows.Plan
+	if opts.Current {
+		plan, err = e.CurrentPlan(ctx, flow)
+	} else {
+		plan, err = e.Plan(ctx, flow, orig.Version)
+	}
+	if err != nil {
+		return "", err
+	}
+	state, err := flows.DecodeState(c.State)
+	if err != nil {
+		return "", err
+	}
+	if p != nil {
+		patched, _ := mergePatch(state, p).(map[string]any)
+		state = patched
+	}
+	entries, err := forkEntries(ctx, plan, c, state)
+	if err != nil {
+		return "", err
+	}
+	id := opts.RunID
+	if id == "" {
+		id = NewRunID()
+	} else if !flows.ValidID(id) {
+		return "", &flows.Error{Code: flows.Invalid, Path: "run_id", Message: fmt.Sprintf("run id %q: use lower-case letters, digits, '-' and '_'", id)}
+	}
+	if err := e.Publish(ctx, plan); err != nil {
+		return "", err
+	}
+	stateJSON, _ := json.Marshal(state)
+	var upd json.RawMessage
+	if len(patch) > 0 {
+		upd = patch
+	}
+	cp := store.Checkpoint{Kind: "input", Node: "", Update: upd}
+	in := orig.Input
+	if in == nil {
+		in = json.RawMessage("{}")
+	}
+	newCkpt, err := e.rdb.StartRun(ctx, store.StartArgs{Flow: flow, Run: id, Version: plan.Version, State: stateJSON,
+		Checkpoint: cp.Fields(), Entries: entries,
+		Fields: []string{"input", string(in), "parent_run", run, "parent_ckpt", ckpt}})
+	if err != nil {
+		return "", err
+	}
+	e.cache.put(id, newCkpt, state, len(stateJSON))
+	return id, nil
+}
+
+// forkEntries are the nodes a fork from checkpoint c starts at: the entry node for the
+// run's first checkpoint, the approval itself for one that was waiting, else the nodes
+// c's step activated, with edge conditions evaluated on the (patched) state.
+func forkEntries(ctx context.Context, plan *flows.Plan, c *store.Checkpoint, state map[string]any) ([]string, error) {
+	switch c.Kind {
+	case "input":
+		return []string{plan.Entry}, nil
+	case "wait":
+		if plan.Nodes[c.Node] == nil {
+			return nil, &flows.Error{Code: flows.Invalid, Path: "checkpoint", Message: fmt.Sprintf("this version has no node %q", c.Node)}
+		}
+		return []string{c.Node}, nil
+	}
+	node := plan.Nodes[c.Node]
+	if node == nil {
+		return nil, &flows.Error{Code: flows.Invalid, Path: "checkpoint", Message: fmt.Sprintf("this version has no node %q", c.Node)}
+	}
+	succ, err := successors(ctx, node, &flows.Result{Ports: c.Ports}, state)
+	if err != nil {
+		return nil, err
+	}
+	if len(succ) == 0 {
+		return nil, &flows.Error{Code: flows.Invalid, Path: "checkpoint", Message: fmt.Sprintf("nothing runs after checkpoint %s (node %q ends its branch)", c.ID, c.Node)}
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range succ {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// mergePatch applies a JSON merge patch (RFC 7386) to target.
+func mergePatch(target, patch any) any {
+	p, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	t, ok := target.(map[string]any)
+	out := map[string]any{}
+	if ok {
+		for k, v := range t {
+			out[k] = v
+		}
+	}
+	for k, v := range p {
+		if v == nil {
+			delete(out, k)
+			continue
+		}
+		out[k] = mergePatch(out[k], v)
+	}
+	return out
+}

@@ -1,0 +1,274 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/store"
+)
+
+// ttlOf is how long a finished run of the given version is kept.
+func (e *Engine) ttlOf(ctx context.Context, flow, version string) time.Duration {
+	if p, err := e.Plan(ctx, flow, version); err == nil {
+		return p.Settings.CheckpointTTL.D()
+	}
+	return flows.DefaultSettings.CheckpointTTL.D()
+}
+
+// touch refreshes the retention of a finished run that someone looked at.
+func (e *Engine) touch(ctx context.Context, r *store.Run) {
+	if store.Finished(r.Status) {
+		_ = e.rdb.Touch(ctx, r.Flow, r.ID, e.ttlOf(ctx, r.Flow, r.Version))
+	}
+}
+
+// RunInfo is a run with what it costs to keep.
+type RunInfo struct {
+	*store.Run
+	StorageBytes int64 `json:"storage_bytes"`
+}
+
+// Info returns a run with its storage cost in Redis, refreshing a finished run's
+// retention.
+func (e *Engine) Info(ctx context.Context, flow, run string) (*RunInfo, error) {
+	r, err := e.Get(ctx, flow, run)
+	if err != nil {
+		return nil, err
+	}
+	e.touch(ctx, r)
+	n, err := e.rdb.RunBytes(ctx, flow, run)
+	if err != nil {
+		return nil, err
+	}
+	return &RunInfo{Run: r, StorageBytes: n}, nil
+}
+
+// ListQuery filters and pages a flow's runs, newest first.
+type ListQuery struct {
+	Status string    // only runs with this status ("" for all)
+	Since  time.Time // created at or after (zero: no bound)
+	Until  time.Time // created at or before (zero: no bound)
+	Offset int
+	Limit  int // default 50, at most 500
+}
+
+// List returns a page of a flow's runs and how many runs match in all (for a status
+// filter, how many match among the runs it looked at: at most 10,000 are looked at).
+func (e *Engine) List(ctx context.Context, flow string, q ListQuery) ([]*store.Run, int64, error) {
+	if !flows.ValidID(flow) {
+		return nil, 0, &flows.Error{Code: flows.NotFound, Flow: flow, Message: "no such flow"}
+	}
+	if q.Limit <= 0 {
+		q.Limit = 50
+	}
+	q.Limit = min(q.Limit, 500)
+	q.Offset = max(q.Offset, 0)
+	if q.Status != "" && !validStatus(q.Status) {
+		return nil, 0, &flows.Error{Code: flows.Invalid, Path: "status", Message: fmt.Sprintf("unknown status %q: use queued, running, waiting, succeeded, failed or cancelled", q.Status)}
+	}
+	if q.Status == "" {
+		ids, err := e.rdb.RunIDs(ctx, flow, q.Since, q.Until, int64(q.Offset), int64(q.Limit))
+		if err != nil {
+			return nil, 0, err
+		}
+		runs, err := e.rdb.GetRuns(ctx, flow, ids)
+		if err != nil {
+			return nil, 0, err
+		}
+		total, err := e.countRuns(ctx, flow, q)
+		return runs, total, err
+	}
+	// A status is not indexed: look through the newest runs.
+	const chunk, scanCap = 200, 10000
+	var out []*store.Run
+	var matched int64
+	for scanned := int64(0); scanned < scanCap; scanned += chunk {
+		ids, err := e.rdb.RunIDs(ctx, flow, q.Since, q.Until, scanned, chunk)
+		if err != nil {
+			return nil, 0, err
+		}
+		runs, err := e.rdb.GetRuns(ctx, flow, ids)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, r := range runs {
+			if r.Status != q.Status {
+				continue
+			}
+			if matched >= int64(q.Offset) && len(out) < q.Limit {
+				out = append(out, r)
+			}
+			matched++
+		}
+		if len(ids) < chunk {
+			break
+		}
+	}
+	return out, matched, nil
+}
+
+func (e *Engine) countRuns(ctx context.Context, flow string, q ListQuery) (int64, error) {
+	min, max := "-inf", "+inf"
+	if !q.Since.IsZero() {
+		min = strconv.FormatInt(q.Since.UnixMilli(), 10)
+	}
+	if !q.Until.IsZero() {
+		max = strconv.FormatInt(q.Until.UnixMilli(), 10)
+	}
+	return e.rdb.Client.ZCount(ctx, store.FlowKeys(flow).Runs(), min, max).Result()
+}
+
+func validStatus(s string) bool {
+	switch s {
+	case store.StatusQueued, store.StatusRunning, store.StatusWaiting, store.StatusSucceeded, store.StatusFailed, store.StatusCancelled:
+		return true
+	}
+	return false
+}
+
+// Checkpoints returns a run's history in commit order, without states.
+func (e *Engine) Checkpoints(ctx context.Context, flow, run string) ([]store.Checkpoint, error) {
+	r, err := e.Get(ctx, flow, run)
+	if err != nil {
+		return nil, err
+	}
+	e.touch(ctx, r)
+	return e.rdb.Checkpoints(ctx, flow, run, "-", 0)
+}
+
+// Checkpoint returns one checkpoint of a run with the state after it.
+func (e *Engine) Checkpoint(ctx context.Context, flow, run, id string) (*store.Checkpoint, error) {
+	r, err := e.Get(ctx, flow, run)
+	if err != nil {
+		return nil, err
+	}
+	e.touch(ctx, r)
+	if !validStreamID(id) {
+		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("run %q has no checkpoint %q", run, id)}
+	}
+	return e.rdb.GetCheckpoint(ctx, flow, run, id)
+}
+
+// validStreamID accepts "123-4".
+func validStreamID(s string) bool {
+	ms, seq, ok := cut(s, '-')
+	if !ok {
+		return false
+	}
+	_, err1 := strconv.ParseUint(ms, 10, 64)
+	_, err2 := strconv.ParseUint(seq, 10, 64)
+	return err1 == nil && err2 == nil
+}
+
+func cut(s string, sep byte) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == sep {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// Change is one difference between two states.
+type Change struct {
+	Path string `json:"path"` // JSON path, e.g. messages[2].content
+	Op   string `json:"op"`   // add, remove, replace
+	From any    `json:"from,omitempty"`
+	To   any    `json:"to,omitempty"`
+}
+
+// Diff returns the changes from checkpoint a's state to checkpoint b's.
+func (e *Engine) Diff(ctx context.Context, flow, run, a, b string) ([]Change, error) {
+	ca, err := e.Checkpoint(ctx, flow, run, a)
+	if err != nil {
+		return nil, err
+	}
+	cb, err := e.Checkpoint(ctx, flow, run, b)
+	if err != nil {
+		return nil, err
+	}
+	if ca.State == nil || cb.State == nil {
+		return nil, &flows.Error{Code: flows.Invalid, Flow: flow, Message: "only checkpoints with a state can be compared (not turns)"}
+	}
+	sa, err := flows.DecodeJSON(ca.State)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := flows.DecodeJSON(cb.State)
+	if err != nil {
+		return nil, err
+	}
+	return DiffValues(sa, sb), nil
+}
+
+// DiffValues compares two JSON values: objects key by key, arrays index by index.
+func DiffValues(a, b any) []Change {
+	var out []Change
+	diffAt("", a, b, &out)
+	return out
+}
+
+func diffAt(path string, a, b any, out *[]Change) {
+	switch x := a.(type) {
+	case map[string]any:
+		if y, ok := b.(map[string]any); ok {
+			keys := map[string]bool{}
+			for k := range x {
+				keys[k] = true
+			}
+			for k := range y {
+				keys[k] = true
+			}
+			sorted := make([]string, 0, len(keys))
+			for k := range keys {
+				sorted = append(sorted, k)
+			}
+			sort.Strings(sorted)
+			for _, k := range sorted {
+				p := k
+				if path != "" {
+					p = path + "." + k
+				}
+				va, ina := x[k]
+				vb, inb := y[k]
+				switch {
+				case !ina:
+					*out = append(*out, Change{Path: p, Op: "add", To: vb})
+				case !inb:
+					*out = append(*out, Change{Path: p, Op: "remove", From: va})
+				default:
+					diffAt(p, va, vb, out)
+				}
+			}
+			return
+		}
+	case []any:
+		if y, ok := b.([]any); ok {
+			for i := 0; i < max(len(x), len(y)); i++ {
+				p := fmt.Sprintf("%s[%d]", path, i)
+				switch {
+				case i >= len(x):
+					*out = append(*out, Change{Path: p, Op: "add", To: y[i]})
+				case i >= len(y):
+					*out = append(*out, Change{Path: p, Op: "remove", From: x[i]})
+				default:
+					diffAt(p, x[i], y[i], out)
+				}
+			}
+			return
+		}
+	}
+	if !jsonEqual(a, b) {
+		if path == "" {
+			path = "."
+		}
+		*out = append(*out, Change{Path: path, Op: "replace", From: a, To: b})
+	}
+}
+
+func jsonEqual(a, b any) bool { return reflect.DeepEqual(a, b) }
