@@ -78,4 +78,3 @@ func (e *Engine) decideExpired(ctx context.Context, flow string) {
 		}
 	}
 }
-
