@@ -1,0 +1,428 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/store"
+)
+
+// Webhooker is implemented by components whose node sends the run's result to a URL
+// when the run finishes (the output component's webhook).
+type Webhooker interface {
+	Webhook() string
+}
+
+// DispatchOptions configure the delivery of result webhooks.
+type DispatchOptions struct {
+	// Flows returns the flows whose results to deliver; nil means every flow that has
+	// data in Redis.
+	Flows func(ctx context.Context) ([]string, error)
+	// Client sends the webhooks (default: a client with a 10s timeout).
+	Client *http.Client
+	// MaxAttempts is how often one webhook is tried before it goes to the delivery dead
+	// letters (default 8).
+	MaxAttempts int
+	// Backoff is the wait before the second attempt, doubled for each further one up to
+	// MaxBackoff (defaults 1s and 5m).
+	Backoff, MaxBackoff time.Duration
+	// ClaimAfter is how long a delivery may go untouched (its dispatcher crashed) before
+	// another dispatcher takes it over (default 1m).
+	ClaimAfter time.Duration
+	// Block is how long one read of the results streams waits (default 1s); Refresh is
+	// how often the list of flows is read again (default 2s).
+	Block, Refresh time.Duration
+	// Concurrency bounds the deliveries in flight (default 16).
+	Concurrency int
+	// Secret returns the key that signs a flow's webhooks (X-Sluice-Signature), or nil.
+	Secret func(flow string) []byte
+	// Outcome, when set, is told about every attempt: "delivered", "retry" or "dead".
+	Outcome func(flow, outcome string)
+}
+
+// Dispatcher delivers result webhooks at least once from the flows' results streams
+// (consumer group "dispatch"). An entry is acknowledged, and only then deleted, once
+// every webhook of its run was delivered or moved to the delivery dead letters; a
+// dispatcher that crashes leaves its entries pending for another to claim.
+type Dispatcher struct {
+	e        *Engine
+	opts     DispatchOptions
+	consumer string
+	slots    chan struct{}
+	wg       sync.WaitGroup
+}
+
+// NewDispatcher returns a dispatcher; it does nothing until Run.
+func (e *Engine) NewDispatcher(opts DispatchOptions) *Dispatcher {
+	if opts.Client == nil {
+		opts.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = 8
+	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = time.Second
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 5 * time.Minute
+	}
+	if opts.ClaimAfter <= 0 {
+		opts.ClaimAfter = time.Minute
+	}
+	if opts.Block <= 0 {
+		opts.Block = time.Second
+	}
+	if opts.Refresh <= 0 {
+		opts.Refresh = 2 * time.Second
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 16
+	}
+	if opts.Flows == nil {
+		opts.Flows = e.rdb.Flows
+	}
+	return &Dispatcher{e: e, opts: opts, consumer: "dispatch-" + e.consumerName(), slots: make(chan struct{}, opts.Concurrency)}
+}
+
+// Run delivers until ctx ends, then waits for deliveries in flight (each ends at its
+// next attempt or backoff) and returns.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	var flowIDs []string
+	known := map[string]bool{}
+	refresh := func() {
+		ids, err := d.opts.Flows(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.e.log.Warn("dispatch: cannot list flows", "error", err)
+			}
+			return
+		}
+		for _, f := range ids {
+			if !known[f] {
+				if err := d.e.rdb.EnsureGroups(ctx, f, nil); err != nil {
+					continue
+				}
+				known[f] = true
+			}
+		}
+		flowIDs = flowIDs[:0]
+		for _, f := range ids {
+			if known[f] {
+				flowIDs = append(flowIDs, f)
+			}
+		}
+	}
+	refresh()
+	lastRefresh, lastSweep := time.Now(), time.Now()
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		if time.Since(lastRefresh) >= d.opts.Refresh {
+			refresh()
+			lastRefresh = time.Now()
+		}
+		if time.Since(lastSweep) >= d.opts.ClaimAfter/2 {
+			d.sweep(ctx, flowIDs)
+			lastSweep = time.Now()
+		}
+		free := cap(d.slots) - len(d.slots)
+		if len(flowIDs) == 0 || free == 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(d.opts.Block):
+			}
+			continue
+		}
+		results, err := d.e.rdb.ReadResults(ctx, flowIDs, d.consumer, free, d.opts.Block)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			d.e.log.Warn("dispatch: read failed; backing off", "error", err, "backoff", backoff)
+			select {
+			case <-ctx.Done():
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+		for _, r := range results {
+			d.start(ctx, r)
+		}
+	}
+	d.wg.Wait()
+	return nil
+}
+
+// sweep takes over deliveries that other dispatchers left pending.
+func (d *Dispatcher) sweep(ctx context.Context, flowIDs []string) {
+	for _, f := range flowIDs {
+		free := cap(d.slots) - len(d.slots)
+		if free == 0 || ctx.Err() != nil {
+			return
+		}
+		results, err := d.e.rdb.ClaimResults(ctx, f, d.consumer, d.opts.ClaimAfter, free)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.e.log.Warn("dispatch: claim failed", "flow", f, "error", err)
+			}
+			continue
+		}
+		for _, r := range results {
+			d.e.log.Info("dispatch: took over a pending delivery", "flow", f, "run", r.Run, "delivery", r.Deliveries)
+			d.start(ctx, r)
+		}
+	}
+}
+
+func (d *Dispatcher) start(ctx context.Context, r store.Result) {
+	d.slots <- struct{}{}
+	d.wg.Add(1)
+	go func() {
+		defer func() { <-d.slots; d.wg.Done() }()
+		d.deliver(ctx, r)
+	}()
+}
+
+// ResultPayload is the JSON body of a result webhook.
+type ResultPayload struct {
+	Flow       string          `json:"flow"`
+	Run        string          `json:"run"`
+	Version    string          `json:"version,omitempty"`
+	Status     string          `json:"status"`
+	Output     json.RawMessage `json:"output"`
+	Error      string          `json:"error,omitempty"`
+	ErrorNode  string          `json:"error_node,omitempty"`
+	FinishedAt *time.Time      `json:"finished_at,omitempty"`
+	Delivery   string          `json:"delivery"` // the same for every attempt: deduplicate on it
+}
+
+// deliver sends one result entry's webhooks, then acknowledges the entry.
+func (d *Dispatcher) deliver(ctx context.Context, res store.Result) {
+	run, err := d.e.rdb.GetRun(ctx, res.Flow, res.Run)
+	if err != nil {
+		if flows.ErrorCode(err) == flows.NotFound {
+			// The run expired before its result was delivered: nothing to send.
+			d.ack(res)
+			return
+		}
+		if ctx.Err() == nil {
+			d.e.log.Warn("dispatch: cannot read the run; the delivery stays pending", "flow", res.Flow, "run", res.Run, "error", err)
+		}
+		return
+	}
+	targets := d.targets(ctx, run)
+	if len(targets) == 0 {
+		d.ack(res)
+		return
+	}
+	status := res.Status
+	if status == "" {
+		status = run.Status
+	}
+	body, _ := json.Marshal(ResultPayload{Flow: run.Flow, Run: run.ID, Version: run.Version, Status: status, Output: nullIfEmpty(run.Output()),
+		Error: run.Error, ErrorNode: run.ErrorNode, FinishedAt: run.Finished, Delivery: res.ID})
+	for _, target := range targets {
+		if !d.deliverTo(ctx, res, target, body) {
+			return // stopping: the entry stays pending for the next dispatcher
+		}
+	}
+	d.ack(res)
+}
+
+func nullIfEmpty(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+func (d *Dispatcher) ack(res store.Result) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := d.e.rdb.AckResult(ctx, res); err != nil {
+		d.e.log.Warn("dispatch: cannot acknowledge a delivery; it will be sent again", "flow", res.Flow, "run", res.Run, "error", err)
+	}
+}
+
+// targets are the webhooks of a finished run: the one given when it started, and those
+// of its output nodes that produced a value.
+func (d *Dispatcher) targets(ctx context.Context, run *store.Run) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(u string) {
+		if u != "" && !seen[u] {
+			seen[u] = true
+			out = append(out, u)
+		}
+	}
+	add(run.Webhook)
+	if plan, err := d.e.Plan(ctx, run.Flow, run.Version); err == nil {
+		for _, id := range plan.Order {
+			n := plan.Nodes[id]
+			if w, ok := n.Component.(Webhooker); ok {
+				if _, produced := run.Outputs[id]; produced {
+					add(w.Webhook())
+				}
+			}
+		}
+	}
+	return out
+}
+
+// deliverTo tries one webhook until it is delivered or dead-lettered (true), or ctx
+// ends (false).
+func (d *Dispatcher) deliverTo(ctx context.Context, res store.Result, target string, body []byte) bool {
+	shown := redactURL(target)
+	var lastErr error
+	for attempt := 1; attempt <= d.opts.MaxAttempts; attempt++ {
+		if res.Deliveries > 3 {
+			// Claimed again and again: its dispatchers keep dying while sending it.
+			lastErr = fmt.Errorf("delivery taken over %d times; last dispatcher did not finish", res.Deliveries-1)
+			break
+		}
+		lastErr = d.post(ctx, res, target, body, attempt)
+		if lastErr == nil {
+			d.outcome(res.Flow, "delivered")
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		if attempt == d.opts.MaxAttempts {
+			break
+		}
+		d.outcome(res.Flow, "retry")
+		d.e.log.Info("dispatch: webhook failed; will retry", "flow", res.Flow, "run", res.Run, "target", shown, "attempt", attempt, "error", lastErr)
+		if !d.wait(ctx, res, d.backoff(attempt)) {
+			return false
+		}
+	}
+	ctx2, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	id, err := d.e.rdb.DeadDelivery(ctx2, res, shown, lastErr.Error(), d.opts.MaxAttempts)
+	if err != nil {
+		d.e.log.Warn("dispatch: cannot record a failed delivery; it stays pending", "flow", res.Flow, "run", res.Run, "error", err)
+		return false
+	}
+	d.outcome(res.Flow, "dead")
+	d.e.log.Warn("dispatch: webhook moved to the delivery dead letters", "flow", res.Flow, "run", res.Run, "target", shown, "dead", id, "error", lastErr)
+	d.e.events.emit(res.Flow, res.Run, "", "delivery_dead", map[string]any{"target": shown, "error": lastErr.Error(), "dead": id})
+	return true
+}
+
+func (d *Dispatcher) backoff(attempt int) time.Duration {
+	b := d.opts.Backoff << min(attempt-1, 20)
+	if b > d.opts.MaxBackoff || b <= 0 {
+		b = d.opts.MaxBackoff
+	}
+	return b
+}
+
+// wait sleeps for dur, keeping the entry claimed; false when ctx ends first.
+func (d *Dispatcher) wait(ctx context.Context, res store.Result, dur time.Duration) bool {
+	deadline := time.Now().Add(dur)
+	every := max(d.opts.ClaimAfter/3, 10*time.Millisecond)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(min(left, every)):
+		}
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, _ = d.e.rdb.TouchResult(tctx, res, d.consumer)
+		cancel()
+	}
+}
+
+func (d *Dispatcher) outcome(flow, what string) {
+	if d.opts.Outcome != nil {
+		d.opts.Outcome(flow, what)
+	}
+}
+
+// post sends one attempt. Errors never contain the target's path or query, which may
+// hold a secret.
+func (d *Dispatcher) post(ctx context.Context, res store.Result, target string, body []byte, attempt int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return errors.New("the webhook URL is not valid")
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "sluice-webhook")
+	req.Header.Set("X-Sluice-Flow", res.Flow)
+	req.Header.Set("X-Sluice-Run", res.Run)
+	req.Header.Set("X-Sluice-Delivery", res.ID)
+	req.Header.Set("X-Sluice-Attempt", strconv.Itoa(attempt))
+	if d.opts.Secret != nil {
+		if key := d.opts.Secret(res.Flow); len(key) > 0 {
+			req.Header.Set("X-Sluice-Signature", Sign(key, body))
+		}
+	}
+	// The touch keeps the entry ours while a slow receiver takes its time.
+	stop := make(chan struct{})
+	go func() {
+		t := time.NewTicker(max(d.opts.ClaimAfter/3, 10*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				_, _ = d.e.rdb.TouchResult(tctx, res, d.consumer)
+				cancel()
+			}
+		}
+	}()
+	resp, err := d.opts.Client.Do(req)
+	close(stop)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("POST %s: %v", redactURL(target), err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("POST %s: status %d", redactURL(target), resp.StatusCode)
+	}
+	return nil
+}
+
+// Sign returns the X-Sluice-Signature value of body: "sha256=" and the hex HMAC-SHA256
+// of body with key.
+func Sign(key, body []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// redactURL keeps a URL's scheme and host: paths and queries of webhooks often carry
+// tokens.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return "(invalid URL)"
+	}
+	return u.Scheme + "://" + u.Host
+}
