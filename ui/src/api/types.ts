@@ -1,0 +1,104 @@
+// What the server's JSON API answers, mirroring store and engine types.
+
+export type RunStatus = "queued" | "running" | "waiting" | "succeeded" | "failed" | "cancelled";
+
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+}
+
+export interface Run {
+  id: string;
+  flow: string;
+  version: string;
+  status: RunStatus;
+  input?: unknown;
+  output?: unknown;
+  error?: string;
+  error_node?: string;
+  last_error?: string;
+  steps: number;
+  live: number;
+  dead_letters: number;
+  usage: Usage;
+  created_at: string;
+  started_at?: string;
+  finished_at?: string;
+  parent_run?: string;
+  parent_checkpoint?: string;
+  /** Approvals the run waits for, by node. */
+  waits?: Record<string, Wait>;
+}
+
+export interface Wait {
+  prompt?: string;
+  data?: unknown;
+  deadline?: string;
+  on_timeout?: string;
+}
+
+export interface Checkpoint {
+  id: string;
+  node: string;
+  kind: string; // input, step, send, join, wait, resume, turn
+  step: number;
+  parent?: string;
+  attempt?: number;
+  update?: unknown;
+  output?: unknown;
+  ports?: string[];
+  branches?: string[];
+  duration_ms: number;
+  usage: Usage;
+  worker?: string;
+  time: string;
+  state?: unknown;
+}
+
+export interface Consumer {
+  name: string;
+  pending: number;
+  idle_ms: number;
+  inactive_ms: number;
+}
+
+export interface QueueStats {
+  node: string;
+  length: number;
+  pending: number;
+  lag: number;
+  oldest_pending_idle_ms: number;
+  dead_letters: number;
+  consumers: Consumer[];
+}
+
+export interface FlowQueues {
+  flow: string;
+  dead_letters: number;
+  nodes: QueueStats[];
+  time: string;
+}
+
+export interface DeadLetter {
+  id: string;
+  flow: string;
+  node: string;
+  run: string;
+  error: string;
+  attempts: number;
+  time: string;
+  checkpoint: string;
+}
+
+/** An entry of a flow's events stream, as /ws and the SSE endpoints send it. */
+export interface LiveEvent {
+  id?: string;
+  flow?: string;
+  type: string;
+  run?: string;
+  node?: string;
+  data?: unknown;
+  checkpoint?: string;
+  ckpt?: string;
+  step?: number;
+}

@@ -1,0 +1,26 @@
+import { describe, expect, it } from "vitest";
+import { toCanvasEdges, toCanvasNodes } from "./canvas";
+import { flow, reg } from "./fixtures.test-util";
+import { mapProblems } from "./problems";
+
+describe("canvas conversion", () => {
+  const doc = flow([["in", "input"], ["r", "router"], ["a", "transform"]], [{ from: "in", to: "r" }, { from: "r", port: "code", to: "a", condition: ".ok" }]);
+  doc.nodes[1]!.params = { routes: { code: ".x" } };
+  it("gives each node its ports, a router its routes too", () => {
+    const nodes = toCanvasNodes(doc, reg);
+    expect(nodes[1]!.data.ports.map((p) => `${p.direction}:${p.name}`)).toEqual(["in:in", "out:default", "out:code"]);
+  });
+  it("connects edges by plain port names and labels conditions", () => {
+    const [e1, e2] = toCanvasEdges(doc);
+    expect(e1).toMatchObject({ id: "in:out->r:in", source: "in", sourceHandle: "out", target: "r", targetHandle: "in" });
+    expect(e2).toMatchObject({ sourceHandle: "code", label: ".ok" });
+  });
+  it("puts problems on the nodes and edges they concern", () => {
+    const problems = mapProblems(
+      [{ severity: "error", code: "jq_syntax", node: "a", message: "bad" }, { severity: "error", code: "x", edge: "r:code->a:in", message: "bad edge" }],
+      doc,
+    );
+    expect(toCanvasNodes(doc, reg, { problems })[2]!.data.problems).toHaveLength(1);
+    expect(toCanvasEdges(doc, { problems })[1]!.className).toContain("edge-error");
+  });
+});

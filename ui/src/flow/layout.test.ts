@@ -1,0 +1,24 @@
+import { describe, expect, it } from "vitest";
+import { flow } from "./fixtures.test-util";
+import { layout } from "./layout";
+
+describe("layout", () => {
+  it("places each node right of the nodes it comes from", () => {
+    const doc = flow(
+      [["out", "output"], ["b", "transform"], ["in", "input"], ["a", "transform"]],
+      [{ from: "in", to: "a" }, { from: "in", to: "b" }, { from: "a", to: "out" }, { from: "b", to: "out" }],
+    );
+    const pos = layout(doc, () => ({ width: 200, height: 80 }));
+    expect(pos.size).toBe(4);
+    for (const e of doc.edges) expect(pos.get(e.to)!.x).toBeGreaterThan(pos.get(e.from)!.x + 200);
+  });
+  it("does not stack parallel branches on one another", () => {
+    const doc = flow([["in", "input"], ["a", "transform"], ["b", "transform"]], [{ from: "in", to: "a" }, { from: "in", to: "b" }]);
+    const pos = layout(doc, () => ({ width: 200, height: 80 }));
+    expect(Math.abs(pos.get("a")!.y - pos.get("b")!.y)).toBeGreaterThanOrEqual(80);
+  });
+  it("lays out loops and unconnected nodes too", () => {
+    const doc = flow([["a", "transform"], ["b", "transform"], ["lonely", "transform"]], [{ from: "a", to: "b" }, { from: "b", to: "a", condition: ".x" }]);
+    expect(layout(doc, () => undefined).size).toBe(3);
+  });
+});

@@ -1,0 +1,57 @@
+import { describe, expect, it } from "vitest";
+import type { Checkpoint, LiveEvent } from "../api/types";
+import { flow } from "./fixtures.test-util";
+import { applyEvent, formatDuration, newRunView, reconcile, type RunView } from "./runview";
+
+const doc = flow(
+  [["in", "input"], ["r", "router"], ["a", "transform"], ["b", "transform"], ["out", "output"]],
+  [{ from: "in", to: "r" }, { from: "r", port: "a", to: "a" }, { from: "r", port: "default", to: "b" }, { from: "a", to: "out" }, { from: "b", to: "out", condition: ".x" }],
+);
+const fold = (evs: LiveEvent[], v: RunView = newRunView("r1", doc)) => evs.reduce((acc, e) => applyEvent(acc, e, doc), v);
+const ev = (type: string, node: string, data: unknown = {}): LiveEvent => ({ type, run: "r1", node, data });
+
+describe("run view", () => {
+  it("starts with the input node queued", () => {
+    expect(newRunView("r1", doc).nodes).toEqual({ in: expect.objectContaining({ status: "queued" }) });
+  });
+  it("shows a node running, then done with its duration and tokens", () => {
+    const v = fold([ev("start", "a", { attempt: 1 }), ev("step", "a", { status: "done", duration_ms: 12.5, usage: { input_tokens: 10, output_tokens: 3 } })]);
+    expect(v.nodes.a).toMatchObject({ status: "done", steps: 1, durationMs: 12.5, tokens: { input_tokens: 10, output_tokens: 3 } });
+  });
+  it("queues the nodes a router's chosen port leads to, not the others", () => {
+    const v = fold([ev("step", "r", { status: "done", ports: ["a"] })]);
+    expect(v.nodes.a?.status).toBe("queued");
+    expect(v.nodes.b).toBeUndefined();
+  });
+  it("does not guess past a conditional edge", () => {
+    const v = fold([ev("step", "b", { status: "done" })]);
+    expect(v.nodes.out).toBeUndefined();
+  });
+  it("appends streamed text and shows a waiting approval's prompt", () => {
+    const v = fold([ev("start", "a"), ev("token", "a", { text: "Hel" }), ev("token", "a", { text: "lo" }), ev("step", "a", { status: "waiting", prompt: "OK?" })]);
+    expect(v.nodes.a).toMatchObject({ text: "Hello", status: "waiting", prompt: "OK?" });
+  });
+  it("marks a dead-lettered node failed with its error, and a retried one queued again", () => {
+    let v = fold([ev("start", "a"), ev("retry", "a", { error: "boom", attempt: 1 }), ev("dead", "a", { error: "boom", attempts: 3 })]);
+    expect(v.nodes.a).toMatchObject({ status: "failed", error: "boom" });
+    v = fold([ev("retried", "a")], v);
+    expect(v.nodes.a?.status).toBe("queued");
+  });
+  it("follows the run's status and ignores other runs", () => {
+    let v = fold([{ type: "run", run: "r1", data: { status: "succeeded" } }]);
+    expect(v.status).toBe("succeeded");
+    v = fold([{ type: "start", run: "other", node: "a" }], v);
+    expect(v.nodes.a).toBeUndefined();
+  });
+  it("reconciles with the checkpoints: every node with a step is done when the run is", () => {
+    const ck = (node: string, kind = "step"): Checkpoint => ({ id: node + "-1", node, kind, step: 1, duration_ms: 2, usage: { input_tokens: 0, output_tokens: 0 }, time: "" });
+    const v = reconcile(fold([ev("start", "in")]), "succeeded", [ck("", "input"), ck("in"), ck("r"), ck("a"), ck("out")]);
+    expect(Object.fromEntries(Object.entries(v.nodes).map(([k, n]) => [k, n.status]))).toEqual({ in: "done", r: "done", a: "done", out: "done" });
+  });
+});
+
+describe("formatDuration", () => {
+  it("reads as a person would say it", () => {
+    expect([formatDuration(0.2), formatDuration(12.4), formatDuration(1530), formatDuration(75_000)]).toEqual(["<1 ms", "12 ms", "1.53 s", "1 min 15 s"]);
+  });
+});

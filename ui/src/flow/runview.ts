@@ -1,0 +1,188 @@
+// A test run as the canvas shows it: each node's status, duration, tokens and streamed
+// text, folded from the live events of the run. Pure functions: the editor keeps the
+// view and feeds it events.
+import type { Checkpoint, LiveEvent, RunStatus, Usage } from "../api/types";
+import { fromPort } from "./edges";
+import type { FlowDocument } from "./types";
+
+export type NodeStatus = "queued" | "running" | "done" | "failed" | "waiting";
+
+export interface NodeRun {
+  status: NodeStatus;
+  /** Steps of this node that finished in the run (a loop or a fan-out runs it more than once). */
+  steps: number;
+  /** Duration of the last finished step. */
+  durationMs?: number;
+  tokens: Usage;
+  /** LLM text streamed by the step running now (or the last one). */
+  text: string;
+  attempt?: number;
+  error?: string;
+  prompt?: string;
+  checkpoint?: string;
+}
+
+export interface RunView {
+  run: string;
+  status: RunStatus;
+  nodes: Record<string, NodeRun>;
+  error?: string;
+}
+
+const FINISHED = new Set<RunStatus>(["succeeded", "failed", "cancelled"]);
+
+export function finished(s: RunStatus): boolean {
+  return FINISHED.has(s);
+}
+
+export function newRunView(run: string, doc: FlowDocument): RunView {
+  const view: RunView = { run, status: "queued", nodes: {} };
+  const entry = doc.nodes.find((n) => n.type === "input");
+  if (entry) view.nodes[entry.id] = blank("queued");
+  return view;
+}
+
+function blank(status: NodeStatus): NodeRun {
+  return { status, steps: 0, tokens: { input_tokens: 0, output_tokens: 0 }, text: "" };
+}
+
+type Data = Record<string, unknown>;
+
+function num(v: unknown): number | undefined {
+  return typeof v === "number" && Number.isFinite(v) ? v : undefined;
+}
+
+/** Folds one event into the view; events of other runs leave it as it is. */
+export function applyEvent(view: RunView, ev: LiveEvent, doc: FlowDocument): RunView {
+  if (ev.run !== view.run) return view;
+  const data = (ev.data && typeof ev.data === "object" ? ev.data : {}) as Data;
+  if (ev.type === "run") {
+    const status = data.status as RunStatus | undefined;
+    if (!status) return view;
+    const next: RunView = { ...view, status };
+    if (status === "cancelled") {
+      next.nodes = mapNodes(view.nodes, (n) => (n.status === "queued" || n.status === "running" || n.status === "waiting" ? { ...n, status: "failed", error: "cancelled" } : n));
+    }
+    return next;
+  }
+  const node = ev.node;
+  if (!node) return view;
+  const cur = view.nodes[node] ?? blank("queued");
+  let upd: NodeRun = cur;
+  const nodes = { ...view.nodes };
+  switch (ev.type) {
+    case "start":
+      upd = { ...cur, status: "running", text: "", attempt: num(data.attempt) ?? cur.attempt };
+      delete upd.error;
+      break;
+    case "retry":
+      upd = { ...cur, status: "running", error: String(data.error ?? ""), attempt: num(data.attempt) ?? cur.attempt };
+      break;
+    case "dead":
+      upd = { ...cur, status: "failed", error: String(data.error ?? "") };
+      break;
+    case "retried":
+      upd = { ...cur, status: "queued" };
+      delete upd.error;
+      break;
+    case "resumed":
+      upd = { ...cur, status: "running" };
+      delete upd.prompt;
+      break;
+    case "token":
+    case "tokens":
+      if (typeof data.text === "string") upd = { ...cur, text: cur.text + data.text, status: cur.status === "queued" ? "running" : cur.status };
+      break;
+    case "step": {
+      const waiting = data.status === "waiting";
+      const usage = (data.usage ?? {}) as Partial<Usage>;
+      upd = {
+        ...cur,
+        status: waiting ? "waiting" : "done",
+        steps: cur.steps + (waiting ? 0 : 1),
+        durationMs: num(data.duration_ms) ?? cur.durationMs,
+        tokens: {
+          input_tokens: cur.tokens.input_tokens + (num(usage.input_tokens) ?? 0),
+          output_tokens: cur.tokens.output_tokens + (num(usage.output_tokens) ?? 0),
+        },
+        checkpoint: ev.checkpoint ?? ev.ckpt ?? cur.checkpoint,
+      };
+      delete upd.error;
+      if (waiting && typeof data.prompt === "string") upd.prompt = data.prompt;
+      else delete upd.prompt;
+      if (!waiting) markQueued(nodes, doc, node, Array.isArray(data.ports) ? (data.ports as string[]) : undefined);
+      break;
+    }
+    default:
+      return view;
+  }
+  nodes[node] = upd;
+  return { ...view, status: view.status === "queued" ? "running" : view.status, nodes };
+}
+
+/** Marks the nodes a finished step certainly activates (unconditional edges of its chosen ports) as queued. */
+function markQueued(nodes: Record<string, NodeRun>, doc: FlowDocument, from: string, ports: string[] | undefined): void {
+  for (const e of doc.edges) {
+    if (e.from !== from || e.condition) continue;
+    if (ports && !ports.includes(fromPort(e))) continue;
+    const target = doc.nodes.find((n) => n.id === e.to);
+    if (!target) continue;
+    const cur = nodes[e.to];
+    if (!cur) nodes[e.to] = blank("queued");
+    else if (cur.status === "done") nodes[e.to] = { ...cur, status: "queued" };
+  }
+}
+
+function mapNodes(nodes: Record<string, NodeRun>, f: (n: NodeRun) => NodeRun): Record<string, NodeRun> {
+  const out: Record<string, NodeRun> = {};
+  for (const [k, v] of Object.entries(nodes)) out[k] = f(v);
+  return out;
+}
+
+/**
+ * Brings the view in line with the run's checkpoints and status, after the fact: a
+ * node with a committed step is done even if its live event was missed.
+ */
+export function reconcile(view: RunView, status: RunStatus, ckpts: Checkpoint[], error?: string): RunView {
+  const nodes = { ...view.nodes };
+  const seen = new Map<string, Checkpoint[]>();
+  for (const c of ckpts) {
+    if (!c.node || c.kind === "turn" || c.kind === "send" || c.kind === "input") continue;
+    const list = seen.get(c.node) ?? [];
+    list.push(c);
+    seen.set(c.node, list);
+  }
+  for (const [node, list] of seen) {
+    const last = list[list.length - 1]!;
+    const cur = nodes[node] ?? blank("done");
+    const steps = list.filter((c) => c.kind !== "wait").length;
+    const tokens = list.reduce(
+      (u, c) => ({ input_tokens: u.input_tokens + (c.usage?.input_tokens ?? 0), output_tokens: u.output_tokens + (c.usage?.output_tokens ?? 0) }),
+      { input_tokens: 0, output_tokens: 0 },
+    );
+    const waiting = last.kind === "wait" && status === "waiting";
+    const upd: NodeRun = { ...cur, steps, tokens, durationMs: last.duration_ms, checkpoint: last.id, status: waiting ? "waiting" : cur.status };
+    if (!waiting && cur.status !== "failed" && finished(status)) upd.status = "done";
+    nodes[node] = upd;
+  }
+  if (finished(status)) {
+    for (const [k, n] of Object.entries(nodes)) {
+      if (n.status === "queued" || n.status === "running") {
+        if (status === "failed" && n.error) nodes[k] = { ...n, status: "failed" };
+        else if (!seen.has(k)) delete nodes[k];
+      }
+    }
+  }
+  const out: RunView = { ...view, status, nodes };
+  if (error) out.error = error;
+  return out;
+}
+
+export function formatDuration(ms: number | undefined): string {
+  if (ms === undefined) return "";
+  if (ms < 1) return "<1 ms";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+  const m = Math.floor(ms / 60_000);
+  return `${m} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
