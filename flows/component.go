@@ -11,6 +11,13 @@ type Component interface {
 	Run(ctx context.Context, step *Step) (*Result, error)
 }
 
+// Inliner is implemented by components whose steps finish in microseconds without I/O
+// (jq, templates). Workers run such steps in their read loop and send their commits in
+// one pipeline per read, instead of a goroutine and a commit queue each.
+type Inliner interface {
+	Inline() bool
+}
+
 // Tool is a component an agent can call through its tools port.
 type Tool interface {
 	// ToolDef describes the tool to the model.

@@ -463,3 +463,28 @@ func (r *Redis) Turns(ctx context.Context, a Activation) ([]json.RawMessage, err
 	}
 	return out, nil
 }
+
+// StateRef names one checkpoint's state.
+type StateRef struct{ Run, Ckpt string }
+
+// LoadStates reads several checkpoints' states of a flow in one round trip. A missing
+// state is nil in the result.
+func (r *Redis) LoadStates(ctx context.Context, flow string, refs []StateRef) ([][]byte, error) {
+	k := FlowKeys(flow)
+	pipe := r.Client.Pipeline()
+	cmds := make([]*redis.StringCmd, len(refs))
+	for i, ref := range refs {
+		cmds[i] = pipe.HGet(ctx, k.State(ref.Run), ref.Ckpt)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([][]byte, len(refs))
+	for i, c := range cmds {
+		b, err := c.Bytes()
+		if err == nil {
+			out[i] = b
+		}
+	}
+	return out, nil
+}

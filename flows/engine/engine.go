@@ -157,6 +157,13 @@ func (e *Engine) Plan(ctx context.Context, flow, version string) (*flows.Plan, e
 	return p, nil
 }
 
+// cachedPlan returns a plan already compiled in this process, or nil.
+func (e *Engine) cachedPlan(flow, version string) *flows.Plan {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.plans[flow+"\x00"+version]
+}
+
 // CurrentPlan returns the plan of the flow's current version in Redis.
 func (e *Engine) CurrentPlan(ctx context.Context, flow string) (*flows.Plan, error) {
 	v, err := e.rdb.CurrentVersion(ctx, flow)

@@ -156,6 +156,7 @@ type built struct {
 	commit   *store.Commit
 	newState map[string]any
 	stateLen int
+	dur      time.Duration // the component's run time
 }
 
 // buildCommit computes the state update, the successors and the fork bookkeeping of a

@@ -239,8 +239,17 @@ func (f *flowWorker) readLoop(ctx context.Context) {
 			continue
 		}
 		backoff = 50 * time.Millisecond
+		received := time.Now()
+		var inline []store.Activation
 		for _, a := range acts {
-			f.start(a)
+			if f.inlinable(a) {
+				inline = append(inline, a)
+			} else {
+				f.start(a)
+			}
+		}
+		if len(inline) > 0 {
+			f.runInline(inline, received)
 		}
 	}
 }
@@ -320,37 +329,64 @@ func retryBackoff(deliveries int, claimAfter time.Duration) time.Duration {
 
 // process runs one activation to a commit, a recorded failure, or leaves it pending.
 func (f *flowWorker) process(a store.Activation, received time.Time) stepOutcome {
+	j, out, ok := f.prepare(a, nil)
+	if !ok {
+		return out
+	}
+	b, out, ok := f.execute(j)
+	if !ok {
+		return out
+	}
+	return f.commit(f.hard, j.plan, a, b, b.dur, received)
+}
+
+// job is an activation ready to run.
+type job struct {
+	a     store.Activation
+	plan  *flows.Plan
+	node  *flows.PlanNode
+	state map[string]any
+	join  *joined
+	step  *flows.Step
+}
+
+// prepare loads what a step needs: its plan, node and state (state, when not nil, was
+// loaded already). ok is false when the activation was failed, dropped or left.
+func (f *flowWorker) prepare(a store.Activation, state map[string]any) (*job, stepOutcome, bool) {
 	ctx := f.hard
 	e := f.e
 	plan, err := e.Plan(ctx, a.Flow, a.Version)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return outcomeLeft
+			return nil, outcomeLeft, false
 		}
 		var fe *flows.Error
 		if errors.As(err, &fe) && fe.Code == flows.NotFound {
 			err = flows.Permanent(err)
 		}
-		return f.fail(a, nil, err)
+		return nil, f.fail(a, nil, err), false
 	}
 	node := plan.Nodes[a.Node]
 	if node == nil {
-		return f.fail(a, plan, flows.Permanent(fmt.Errorf("version %.12s has no node %q", a.Version, a.Node)))
+		return nil, f.fail(a, plan, flows.Permanent(fmt.Errorf("version %.12s has no node %q", a.Version, a.Node))), false
 	}
-	join, state, err := e.loadState(ctx, plan, a)
+	var join *joined
+	if state == nil {
+		join, state, err = e.loadState(ctx, plan, a)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return outcomeLeft
+			return nil, outcomeLeft, false
 		}
 		var fe *flows.Error
 		if errors.As(err, &fe) && fe.Code == flows.NotFound {
 			// The run's state is gone (expired, or Redis lost it): nothing can resume it.
 			if st, _ := e.rdb.RunStatus(ctx, a.Flow, a.Run); st == "" || store.Finished(st) {
-				return f.drop(a, plan)
+				return nil, f.drop(a, plan), false
 			}
 			err = flows.Permanent(err)
 		}
-		return f.fail(a, plan, err)
+		return nil, f.fail(a, plan, err), false
 	}
 	step := &flows.Step{Flow: a.Flow, Run: a.Run, Node: a.Node, Version: a.Version, Attempt: a.Deliveries, State: state}
 	if a.Resume != "" {
@@ -359,7 +395,7 @@ func (f *flowWorker) process(a store.Activation, received time.Time) stepOutcome
 	if node.Input != nil {
 		in, err := node.Input.First(ctx, state, state)
 		if err != nil {
-			return f.fail(a, plan, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: a.Node, Path: "input", Err: err}))
+			return nil, f.fail(a, plan, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: a.Node, Path: "input", Err: err})), false
 		}
 		step.Input = in
 	} else {
@@ -378,58 +414,133 @@ func (f *flowWorker) process(a store.Activation, received time.Time) stepOutcome
 	if a.Deliveries > 1 {
 		// A retry: pick up the turns the earlier attempts saved.
 		if step.Turns, err = e.rdb.Turns(ctx, a); err != nil {
-			return f.fail(a, plan, err)
+			return nil, f.fail(a, plan, err), false
 		}
 	}
+	return &job{a: a, plan: plan, node: node, state: state, join: join, step: step}, 0, true
+}
 
+// execute runs a prepared step's component and builds its commit. ok is false when the
+// step failed (and was recorded) or was left.
+func (f *flowWorker) execute(j *job) (*built, stepOutcome, bool) {
+	ctx, e, a, node := f.hard, f.e, j.a, j.node
 	sctx, cancel := context.WithTimeout(ctx, node.Timeout)
 	started := time.Now()
 	// A step that takes a while shows as running in the live views.
 	announce := time.AfterFunc(50*time.Millisecond, func() {
 		e.events.emit(a.Flow, a.Run, a.Node, "start", map[string]any{"status": "running", "attempt": a.Deliveries})
 	})
-	res, err := runComponent(sctx, node.Component, step)
+	res, err := runComponent(sctx, node.Component, j.step)
 	announce.Stop()
 	dur := time.Since(started)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
-			return outcomeLeft
+			return nil, outcomeLeft, false
 		}
 		if sctx.Err() == context.DeadlineExceeded {
 			err = fmt.Errorf("step timed out after %s: %w", node.Timeout, err)
 		}
-		return f.fail(a, plan, err)
+		return nil, f.fail(a, j.plan, err), false
 	}
-	b, err := e.buildCommit(ctx, plan, node, a, f.consumer, state, join, res, dur)
+	b, err := e.buildCommit(ctx, j.plan, node, a, f.consumer, j.state, j.join, res, dur)
 	if err != nil {
-		return f.fail(a, plan, err)
+		return nil, f.fail(a, j.plan, err), false
 	}
-	return f.commit(ctx, plan, a, b, dur, received)
+	b.dur = dur
+	return b, 0, true
 }
 
+// inlinable reports whether an activation's step can run in the read loop: its
+// component says it needs no I/O and it is not a join (which reads its branches).
+func (f *flowWorker) inlinable(a store.Activation) bool {
+	if a.Join != "" || a.Deliveries > 1 {
+		return false
+	}
+	p := f.e.cachedPlan(a.Flow, a.Version)
+	if p == nil {
+		return false
+	}
+	n := p.Nodes[a.Node]
+	if n == nil {
+		return false
+	}
+	in, ok := n.Component.(flows.Inliner)
+	return ok && in.Inline()
+}
+
+// runInline runs a read's cheap steps right here: their missing states in one round
+// trip, the components one after another, and all their commits in one pipeline.
+func (f *flowWorker) runInline(acts []store.Activation, received time.Time) {
+	ctx := f.hard
+	states := make([]map[string]any, len(acts))
+	var missing []store.StateRef
+	var missingAt []int
+	for i, a := range acts {
+		if s, ok := f.e.cache.get(a.Run, a.Ckpt); ok {
+			states[i] = s
+		} else {
+			missing = append(missing, store.StateRef{Run: a.Run, Ckpt: a.Ckpt})
+			missingAt = append(missingAt, i)
+		}
+	}
+	if len(missing) > 0 {
+		raw, err := f.e.rdb.LoadStates(ctx, f.flow, missing)
+		if err == nil {
+			for k, b := range raw {
+				if b == nil {
+					continue // prepare reads it again and reports what is wrong
+				}
+				if s, err := flows.DecodeState(b); err == nil {
+					states[missingAt[k]] = s
+					f.e.cache.put(missing[k].Run, missing[k].Ckpt, s, len(b))
+				}
+			}
+		}
+	}
+	var jobs []*job
+	var builts []*built
+	var commits []*store.Commit
+	for i, a := range acts {
+		j, _, ok := f.prepare(a, states[i])
+		if !ok {
+			continue
+		}
+		b, _, ok := f.execute(j)
+		if !ok {
+			continue
+		}
+		jobs, builts, commits = append(jobs, j), append(builts, b), append(commits, b.commit)
+	}
+	if len(commits) == 0 {
+		return
+	}
+	start := time.Now()
+	results, errs := f.e.rdb.CommitBatch(ctx, commits)
+	cdur := time.Since(start)
+	for i, j := range jobs {
+		if errs[i] != nil {
+			// Unknown outcome: send it again through the commit queue (the fence makes
+			// a second commit of the same entry harmless).
+			f.steps.Add(1)
+			go func(j *job, b *built) {
+				defer f.steps.Done()
+				f.commit(ctx, j.plan, j.a, b, b.dur, received)
+			}(j, builts[i])
+			continue
+		}
+		f.committed(j.a, builts[i], results[i], cdur, received)
+	}
+}
 // commit sends a built commit, retrying while Redis is unreachable, for at most
 // claim_after: after that another worker may own the entry anyway.
-func (f *flowWorker) commit(ctx context.Context, plan *flows.Plan, a store.Activation, b *built, dur time.Duration, received time.Time) stepOutcome {
+func (f *flowWorker) commit(ctx context.Context, plan *flows.Plan, a store.Activation, b *built, _ time.Duration, received time.Time) stepOutcome {
 	deadline := time.Now().Add(plan.Settings.ClaimAfter.D())
 	backoff := 20 * time.Millisecond
 	for {
 		res, cdur, err := f.e.commits.commit(ctx, b.commit)
 		if err == nil {
-			switch res.Status {
-			case "ok":
-				f.e.cache.put(a.Run, res.Ckpt, b.newState, b.stateLen)
-				if o := f.e.opts.Observer; o != nil {
-					o.StepDone(a.Flow, a.Node, StepTiming{Run: dur, Commit: cdur, Total: time.Since(received)}, b.commit.Usage)
-				}
-				return outcomeCommitted
-			case "max_steps":
-				f.e.log.Info("run failed: deeper than max_steps", "flow", a.Flow, "run", a.Run, "node", a.Node, "depth", res.Step)
-				return outcomeCommitted
-			default:
-				f.e.log.Debug("step result dropped", "flow", a.Flow, "run", a.Run, "node", a.Node, "entry", a.ID, "why", res.Status, "run_status", res.RunStatus)
-				return outcomeStale
-			}
+			return f.committed(a, b, res, cdur, received)
 		}
 		f.e.log.Debug("commit failed; retrying", "flow", a.Flow, "run", a.Run, "node", a.Node, "error", err)
 		if ctx.Err() != nil || time.Now().After(deadline) {
@@ -441,6 +552,24 @@ func (f *flowWorker) commit(ctx context.Context, plan *flows.Plan, a store.Activ
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// committed handles a commit's reply.
+func (f *flowWorker) committed(a store.Activation, b *built, res store.CommitResult, cdur time.Duration, received time.Time) stepOutcome {
+	switch res.Status {
+	case "ok":
+		f.e.cache.put(a.Run, res.Ckpt, b.newState, b.stateLen)
+		if o := f.e.opts.Observer; o != nil {
+			o.StepDone(a.Flow, a.Node, StepTiming{Run: b.dur, Commit: cdur, Total: time.Since(received)}, b.commit.Usage)
+		}
+		return outcomeCommitted
+	case "max_steps":
+		f.e.log.Info("run failed: deeper than max_steps", "flow", a.Flow, "run", a.Run, "node", a.Node, "depth", res.Step)
+		return outcomeCommitted
+	default:
+		f.e.log.Debug("step result dropped", "flow", a.Flow, "run", a.Run, "node", a.Node, "entry", a.ID, "why", res.Status, "run_status", res.RunStatus)
+		return outcomeStale
 	}
 }
 

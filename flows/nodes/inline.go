@@ -1,0 +1,18 @@
+package nodes
+
+// These components only evaluate jq or templates: workers run them inline.
+
+// Inline reports that Input runs without I/O.
+func (*Input) Inline() bool { return true }
+
+// Inline reports that Output runs without I/O.
+func (*Output) Inline() bool { return true }
+
+// Inline reports that Transform runs without I/O.
+func (*Transform) Inline() bool { return true }
+
+// Inline reports that Fanout runs without I/O.
+func (*Fanout) Inline() bool { return true }
+
+// Inline reports that Approval runs without I/O (it parks or applies a decision).
+func (*Approval) Inline() bool { return true }
