@@ -1,0 +1,224 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+// Processes are simulated by separate Cache values (separate clients too), which share
+// nothing but Redis.
+func processes(t *testing.T, r *store.Redis, n int) []*store.Cache {
+	t.Helper()
+	var cs []*store.Cache
+	for i := 0; i < n; i++ {
+		url := storetest.URL()
+		if r.Embedded() {
+			url = r.URL()
+		}
+		c, err := store.Open(context.Background(), store.Options{URL: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		cache := store.NewCache(c)
+		cache.LockTTL, cache.Poll = 3*time.Second, 10*time.Millisecond
+		cs = append(cs, cache)
+	}
+	return cs
+}
+
+func TestCacheComputesOnceAcrossProcessesAndWaitersGetTheResult(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
+		cs := processes(t, r, 5)
+		var calls atomic.Int32
+		release := make(chan struct{})
+		started := make(chan struct{})
+		var once sync.Once
+		compute := func(context.Context) ([]byte, error) {
+			calls.Add(1)
+			once.Do(func() { close(started) })
+			<-release // every other caller arrives while this one computes
+			return []byte(`{"pages": 12}`), nil
+		}
+		type result struct {
+			v        string
+			computed bool
+			err      error
+		}
+		results := make(chan result, len(cs))
+		var wg sync.WaitGroup
+		for _, c := range cs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				v, computed, err := c.Do(context.Background(), flow, "pdf", time.Minute, compute)
+				results <- result{string(v), computed, err}
+			}()
+		}
+		<-started
+		close(release)
+		wg.Wait()
+		close(results)
+		computedBy := 0
+		for res := range results {
+			if res.err != nil || res.v != `{"pages": 12}` {
+				t.Fatalf("a caller got %q, %v", res.v, res.err)
+			}
+			if res.computed {
+				computedBy++
+			}
+		}
+		if calls.Load() != 1 || computedBy != 1 {
+			t.Errorf("compute ran %d times, %d callers say they computed; want 1 and 1", calls.Load(), computedBy)
+		}
+		var hits, misses int64
+		for _, c := range cs {
+			s := c.Stats()
+			hits, misses = hits+s.Hits, misses+s.Misses
+		}
+		if hits != 4 || misses != 1 {
+			t.Errorf("stats: %d hits, %d misses; want 4 and 1", hits, misses)
+		}
+		// Later callers get the stored result without computing.
+		v, computed, err := cs[0].Do(context.Background(), flow, "pdf", time.Minute, func(context.Context) ([]byte, error) {
+			return nil, errors.New("must not be called")
+		})
+		if err != nil || computed || string(v) != `{"pages": 12}` {
+			t.Errorf("later call: %q computed=%v %v", v, computed, err)
+		}
+		if ttl := r.Client.PTTL(context.Background(), store.FlowKeys(flow).Cache("pdf")).Val(); ttl <= 0 || ttl > time.Minute {
+			t.Errorf("cached result's TTL is %s, want at most the 1m asked for", ttl)
+		}
+		if n := r.Client.Exists(context.Background(), store.FlowKeys(flow).Lock("pdf")).Val(); n != 0 {
+			t.Errorf("the lock is still there after the result was stored")
+		}
+	})
+}
+
+func TestCacheDoesNotStoreAFailureAndTheNextCallerComputes(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
+		c := processes(t, r, 1)[0]
+		_, _, err := c.Do(context.Background(), flow, "k", time.Minute, func(context.Context) ([]byte, error) {
+			return nil, errors.New("upstream down")
+		})
+		if err == nil || err.Error() != "upstream down" {
+			t.Fatalf("got %v, want the computation's error", err)
+		}
+		if n := r.Client.Exists(context.Background(), store.FlowKeys(flow).Lock("k"), store.FlowKeys(flow).Cache("k")).Val(); n != 0 {
+			t.Fatalf("a failed computation left %d keys (lock or result)", n)
+		}
+		v, computed, err := c.Do(context.Background(), flow, "k", time.Minute, func(context.Context) ([]byte, error) { return []byte("ok"), nil })
+		if err != nil || !computed || string(v) != "ok" {
+			t.Errorf("after a failure: %q computed=%v %v; want a fresh computation", v, computed, err)
+		}
+	})
+}
+
+func TestCacheLockIsReleasedOnlyByItsOwner(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		ctx := context.Background()
+		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
+		c := store.NewCache(r)
+		lk := store.FlowKeys(flow).Lock("k")
+		r.Client.Set(ctx, lk, "owner-token", time.Minute)
+		if ok, err := c.Release(ctx, flow, "k", "someone-else"); err != nil || ok {
+			t.Fatalf("a stranger released the lock: %v %v", ok, err)
+		}
+		if r.Client.Get(ctx, lk).Val() != "owner-token" {
+			t.Fatal("the owner's lock is gone after a stranger's release")
+		}
+		if ok, err := c.Release(ctx, flow, "k", "owner-token"); err != nil || !ok {
+			t.Fatalf("the owner could not release its lock: %v %v", ok, err)
+		}
+		if r.Client.Exists(ctx, lk).Val() != 0 {
+			t.Fatal("the lock is still there after its owner released it")
+		}
+	})
+}
+
+// A holder that died leaves its lock to expire; a waiter then computes.
+func TestCacheWaiterTakesOverWhenTheHolderDies(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		ctx := context.Background()
+		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
+		c := processes(t, r, 1)[0]
+		r.Client.Set(ctx, store.FlowKeys(flow).Lock("k"), "dead-holder", 200*time.Millisecond)
+		v, computed, err := c.Do(ctx, flow, "k", time.Minute, func(context.Context) ([]byte, error) { return []byte("mine"), nil })
+		if err != nil || !computed || string(v) != "mine" {
+			t.Fatalf("%q computed=%v %v; want the waiter to compute after the dead holder's lock expired", v, computed, err)
+		}
+		if s := c.Stats(); s.Misses != 1 {
+			t.Errorf("stats %+v, want one miss", s)
+		}
+	})
+}
+
+// A computation longer than the lock's TTL keeps its lock: nobody else computes.
+func TestCacheHolderExtendsItsLockWhileComputing(t *testing.T) {
+	r := storetest.Real(t)
+	flow := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, r, flow)
+	cs := processes(t, r, 2)
+	for _, c := range cs {
+		c.LockTTL = 600 * time.Millisecond
+	}
+	var calls atomic.Int32
+	compute := func(ctx context.Context) ([]byte, error) {
+		calls.Add(1)
+		select {
+		case <-time.After(2 * time.Second): // several lock TTLs
+		case <-ctx.Done():
+		}
+		return []byte("slow"), nil
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, _, err := c.Do(context.Background(), flow, "k", time.Minute, compute)
+			if err == nil && string(v) != "slow" {
+				err = fmt.Errorf("got %q", v)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls.Load() != 1 {
+		t.Errorf("computed %d times; the holder's lock expired under it", calls.Load())
+	}
+}
+
+func TestCacheWaiterStopsWithItsContext(t *testing.T) {
+	r := storetest.Embedded(t)
+	flow := storetest.FlowID(t)
+	c := store.NewCache(r)
+	r.Client.Set(context.Background(), store.FlowKeys(flow).Lock("k"), "busy", time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, _, err := c.Do(ctx, flow, "k", time.Minute, func(context.Context) ([]byte, error) { return []byte("x"), nil })
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want the waiter to give up with its context", err)
+	}
+}
