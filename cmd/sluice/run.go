@@ -188,7 +188,8 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rdb, err := store.Open(ctx, store.Options{URL: *redisURL})
+	// Each flow's reader holds a connection for its whole block time.
+	rdb, err := store.Open(ctx, store.Options{URL: *redisURL, PoolSize: 32 + 2*len(files)})
 	if err != nil {
 		return err
 	}
