@@ -2,29 +2,106 @@
 // a registry; nothing is registered implicitly.
 //
 // Constructors (Spec.New) only check and compile their params: they open no connections
-// and start no goroutines, because validation calls them too.
+// and start no goroutines, because validation calls them too. What components need from
+// the process — LLM providers, the HTTP policy, the shared cache, the subflow runner — comes
+// in an Env that cmd wires; components never import store or engine.
 package nodes
 
 import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"sync"
+
 	"github.com/sluicehq/sluice/flows"
+	"golang.org/x/sync/singleflight"
 )
 
-// Env is what components need from the process that runs them.
-type Env struct{}
+// Env is what components need from the process that runs them. The zero value works:
+// it knows only the default provider (OpenAI's API, no key), refuses HTTP requests to
+// internal addresses, caches in this process only and cannot run subflows.
+type Env struct {
+	// Providers are the LLM providers flows may name, by name. DefaultProvider is always
+	// known: when it is missing here, it is OpenAI's API without a key.
+	Providers map[string]*Provider
+	// HTTP is the policy of the http component (nil: refuse every internal address).
+	HTTP *HTTPPolicy
+	// Cache shares cached results between processes (store.Cache); nil keeps them in
+	// this process only.
+	Cache Cache
+	// Subflows runs other flows for the subflow component; nil makes subflow steps fail.
+	Subflows SubflowRunner
+	// Logger logs what components do (never secrets); nil discards.
+	Logger *slog.Logger
+	// LookupEnv reads the environment variables that {"$env": NAME} references name
+	// (default os.LookupEnv); tests replace it.
+	LookupEnv func(name string) (string, bool)
+
+	initOnce sync.Once
+	flights  singleflight.Group
+	stats    cacheCounters
+	chats    sync.Map // provider name -> *chatClient
+	guards   sync.Map // HTTP client per timeout
+}
+
+// SubflowRunner runs a flow as one node of another; the engine implements it.
+type SubflowRunner interface {
+	// RunSubflow starts (or, on a retried step, finds again) a run of flow with input,
+	// linked to the step's run and node, and waits for it to finish.
+	RunSubflow(ctx context.Context, step *flows.Step, flow string, input json.RawMessage) (*SubflowResult, error)
+}
+
+// SubflowResult is a finished child run.
+type SubflowResult struct {
+	Flow   string          `json:"flow"`
+	Run    string          `json:"run"`
+	Output json.RawMessage `json:"output"`
+	Usage  flows.Usage     `json:"usage"`
+}
+
+func (e *Env) init() {
+	e.initOnce.Do(func() {
+		if e.Providers == nil {
+			e.Providers = map[string]*Provider{}
+		}
+		if _, ok := e.Providers[DefaultProvider]; !ok {
+			e.Providers[DefaultProvider] = &Provider{Name: DefaultProvider, BaseURL: OpenAIBaseURL}
+		}
+		if e.HTTP == nil {
+			e.HTTP = &HTTPPolicy{}
+		}
+		if e.Cache == nil {
+			e.Cache = &memoryCache{}
+		}
+		if e.Logger == nil {
+			e.Logger = slog.New(slog.DiscardHandler)
+		}
+		if e.LookupEnv == nil {
+			e.LookupEnv = os.LookupEnv
+		}
+	})
+}
 
 // Register adds every built-in component to reg.
 func Register(reg *flows.Registry, env *Env) {
 	if env == nil {
 		env = &Env{}
 	}
+	env.init()
 	for _, s := range []flows.Spec{
 		inputSpec(),
 		outputSpec(),
+		llmSpec(env),
+		agentSpec(env),
 		transformSpec(),
-		routerSpec(),
+		templateSpec(),
+		routerSpec(env),
 		fanoutSpec(),
 		joinSpec(),
-		approvalSpec(),
+		httpSpec(env),
+		dataSpec(),
+		subflowSpec(env),
 	} {
 		reg.Register(s)
 	}
@@ -38,6 +115,7 @@ func NewRegistry(env *Env) *flows.Registry {
 }
 
 var (
-	inPort  = flows.Port{Name: flows.PortIn, Direction: "in", Type: flows.PortState, Multiple: true, Description: "the run state"}
-	outPort = flows.Port{Name: flows.PortOut, Direction: "out", Type: flows.PortState, Description: "the state after this step"}
+	inPort   = flows.Port{Name: flows.PortIn, Direction: "in", Type: flows.PortState, Multiple: true, Description: "the run state"}
+	outPort  = flows.Port{Name: flows.PortOut, Direction: "out", Type: flows.PortState, Description: "the state after this step"}
+	toolPort = flows.Port{Name: "tool", Direction: "out", Type: flows.PortTool, Description: "attach to an agent's tools port to offer this node as a tool"}
 )

@@ -1,0 +1,155 @@
+package nodes
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/sluicehq/sluice/flows"
+)
+
+// modelParams are the parameters every component that calls a model shares.
+const modelParams = `
+	"provider": {"type": "string", "default": "default", "description": "LLM provider configured on the server (see docs/llm-providers.md); \"default\" is OPENAI_BASE_URL with OPENAI_API_KEY."},
+	"model": {"type": "string", "minLength": 1, "description": "Model name as the provider knows it, e.g. gpt-4o-mini or llama3.1."},
+	"temperature": {"type": "number", "minimum": 0, "maximum": 2, "description": "Sampling temperature; left out, the provider's default."},
+	"max_tokens": {"type": "integer", "minimum": 1, "maximum": 1000000, "description": "Most tokens the model may write per reply."}`
+
+// modelConfig is what a model-calling component reads from modelParams.
+type modelConfig struct {
+	Provider    string   `json:"provider"`
+	Model       string   `json:"model"`
+	Temperature *float64 `json:"temperature"`
+	MaxTokens   int64    `json:"max_tokens"`
+}
+
+// request starts a chat request with these settings.
+func (m *modelConfig) request() *chatRequest {
+	return &chatRequest{Provider: m.Provider, Model: m.Model, Temperature: m.Temperature, MaxTokens: m.MaxTokens}
+}
+
+func llmSpec(env *Env) flows.Spec {
+	return flows.Spec{
+		Name:     "llm",
+		Title:    "LLM",
+		Category: "ai",
+		Description: "Asks a model once: a chat completion from an OpenAI-compatible provider configured on the server " +
+			"(OpenAI, Ollama, vLLM, llama.cpp). The system and user messages are templates over the node's input. " +
+			"The reply (text, or with json the parsed value, checked against schema when given) is the output and is " +
+			"stored under \"as\". Token usage is recorded on the step; with stream the tokens are published to the live " +
+			"view as they come. With the node's cache set, identical requests share one reply.",
+		Ports: []flows.Port{inPort, outPort},
+		Params: json.RawMessage(`{
+			"type": "object", "additionalProperties": false, "required": ["model", "user"],
+			"properties": {` + modelParams + `,
+				"system": {"type": "string", "format": "template", "description": "System message template."},
+				"user": {"type": "string", "format": "template", "description": "User message template, e.g. Summarise: {{.document}}"},
+				"json": {"type": "boolean", "default": false, "description": "Ask for a JSON reply and parse it."},
+				"schema": {"type": "object", "format": "json-schema", "description": "JSON Schema the reply must match (implies json); sent to the provider as the response format."},
+				"stream": {"type": "boolean", "default": false, "description": "Stream the reply, publishing tokens to the live view."},
+				"as": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$", "default": "answer", "description": "State key the reply is stored under."}
+			}
+		}`),
+		Example: json.RawMessage(`{"model": "gpt-4o-mini", "system": "You answer in one sentence.", "user": "{{.question}}", "as": "answer"}`),
+		New:     func(b *flows.Build) (flows.Component, error) { return newLLM(env, b) },
+	}
+}
+
+// LLM asks a model once.
+type LLM struct {
+	env    *Env
+	model  modelConfig
+	system *flows.Template
+	user   *flows.Template
+	json   bool
+	schema json.RawMessage
+	check  *jsonschema.Schema
+	stream bool
+	as     string
+	ttl    time.Duration
+}
+
+func newLLM(env *Env, b *flows.Build) (flows.Component, error) {
+	var p struct {
+		modelConfig
+		System string          `json:"system"`
+		User   string          `json:"user"`
+		JSON   bool            `json:"json"`
+		Schema json.RawMessage `json:"schema"`
+		Stream bool            `json:"stream"`
+		As     string          `json:"as"`
+	}
+	if err := b.Decode(&p); err != nil {
+		return nil, err
+	}
+	if _, err := env.provider(p.Provider); err != nil {
+		return nil, err
+	}
+	l := &LLM{env: env, model: p.modelConfig, json: p.JSON || len(p.Schema) > 0, schema: p.Schema, stream: p.Stream, as: p.As, ttl: nodeCacheTTL(b)}
+	var err error
+	if p.System != "" {
+		if l.system, err = flows.ParseTemplate(p.System); err != nil {
+			return nil, &flows.Error{Code: flows.Invalid, Path: "params.system", Err: err}
+		}
+	}
+	if l.user, err = flows.ParseTemplate(p.User); err != nil {
+		return nil, &flows.Error{Code: flows.Invalid, Path: "params.user", Err: err}
+	}
+	if len(p.Schema) > 0 {
+		if l.check, err = flows.CompileSchema(p.Schema); err != nil {
+			return nil, &flows.Error{Code: flows.Invalid, Path: "params.schema", Message: err.Error()}
+		}
+	}
+	return l, nil
+}
+
+// nodeCacheTTL is the node's cache TTL (0: not cached).
+func nodeCacheTTL(b *flows.Build) time.Duration {
+	if b.Node != nil && b.Node.Cache != nil {
+		return b.Node.Cache.TTL.D()
+	}
+	return 0
+}
+
+// prompt renders the system and user messages over the node's input.
+func prompt(step *flows.Step, system, user *flows.Template) ([]chatMessage, int, error) {
+	var msgs []chatMessage
+	n := 0
+	for _, t := range []struct {
+		role, path string
+		tpl        *flows.Template
+	}{{"system", "params.system", system}, {"user", "params.user", user}} {
+		if t.tpl == nil {
+			continue
+		}
+		text, err := t.tpl.Execute(step.Input)
+		if err != nil {
+			return nil, 0, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: step.Node, Path: t.path, Err: err})
+		}
+		n += len(text)
+		msgs = append(msgs, chatMessage{Role: t.role, Content: text})
+	}
+	return msgs, n, nil
+}
+
+// Run asks the model and stores its reply.
+func (l *LLM) Run(ctx context.Context, s *flows.Step) (*flows.Result, error) {
+	msgs, shown, err := prompt(s, l.system, l.user)
+	if err != nil {
+		return nil, err
+	}
+	req := l.model.request()
+	req.Messages, req.JSON, req.Schema = msgs, l.json, l.schema
+	reply, _, err := l.env.chat(ctx, s, req, chatOptions{component: "llm", stream: l.stream, cacheTTL: l.ttl})
+	if err != nil {
+		return nil, err
+	}
+	out, err := decodeOutput(s, reply.Message.Content, l.json, l.check)
+	if err != nil {
+		return nil, err
+	}
+	return &flows.Result{Output: out, Update: map[string]any{l.as: out}, Usage: reply.Usage, StateBytes: shown}, nil
+}
+
+var _ flows.Component = (*LLM)(nil)

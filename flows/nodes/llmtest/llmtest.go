@@ -1,0 +1,327 @@
+// Package llmtest is a local server that speaks the OpenAI chat completions protocol —
+// plain replies, JSON, tool calls, streaming (SSE), errors and malformed bodies — scripted
+// per test, so the LLM components are tested without a network. It is for tests only.
+package llmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sluicehq/sluice/flows/nodes"
+)
+
+// Server is a scripted OpenAI-compatible server on loopback.
+type Server struct {
+	// URL is the base URL a provider uses, ending in /v1.
+	URL string
+
+	t       testing.TB
+	srv     *httptest.Server
+	mu      sync.Mutex
+	queue   []Reply
+	respond func(Request) Reply
+	reqs    []Request
+}
+
+// Request is a chat completion request as the server received it.
+type Request struct {
+	Model          string          `json:"model"`
+	Messages       []Message       `json:"messages"`
+	Tools          []Tool          `json:"tools"`
+	Stream         bool            `json:"stream"`
+	StreamOptions  json.RawMessage `json:"stream_options"`
+	ResponseFormat json.RawMessage `json:"response_format"`
+	Temperature    *float64        `json:"temperature"`
+	MaxTokens      *int64          `json:"max_tokens"`
+	// Authorization is the request's Authorization header.
+	Authorization string `json:"-"`
+}
+
+// Message is one message of a request or a reply.
+type Message struct {
+	Role       string     `json:"role"`
+	Content    any        `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+}
+
+// Text is the message's content as text.
+func (m Message) Text() string {
+	switch c := m.Content.(type) {
+	case string:
+		return c
+	case nil:
+		return ""
+	default:
+		b, _ := json.Marshal(c)
+		return string(b)
+	}
+}
+
+// Tool is a tool offered in a request.
+type Tool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+// ToolCall is a model's call of a tool.
+type ToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// Call returns a tool call.
+func Call(id, name, args string) ToolCall {
+	c := ToolCall{ID: id, Type: "function"}
+	c.Function.Name, c.Function.Arguments = name, args
+	return c
+}
+
+// Last is the request's last message.
+func (r Request) Last() Message {
+	if len(r.Messages) == 0 {
+		return Message{}
+	}
+	return r.Messages[len(r.Messages)-1]
+}
+
+// ToolNames lists the tools offered.
+func (r Request) ToolNames() []string {
+	var names []string
+	for _, t := range r.Tools {
+		names = append(names, t.Function.Name)
+	}
+	return names
+}
+
+// Reply is what the server answers one request with.
+type Reply struct {
+	// Status, when not 0 or 200, answers with an OpenAI error body and this status.
+	Status int
+	// Header is added to the response (e.g. Retry-After-Ms).
+	Header map[string]string
+	// Body, when set, is sent as it is: a malformed reply.
+	Body string
+	// Content and ToolCalls make the assistant message.
+	Content   string
+	ToolCalls []ToolCall
+	// Usage is reported; zero values report 10 prompt and 5 completion tokens.
+	PromptTokens, CompletionTokens int64
+	// Wait, when set, holds the answer until it is closed (or the request ends).
+	Wait chan struct{}
+}
+
+// Text is a reply with content.
+func Text(s string) Reply { return Reply{Content: s} }
+
+// Calls is a reply that calls tools.
+func Calls(calls ...ToolCall) Reply { return Reply{ToolCalls: calls} }
+
+// Error is an error reply; retryAfterMS > 0 sets Retry-After-Ms so retries are quick.
+func Error(status int, message string) Reply {
+	return Reply{Status: status, Header: map[string]string{"Retry-After-Ms": "1"}, Content: message}
+}
+
+// New starts a server that the test stops.
+func New(t testing.TB) *Server {
+	s := &Server{t: t}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL + "/v1"
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// Reply queues replies, answered in order.
+func (s *Server) Reply(r ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue = append(s.queue, r...)
+}
+
+// Respond answers every request the queue has no reply for.
+func (s *Server) Respond(fn func(Request) Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.respond = fn
+}
+
+// Requests returns the requests received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// Calls is the number of requests received.
+func (s *Server) Calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.reqs)
+}
+
+// Provider is a provider for this server, retrying quickly.
+func (s *Server) Provider(name string, retries int) *nodes.Provider {
+	return &nodes.Provider{Name: name, BaseURL: s.URL, MaxRetries: &retries}
+}
+
+// Env is an Env whose default provider (and "fake") is this server.
+func (s *Server) Env(retries int) *nodes.Env {
+	return &nodes.Env{Providers: map[string]*nodes.Provider{
+		nodes.DefaultProvider: s.Provider(nodes.DefaultProvider, retries),
+		"fake":                s.Provider("fake", retries),
+	}}
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		http.Error(w, `{"error": {"message": "llmtest serves POST /v1/chat/completions only"}}`, http.StatusNotFound)
+		return
+	}
+	var req Request
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, `{"error": {"message": "request is not JSON"}}`, http.StatusBadRequest)
+		return
+	}
+	req.Authorization = r.Header.Get("Authorization")
+	s.mu.Lock()
+	s.reqs = append(s.reqs, req)
+	n := len(s.reqs)
+	var reply Reply
+	switch {
+	case len(s.queue) > 0:
+		reply, s.queue = s.queue[0], s.queue[1:]
+	case s.respond != nil:
+		fn := s.respond
+		s.mu.Unlock()
+		reply = fn(req)
+		s.mu.Lock()
+	default:
+		reply = Reply{Status: http.StatusBadRequest, Content: fmt.Sprintf("llmtest: no reply scripted for request %d", n)}
+	}
+	s.mu.Unlock()
+	if reply.Wait != nil {
+		select {
+		case <-reply.Wait:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	for k, v := range reply.Header {
+		w.Header().Set(k, v)
+	}
+	switch {
+	case reply.Status != 0 && reply.Status != http.StatusOK:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(reply.Status)
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": reply.Content, "type": "llmtest", "code": nil, "param": nil}})
+		w.Write(b)
+	case reply.Body != "":
+		if req.Stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+		} else {
+			w.Header().Set("Content-Type", "application/json")
+		}
+		w.Write([]byte(reply.Body))
+	case req.Stream:
+		s.stream(w, req, reply, n)
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		b, _ := json.Marshal(completion(reply, req, n))
+		w.Write(b)
+	}
+}
+
+func usage(r Reply) map[string]any {
+	p, c := r.PromptTokens, r.CompletionTokens
+	if p == 0 && c == 0 {
+		p, c = 10, 5
+	}
+	return map[string]any{"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+}
+
+func finish(r Reply) string {
+	if len(r.ToolCalls) > 0 {
+		return "tool_calls"
+	}
+	return "stop"
+}
+
+func completion(r Reply, req Request, n int) map[string]any {
+	msg := map[string]any{"role": "assistant", "content": r.Content, "refusal": nil}
+	if len(r.ToolCalls) > 0 {
+		msg["tool_calls"] = r.ToolCalls
+		if r.Content == "" {
+			msg["content"] = nil
+		}
+	}
+	return map[string]any{"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "created": 1, "model": req.Model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish(r), "logprobs": nil}},
+		"usage":   usage(r)}
+}
+
+// stream answers as server-sent events: the content a few characters per chunk, each
+// tool call's name first and its arguments in two pieces, the finish reason, then the
+// usage when the request asked for it.
+func (s *Server) stream(w http.ResponseWriter, req Request, r Reply, n int) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	fl, _ := w.(http.Flusher)
+	send := func(choices []any, extra map[string]any) {
+		ch := map[string]any{"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion.chunk", "created": 1, "model": req.Model, "choices": choices}
+		for k, v := range extra {
+			ch[k] = v
+		}
+		b, _ := json.Marshal(ch)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	delta := func(d map[string]any, finish any) []any {
+		return []any{map[string]any{"index": 0, "delta": d, "finish_reason": finish}}
+	}
+	send(delta(map[string]any{"role": "assistant", "content": ""}, nil), nil)
+	for _, piece := range Pieces(r.Content) {
+		send(delta(map[string]any{"content": piece}, nil), nil)
+	}
+	for i, c := range r.ToolCalls {
+		send(delta(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.ID, "type": "function",
+			"function": map[string]any{"name": c.Function.Name, "arguments": ""}}}}, nil), nil)
+		half := len(c.Function.Arguments) / 2
+		for _, part := range []string{c.Function.Arguments[:half], c.Function.Arguments[half:]} {
+			send(delta(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": part}}}}, nil), nil)
+		}
+	}
+	send(delta(map[string]any{}, finish(r)), nil)
+	if strings.Contains(string(req.StreamOptions), "include_usage") {
+		send([]any{}, map[string]any{"usage": usage(r)})
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// Pieces is how the server splits streamed content: up to four bytes a chunk, never
+// inside a UTF-8 character.
+func Pieces(s string) []string {
+	var out []string
+	for len(s) > 0 {
+		n := min(4, len(s))
+		for n < len(s) && n > 0 && (s[n]&0xC0) == 0x80 {
+			n++
+		}
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return out
+}
