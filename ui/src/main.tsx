@@ -1,17 +1,17 @@
-// Entry of the editor bundle. Each island finds its root element on a templ page and
-// mounts there; pages without an island load nothing else.
-import { createRoot } from "react-dom/client";
+// Entry of the editor bundle: mounts the editor island on its templ page, which hands
+// over the flow and the components in a JSON script (templ.JSONScript).
+import "@xyflow/react/dist/style.css";
 import { StrictMode } from "react";
-
-function App() {
-  return <p className="muted">The flow editor loads here.</p>;
-}
+import { createRoot } from "react-dom/client";
+import { EditorApp, type EditorData } from "./editor/Editor";
 
 const root = document.getElementById("editor-root");
-if (root) {
+const script = document.getElementById("editor-data");
+if (root && script?.textContent) {
+  const data = JSON.parse(script.textContent) as EditorData;
   createRoot(root).render(
     <StrictMode>
-      <App />
+      <EditorApp data={data} />
     </StrictMode>,
   );
 }

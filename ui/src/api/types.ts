@@ -27,7 +27,7 @@ export interface Run {
   parent_run?: string;
   parent_checkpoint?: string;
   /** Approvals the run waits for, by node. */
-  waits?: Record<string, Wait>;
+  waiting?: Record<string, Wait>;
 }
 
 export interface Wait {
@@ -99,6 +99,15 @@ export interface LiveEvent {
   node?: string;
   data?: unknown;
   checkpoint?: string;
-  ckpt?: string;
   step?: number;
+}
+
+/** A message of /ws: an event, the flow's queue figures, or an answer to a request. */
+export interface LiveMessage {
+  type: "event" | "queues" | "subscribed" | "error";
+  flow?: string;
+  run?: string;
+  event?: LiveEvent;
+  queues?: FlowQueues;
+  error?: { code: string; message: string };
 }

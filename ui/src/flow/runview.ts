@@ -105,7 +105,7 @@ export function applyEvent(view: RunView, ev: LiveEvent, doc: FlowDocument): Run
           input_tokens: cur.tokens.input_tokens + (num(usage.input_tokens) ?? 0),
           output_tokens: cur.tokens.output_tokens + (num(usage.output_tokens) ?? 0),
         },
-        checkpoint: ev.checkpoint ?? ev.ckpt ?? cur.checkpoint,
+        checkpoint: ev.checkpoint ?? cur.checkpoint,
       };
       delete upd.error;
       if (waiting && typeof data.prompt === "string") upd.prompt = data.prompt;

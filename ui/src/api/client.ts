@@ -1,0 +1,90 @@
+// The JSON API, one function per call. Every request and answer shape lives here, so the
+// rest of the editor never builds a URL.
+import type { Change } from "../flow/diff";
+import type { ComponentSpec, FlowDocument, Problem } from "../flow/types";
+import type { Checkpoint, DeadLetter, FlowQueues, Run } from "./types";
+
+/** An error answer of the API: {"error": {status, code, message, problems?}}. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly problems: Problem[] = [],
+  ) {
+    super(message);
+  }
+}
+
+async function call<T>(method: string, url: string, body?: unknown): Promise<T> {
+  const init: RequestInit = { method, headers: { Accept: "application/json" }, credentials: "same-origin" };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    (init.headers as Record<string, string>)["Content-Type"] = "application/json";
+  }
+  let res: Response;
+  try {
+    res = await fetch(url, init);
+  } catch {
+    throw new ApiError(0, "unavailable", "the server cannot be reached");
+  }
+  if (res.status === 204) return undefined as T;
+  const text = await res.text();
+  let data: unknown;
+  try {
+    data = text ? JSON.parse(text) : undefined;
+  } catch {
+    throw new ApiError(res.status, "internal", `unexpected answer (${res.status})`);
+  }
+  if (!res.ok) {
+    const e = (data as { error?: { code?: string; message?: string; problems?: Problem[] } })?.error;
+    throw new ApiError(res.status, e?.code ?? "internal", e?.message ?? `request failed (${res.status})`, e?.problems ?? []);
+  }
+  return data as T;
+}
+
+const flowURL = (flow: string) => `/api/flows/${encodeURIComponent(flow)}`;
+const runURL = (flow: string, run: string) => `${flowURL(flow)}/runs/${encodeURIComponent(run)}`;
+
+export interface Validation {
+  valid: boolean;
+  version?: string;
+  problems: Problem[];
+}
+
+export interface Saved {
+  id: string;
+  version: string;
+  published: boolean;
+  problems: Problem[];
+}
+
+export interface Started {
+  run: string;
+  flow: string;
+  status: string;
+}
+
+export const api = {
+  components: () => call<{ components: ComponentSpec[] }>("GET", "/api/components").then((r) => r.components),
+  getFlow: (flow: string) => call<FlowDocument>("GET", flowURL(flow)),
+  validate: (doc: FlowDocument) => call<Validation>("POST", "/api/flows/validate", doc),
+  save: (doc: FlowDocument) => call<Saved>("PUT", flowURL(doc.id), doc),
+  startRun: (flow: string, input: unknown) => call<Started>("POST", `${flowURL(flow)}/runs`, { input }),
+  getRun: (flow: string, run: string) => call<Run>("GET", runURL(flow, run)),
+  cancel: (flow: string, run: string) => call<Run>("POST", `${runURL(flow, run)}/cancel`),
+  resume: (flow: string, run: string, node: string, decision: { decision: "approve" | "reject"; value?: unknown; comment?: string }) =>
+    call<Run>("POST", `${runURL(flow, run)}/resume`, { node, ...decision }),
+  fork: (flow: string, run: string, checkpoint: string, patch: unknown) =>
+    call<Started>("POST", `${runURL(flow, run)}/fork`, patch === undefined ? { checkpoint } : { checkpoint, patch }),
+  checkpoints: (flow: string, run: string) => call<{ checkpoints: Checkpoint[] }>("GET", `${runURL(flow, run)}/checkpoints`).then((r) => r.checkpoints),
+  checkpoint: (flow: string, run: string, id: string) => call<Checkpoint>("GET", `${runURL(flow, run)}/checkpoints/${encodeURIComponent(id)}`),
+  diff: (flow: string, run: string, id: string) =>
+    call<{ from: string; to: string; changes: Change[] }>("GET", `${runURL(flow, run)}/checkpoints/${encodeURIComponent(id)}/diff`).then((r) => r.changes),
+  queues: (flow: string) => call<FlowQueues>("GET", `${flowURL(flow)}/queues`),
+  deadLetters: (flow: string) => call<{ dead_letters: DeadLetter[] }>("GET", `${flowURL(flow)}/deadletters`).then((r) => r.dead_letters),
+  retryDead: (flow: string, id: string) => call<{ id: string; entry: string }>("POST", `${flowURL(flow)}/deadletters/${encodeURIComponent(id)}/retry`),
+  discardDead: (flow: string, id: string) => call<void>("DELETE", `${flowURL(flow)}/deadletters/${encodeURIComponent(id)}`),
+  deleteFlow: (flow: string) => call<void>("DELETE", flowURL(flow)),
+  importFlow: (doc: unknown, overwrite = false) => call<Saved>("POST", `/api/flows${overwrite ? "?overwrite=true" : ""}`, doc),
+};

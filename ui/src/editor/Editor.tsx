@@ -1,0 +1,453 @@
+// The flow editor: palette, canvas, inspector, problems and test run. React renders and
+// routes events; the document edits, connection rules, problem mapping, layout and run
+// folding are the plain modules under flow/.
+import {
+  Background,
+  Controls,
+  MiniMap,
+  ReactFlow,
+  ReactFlowProvider,
+  useReactFlow,
+  type Connection as RFConnection,
+  type Edge,
+  type EdgeChange,
+  type FinalConnectionState,
+  type NodeChange,
+} from "@xyflow/react";
+import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
+import { api, ApiError } from "../api/client";
+import { connectionOf, toCanvasEdges, toCanvasNodes, type CanvasNode } from "../flow/canvas";
+import { checkConnection, type Connection } from "../flow/connect";
+import { clipText, copy, paste, type Clip } from "../flow/clipboard";
+import { validId } from "../flow/ids";
+import { layout, type Size } from "../flow/layout";
+import { addNode, connect, moveNodes, removeItems } from "../flow/ops";
+import { mapProblems } from "../flow/problems";
+import { finished } from "../flow/runview";
+import { registryOf, type ComponentSpec, type FlowDocument, type Position } from "../flow/types";
+import { FlowNodeView } from "./FlowNodeView";
+import { Inspector } from "./Inspector";
+import { Palette } from "./Palette";
+import { ProblemsPanel } from "./ProblemsPanel";
+import { RunPanel } from "./RunPanel";
+import { EditorStore } from "./store";
+import { TestRun } from "./testrun";
+import { useValidation } from "./useValidation";
+
+export interface EditorData {
+  flow: FlowDocument;
+  components: ComponentSpec[];
+  /** The flow has never been saved (a new flow). */
+  isNew: boolean;
+}
+
+const nodeTypes = { flow: FlowNodeView };
+type Tab = "inspect" | "problems" | "run";
+let clipboard: Clip | undefined;
+
+export function EditorApp({ data }: { data: EditorData }) {
+  return (
+    <ReactFlowProvider>
+      <Editor data={data} />
+    </ReactFlowProvider>
+  );
+}
+
+function Editor({ data }: { data: EditorData }) {
+  const reg = useMemo(() => registryOf(data.components), [data.components]);
+  const store = useMemo(() => new EditorStore(data.flow, !data.isNew), [data.flow, data.isNew]);
+  const st = useSyncExternalStore(store.subscribe, store.get);
+  const testRun = useMemo(() => new TestRun(data.flow.id), [data.flow.id]);
+  const rs = useSyncExternalStore(testRun.subscribe, testRun.get);
+  const [isNew, setIsNew] = useState(data.isNew);
+  const [tab, setTab] = useState<Tab>("inspect");
+  const [toast, setToast] = useState<{ text: string; kind: "ok" | "error" } | undefined>();
+  const [saving, setSaving] = useState(false);
+  const rf = useReactFlow();
+  const canvasRef = useRef<HTMLDivElement>(null);
+  const { doc } = st;
+  const dirty = isNew || store.dirty;
+
+  const validation = useValidation(doc);
+  const pmap = useMemo(() => mapProblems(validation.problems, doc), [validation.problems, doc]);
+
+  useEffect(() => {
+    if (!isNew) testRun.watch(doc.id);
+    return () => testRun.close();
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [isNew, testRun]);
+
+  const say = useCallback((text: string, kind: "ok" | "error" = "ok") => setToast({ text, kind }), []);
+  useEffect(() => {
+    if (!toast) return;
+    const t = setTimeout(() => setToast(undefined), toast.kind === "error" ? 8000 : 3000);
+    return () => clearTimeout(t);
+  }, [toast]);
+
+  const nodes = useMemo(
+    () => toCanvasNodes(doc, reg, { problems: pmap, run: rs.view?.nodes, queues: rs.queues, selectedNodes: st.selectedNodes, sizes: st.sizes }),
+    [doc, reg, pmap, rs.view, rs.queues, st.selectedNodes, st.sizes],
+  );
+  const edges = useMemo(() => toCanvasEdges(doc, { problems: pmap, run: rs.view?.nodes, selectedEdges: st.selectedEdges }), [doc, pmap, rs.view, st.selectedEdges]);
+
+  const onNodesChange = useCallback(
+    (changes: NodeChange<CanvasNode>[]) => {
+      const moves = new Map<string, Position>();
+      let dragEnded = false;
+      const sizes = new Map<string, Size>();
+      let sel: Set<string> | undefined;
+      for (const c of changes) {
+        if (c.type === "position" && c.position) {
+          moves.set(c.id, c.position);
+          if (c.dragging === false) dragEnded = true;
+        } else if (c.type === "position" && c.dragging === false) {
+          dragEnded = true;
+        } else if (c.type === "dimensions" && c.dimensions) {
+          sizes.set(c.id, c.dimensions);
+        } else if (c.type === "select") {
+          sel ??= new Set(store.get().selectedNodes);
+          if (c.selected) sel.add(c.id);
+          else sel.delete(c.id);
+        }
+      }
+      if (moves.size) store.edit((d) => moveNodes(d, moves), "drag");
+      if (dragEnded) store.seal();
+      if (sizes.size) store.setSizes(sizes);
+      if (sel) store.select(sel, store.get().selectedEdges);
+    },
+    [store],
+  );
+
+  const onEdgesChange = useCallback(
+    (changes: EdgeChange[]) => {
+      let sel: Set<string> | undefined;
+      for (const c of changes) {
+        if (c.type === "select") {
+          sel ??= new Set(store.get().selectedEdges);
+          if (c.selected) sel.add(c.id);
+          else sel.delete(c.id);
+        }
+      }
+      if (sel) store.select(store.get().selectedNodes, sel);
+    },
+    [store],
+  );
+
+  const verdict = useCallback((c: Connection) => checkConnection(store.get().doc, reg, c), [store, reg]);
+  const isValidConnection = useCallback((c: Edge | RFConnection) => verdict(connectionOf(c as RFConnection)).ok, [verdict]);
+  const onConnect = useCallback(
+    (c: RFConnection) => {
+      const conn = connectionOf(c);
+      const v = verdict(conn);
+      if (!v.ok) return say(`Not connected: ${v.reason}`, "error");
+      store.edit((d) => connect(d, conn));
+    },
+    [store, verdict, say],
+  );
+  const onConnectEnd = useCallback(
+    (_: MouseEvent | TouchEvent, s: FinalConnectionState) => {
+      if (s.isValid || !s.fromHandle || !s.toHandle) return;
+      const [src, dst] = s.fromHandle.type === "source" ? [s.fromHandle, s.toHandle] : [s.toHandle, s.fromHandle];
+      const v = verdict({ from: src.nodeId, port: src.id ?? "out", to: dst.nodeId, to_port: dst.id ?? "in" });
+      if (!v.ok) say(`Not connected: ${v.reason}`, "error");
+    },
+    [verdict, say],
+  );
+
+  const onDelete = useCallback(
+    ({ nodes: ns, edges: es }: { nodes: CanvasNode[]; edges: Edge[] }) => {
+      store.edit((d) => removeItems(d, new Set(ns.map((n) => n.id)), new Set(es.map((e) => e.id))));
+    },
+    [store],
+  );
+
+  const add = useCallback(
+    (type: string, at?: { x: number; y: number }) => {
+      let pos: Position;
+      if (at) {
+        const p = rf.screenToFlowPosition(at);
+        pos = { x: p.x - 100, y: p.y - 30 };
+      } else {
+        const r = canvasRef.current?.getBoundingClientRect();
+        const p = rf.screenToFlowPosition(r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : { x: 400, y: 300 });
+        const n = store.get().doc.nodes.length;
+        pos = { x: p.x - 100 + (n % 5) * 16, y: p.y - 30 + (n % 5) * 16 };
+      }
+      const spec = reg.get(type);
+      let id = "";
+      store.edit((d) => {
+        const r = addNode(d, type, pos);
+        id = r.id;
+        return r.doc;
+      });
+      store.select([id]);
+      setTab("inspect");
+      say(`Added ${spec?.title ?? type} “${id}”`);
+    },
+    [rf, store, reg, say],
+  );
+
+  const save = useCallback(async (): Promise<boolean> => {
+    const d = store.get().doc;
+    if (!validId(d.id)) {
+      say(`Not saved: the flow id "${d.id}" is not valid (lower-case letters, digits, - and _)`, "error");
+      setTab("inspect");
+      store.select([]);
+      return false;
+    }
+    if (isNew) {
+      const exists = await api.getFlow(d.id).then(
+        () => true,
+        () => false,
+      );
+      if (exists && !confirm(`A flow "${d.id}" exists already. Replace it?`)) return false;
+    }
+    setSaving(true);
+    try {
+      await api.save(d);
+      store.markSaved(d);
+      if (isNew) {
+        setIsNew(false);
+        history.replaceState(null, "", `/flows/${encodeURIComponent(d.id)}`);
+      }
+      document.title = `${d.name || d.id} · Sluice`;
+      say("Saved");
+      return true;
+    } catch (e) {
+      const msg = e instanceof ApiError ? e.message : String(e);
+      say(`Not saved: ${msg}`, "error");
+      if (e instanceof ApiError && e.problems.length) setTab("problems");
+      return false;
+    } finally {
+      setSaving(false);
+    }
+  }, [store, isNew, say]);
+
+  const run = useCallback(
+    async (input: unknown) => {
+      setTab("run");
+      if (isNew || store.dirty) {
+        if (!(await save())) return;
+      }
+      await testRun.start(store.get().doc, input);
+    },
+    [isNew, store, save, testRun],
+  );
+
+  const autoLayout = useCallback(() => {
+    store.edit((d) => moveNodes(d, layout(d, (id) => store.get().sizes.get(id))));
+    store.seal();
+    setTimeout(() => void rf.fitView({ padding: 0.2, duration: 200 }), 50);
+  }, [store, rf]);
+
+  const doCopy = useCallback(() => {
+    const c = copy(store.get().doc, store.get().selectedNodes);
+    if (!c) return false;
+    clipboard = c;
+    void navigator.clipboard?.writeText(clipText(c)).catch(() => undefined);
+    say(`Copied ${c.nodes.length} ${c.nodes.length === 1 ? "node" : "nodes"}`);
+    return true;
+  }, [store, say]);
+
+  const doPaste = useCallback(() => {
+    if (!clipboard) return;
+    const clip = clipboard;
+    let ids: string[] = [];
+    store.edit((d) => {
+      const r = paste(d, clip);
+      ids = r.ids;
+      return r.doc;
+    });
+    store.select(ids);
+  }, [store]);
+
+  const deleteSelected = useCallback(() => {
+    const { selectedNodes, selectedEdges } = store.get();
+    if (selectedNodes.size + selectedEdges.size === 0) return;
+    store.edit((d) => removeItems(d, selectedNodes, selectedEdges));
+  }, [store]);
+
+  // Keyboard: save, undo/redo, copy/paste; the canvas handles Delete itself.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const mod = e.metaKey || e.ctrlKey;
+      if (!mod) return;
+      const k = e.key.toLowerCase();
+      const t = e.target as HTMLElement | null;
+      const typing = !!t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable);
+      if (k === "s") {
+        e.preventDefault();
+        void save();
+      } else if (typing) {
+        return;
+      } else if (k === "z" && !e.shiftKey) {
+        e.preventDefault();
+        store.undo();
+      } else if ((k === "z" && e.shiftKey) || k === "y") {
+        e.preventDefault();
+        store.redo();
+      } else if (k === "c") {
+        if (doCopy()) e.preventDefault();
+      } else if (k === "v") {
+        e.preventDefault();
+        doPaste();
+      }
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [save, store, doCopy, doPaste]);
+
+  // Unsaved changes: the browser asks before leaving the page.
+  useEffect(() => {
+    if (!dirty) return;
+    const onLeave = (e: BeforeUnloadEvent) => {
+      e.preventDefault();
+      e.returnValue = "";
+    };
+    window.addEventListener("beforeunload", onLeave);
+    return () => window.removeEventListener("beforeunload", onLeave);
+  }, [dirty]);
+
+  const showProblemTarget = useCallback(
+    (t: { node?: string; edge?: string }) => {
+      if (t.node) {
+        store.select([t.node]);
+        const n = rf.getNode(t.node);
+        if (n) void rf.fitView({ nodes: [n], maxZoom: 1.2, duration: 200 });
+      } else if (t.edge) store.select([], [t.edge]);
+      setTab("inspect");
+    },
+    [store, rf],
+  );
+
+  const selectedNode = st.selectedNodes.size === 1 ? [...st.selectedNodes][0] : undefined;
+  const running = !!rs.view && !finished(rs.view.status);
+  const problemCount = validation.problems.length;
+
+  return (
+    <div className="editor">
+      <div className="editor-toolbar" role="toolbar" aria-label="Editor">
+        <span className="flow-title" title={doc.id}>
+          {doc.name || doc.id}
+        </span>
+        <span className={`save-state${dirty ? " unsaved" : ""}`} id="save-state">
+          {saving ? "Saving…" : isNew ? "Not saved yet" : dirty ? "Unsaved changes" : "Saved"}
+        </span>
+        <button type="button" className="primary" id="save-button" onClick={() => void save()} disabled={saving} title="Save (Ctrl+S)">
+          Save
+        </button>
+        <span className="sep" />
+        <button type="button" onClick={() => store.undo()} disabled={!st.canUndo} title="Undo (Ctrl+Z)">
+          Undo
+        </button>
+        <button type="button" onClick={() => store.redo()} disabled={!st.canRedo} title="Redo (Ctrl+Shift+Z)">
+          Redo
+        </button>
+        <button type="button" onClick={() => doCopy()} disabled={st.selectedNodes.size === 0} title="Copy (Ctrl+C)">
+          Copy
+        </button>
+        <button type="button" onClick={doPaste} title="Paste (Ctrl+V)">
+          Paste
+        </button>
+        <button type="button" onClick={deleteSelected} disabled={st.selectedNodes.size + st.selectedEdges.size === 0} title="Delete (Delete key)">
+          Delete
+        </button>
+        <span className="sep" />
+        <button type="button" onClick={autoLayout} disabled={doc.nodes.length === 0}>
+          Auto-layout
+        </button>
+        <button type="button" onClick={() => void rf.fitView({ padding: 0.2, duration: 200 })}>
+          Fit view
+        </button>
+        <span className="grow" />
+        <button type="button" className={`problems-count${pmap.errors ? " has-errors" : ""}`} onClick={() => setTab("problems")} id="problems-count">
+          {validation.checking && problemCount === 0 ? "Checking…" : problemCount === 0 ? "✓ Valid" : `${pmap.errors} errors · ${pmap.warnings} warnings`}
+        </button>
+        {!isNew && (
+          <>
+            <a className="button" href={`/runs?flow=${encodeURIComponent(doc.id)}`}>
+              Runs
+            </a>
+            <a className="button" href={`/queues?flow=${encodeURIComponent(doc.id)}`}>
+              Queues
+            </a>
+            <a className="button" href={`/api/flows/${encodeURIComponent(doc.id)}/export`} download={`${doc.id}.json`}>
+              Export
+            </a>
+          </>
+        )}
+      </div>
+      <div className="editor-body">
+        <Palette specs={data.components} onAdd={add} />
+        <div className="canvas" ref={canvasRef}>
+          <ReactFlow<CanvasNode>
+            nodes={nodes}
+            edges={edges}
+            nodeTypes={nodeTypes}
+            onNodesChange={onNodesChange}
+            onEdgesChange={onEdgesChange}
+            onConnect={onConnect}
+            onConnectEnd={onConnectEnd}
+            isValidConnection={isValidConnection}
+            onDelete={onDelete}
+            deleteKeyCode={["Delete", "Backspace"]}
+            fitView
+            fitViewOptions={{ padding: 0.2, maxZoom: 1.2 }}
+            minZoom={0.2}
+            proOptions={{ hideAttribution: true }}
+          >
+            <Background gap={16} />
+            <Controls showInteractive={false} />
+            <MiniMap pannable zoomable nodeClassName={(n) => `minimap-node status-${(n as CanvasNode).data.run?.status ?? "none"}`} />
+          </ReactFlow>
+          {doc.nodes.length === 0 && (
+            <div className="canvas-empty">
+              <p>
+                <strong>Start here:</strong> drag an <em>Input</em> from the palette, then the steps, then an <em>Output</em>.
+              </p>
+              <p className="muted">Connect them by dragging from a port on the right of a node to a port on the left of the next.</p>
+            </div>
+          )}
+          {running && <div className="canvas-running">Running…</div>}
+        </div>
+        <aside className="side-panel" aria-label="Details">
+          <div className="tabs" role="tablist">
+            <button type="button" role="tab" aria-selected={tab === "inspect"} onClick={() => setTab("inspect")}>
+              Inspect
+            </button>
+            <button type="button" role="tab" aria-selected={tab === "problems"} onClick={() => setTab("problems")} id="problems-tab">
+              Problems{problemCount > 0 && <span className={`badge ${pmap.errors ? "badge-error" : "badge-warning"}`}>{problemCount}</span>}
+            </button>
+            <button type="button" role="tab" aria-selected={tab === "run"} onClick={() => setTab("run")} id="run-tab">
+              Test run{rs.view && <span className={`badge status-${rs.view.status}`}>{rs.view.status}</span>}
+            </button>
+          </div>
+          <div className="tab-body" role="tabpanel">
+            {tab === "inspect" && <Inspector store={store} doc={doc} reg={reg} problems={pmap} selectedNodes={st.selectedNodes} selectedEdges={st.selectedEdges} isNew={isNew} />}
+            {tab === "problems" && <ProblemsPanel problems={validation.problems} map={pmap} checking={validation.checking} error={validation.error} onShow={showProblemTarget} />}
+            {tab === "run" && (
+              <RunPanel
+                doc={doc}
+                state={rs}
+                selectedNode={selectedNode}
+                canRun={pmap.errors === 0 && doc.nodes.length > 0}
+                runLabel={dirty ? "Save and run" : "Run"}
+                onRun={(input) => void run(input)}
+                onCancel={() => void testRun.cancel()}
+                onResume={(node, d) => void testRun.resume(node, d)}
+              />
+            )}
+          </div>
+        </aside>
+      </div>
+      {toast && (
+        <div className={`toast toast-${toast.kind}`} role={toast.kind === "error" ? "alert" : "status"} id="toast">
+          {toast.text}
+          <button type="button" className="icon" aria-label="Dismiss" onClick={() => setToast(undefined)}>
+            ×
+          </button>
+        </div>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,222 @@
+// The inspector: the form of the selected node (its parameters generated from the
+// component's JSON Schema, plus the fields every node has), of the selected edge, or of
+// the flow itself when nothing is selected.
+import { useEffect, useId, useState } from "react";
+import { canvasEdgeIds, fromPort, toPort } from "../flow/edges";
+import { validId } from "../flow/ids";
+import { removeItems, renameNode, renamePort, setNodeField, setParam, updateEdge } from "../flow/ops";
+import { problemField } from "../flow/problems";
+import { fieldOf, fieldsOf, isEnvRef } from "../flow/schema";
+import type { FlowDocument, FlowNode, Problem, Registry } from "../flow/types";
+import { FieldRow, ParamField } from "./fields";
+import type { EditorStore } from "./store";
+
+interface Props {
+  store: EditorStore;
+  doc: FlowDocument;
+  reg: Registry;
+  problems: { byNode: Map<string, Problem[]>; byEdge: Map<string, Problem[]>; general: Problem[] };
+  selectedNodes: Set<string>;
+  selectedEdges: Set<string>;
+  isNew: boolean;
+}
+
+const COMMON_ENV = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GITHUB_TOKEN", "SLACK_BOT_TOKEN"];
+
+export function Inspector({ store, doc, reg, problems, selectedNodes, selectedEdges, isNew }: Props) {
+  if (selectedNodes.size === 1) {
+    const node = doc.nodes.find((n) => selectedNodes.has(n.id));
+    if (node) return <NodeInspector key={node.id} store={store} doc={doc} reg={reg} node={node} problems={problems.byNode.get(node.id) ?? []} />;
+  }
+  if (selectedEdges.size === 1 && selectedNodes.size === 0) {
+    const id = [...selectedEdges][0]!;
+    const i = canvasEdgeIds(doc.edges).indexOf(id);
+    if (i >= 0) return <EdgeInspector store={store} doc={doc} canvasId={id} problems={problems.byEdge.get(id) ?? []} />;
+  }
+  if (selectedNodes.size + selectedEdges.size > 1) {
+    return (
+      <div className="inspector">
+        <h2>{selectedNodes.size} nodes, {selectedEdges.size} edges selected</h2>
+        <p className="muted">Delete, copy or move them together; select one to edit it.</p>
+      </div>
+    );
+  }
+  return <FlowInspector store={store} doc={doc} isNew={isNew} />;
+}
+
+function NodeInspector({ store, doc, reg, node, problems }: { store: EditorStore; doc: FlowDocument; reg: Registry; node: FlowNode; problems: Problem[] }) {
+  const spec = reg.get(node.type);
+  const fields = fieldsOf(spec?.params);
+  const seal = () => store.seal();
+  const problemsOf = (param?: string, field?: string) =>
+    problems.filter((p) => {
+      const f = problemField(p);
+      return param ? f.param === param : f.field === field;
+    }).map((p) => p.message);
+  const placed = new Set<Problem>();
+  fields.forEach((f) => problems.forEach((p) => problemField(p).param === f.name && placed.add(p)));
+  ["input", "output", "timeout", "concurrency", "label", "id"].forEach((k) => problems.forEach((p) => problemField(p).field === k && placed.add(p)));
+  const loose = problems.filter((p) => !placed.has(p));
+  const envNames = [...new Set([...doc.nodes.flatMap((n) => Object.values(n.params ?? {}).filter(isEnvRef).map((r) => r.$env)), ...COMMON_ENV])];
+
+  const setP = (name: string, v: unknown) => {
+    const routes = spec?.route_ports === name;
+    store.edit((d) => {
+      let next = setParam(d, node.id, name, v);
+      if (routes) {
+        const before = Object.keys((node.params?.[name] as object | undefined) ?? {});
+        const after = Object.keys((v as object | undefined) ?? {});
+        if (before.length === after.length) before.forEach((k, i) => k !== after[i] && after[i] && (next = renamePort(next, node.id, k, after[i]!)));
+      }
+      return next;
+    }, `${node.id}.params.${name}`);
+  };
+  const setF = <K extends keyof FlowNode>(key: K, v: FlowNode[K] | undefined) => store.edit((d) => setNodeField(d, node.id, key, v), `${node.id}.${String(key)}`);
+  const jq = fieldOf("jq", { type: "string", format: "jq" }, false);
+  const duration = fieldOf("timeout", { type: "string", format: "duration" }, false);
+
+  return (
+    <div className="inspector" aria-label={`node ${node.id}`}>
+      <h2>
+        {spec?.title ?? node.type} <span className="muted">node</span>
+      </h2>
+      {spec && <p className="muted small">{spec.description}</p>}
+      {loose.length > 0 && (
+        <ul className="problem-list compact">
+          {loose.map((p, i) => (
+            <li key={i} className={`problem ${p.severity}`}>
+              {p.message}
+            </li>
+          ))}
+        </ul>
+      )}
+      <RenameField node={node} doc={doc} store={store} problems={problemsOf(undefined, "id")} />
+      <FieldRow label="Label" help="Shown on the canvas instead of the id." problems={problemsOf(undefined, "label")}>
+        <input aria-label="Label" value={node.label ?? ""} onChange={(e) => setF("label", e.target.value)} onBlur={seal} />
+      </FieldRow>
+      {fields.length > 0 && <h3>Parameters</h3>}
+      {fields.map((f) => (
+        <ParamField key={f.name} field={f} value={node.params?.[f.name]} problems={problemsOf(f.name)} onChange={(v) => setP(f.name, v)} onBlur={seal} envNames={envNames} />
+      ))}
+      <details className="advanced">
+        <summary>Input, output and limits</summary>
+        <ParamField field={{ ...jq, name: "input", label: "Input selector", description: "What of the state the component sees (jq). Empty: the whole state." }} value={node.input} problems={problemsOf(undefined, "input")} onChange={(v) => setF("input", v as string | undefined)} onBlur={seal} />
+        <ParamField field={{ ...jq, name: "output", label: "Output mapping", description: "jq from the component's output to the state update (an object)." }} value={node.output} problems={problemsOf(undefined, "output")} onChange={(v) => setF("output", v as string | undefined)} onBlur={seal} />
+        <ParamField field={{ ...duration, label: "Timeout", description: "Deadline of one step; default the flow's step_timeout." }} value={node.timeout} problems={problemsOf(undefined, "timeout")} onChange={(v) => setF("timeout", v as string | undefined)} onBlur={seal} />
+        <ParamField field={fieldOf("concurrency", { type: "integer", minimum: 1, maximum: 1024, description: "Steps of this node one worker runs at once (default 16)." }, false)} value={node.concurrency} problems={problemsOf(undefined, "concurrency")} onChange={(v) => setF("concurrency", v as number | undefined)} onBlur={seal} />
+        <FieldRow label="Description" problems={[]}>
+          <textarea aria-label="Description" rows={2} value={node.description ?? ""} onChange={(e) => setF("description", e.target.value)} onBlur={seal} />
+        </FieldRow>
+      </details>
+      <Connections doc={doc} node={node} store={store} />
+      <div className="actions">
+        <button type="button" className="danger" onClick={() => store.edit((d) => removeItems(d, new Set([node.id]), new Set()))}>
+          Delete node
+        </button>
+      </div>
+    </div>
+  );
+}
+
+function RenameField({ node, doc, store, problems }: { node: FlowNode; doc: FlowDocument; store: EditorStore; problems: string[] }) {
+  const id = useId();
+  const [draft, setDraft] = useState(node.id);
+  useEffect(() => setDraft(node.id), [node.id]);
+  const taken = draft !== node.id && doc.nodes.some((n) => n.id === draft);
+  const error = !validId(draft) ? "1 to 64 lower-case letters, digits, - and _" : taken ? `a node "${draft}" exists` : undefined;
+  const commit = () => {
+    if (!error && draft !== node.id) {
+      store.edit((d) => renameNode(d, node.id, draft));
+      store.select([draft]);
+    } else setDraft(node.id);
+  };
+  return (
+    <FieldRow label="Id" help="Names the node in edges, runs and Redis keys." problems={error ? [error, ...problems] : problems} htmlFor={id}>
+      <input id={id} value={draft} onChange={(e) => setDraft(e.target.value)} onBlur={commit} onKeyDown={(e) => e.key === "Enter" && commit()} aria-invalid={!!error} />
+    </FieldRow>
+  );
+}
+
+function Connections({ doc, node, store }: { doc: FlowDocument; node: FlowNode; store: EditorStore }) {
+  const ids = canvasEdgeIds(doc.edges);
+  const mine = doc.edges.map((e, i) => ({ e, id: ids[i]! })).filter(({ e }) => e.from === node.id || e.to === node.id);
+  if (mine.length === 0) return <p className="muted small">Not connected: drag from a port on the canvas to another node’s port.</p>;
+  return (
+    <>
+      <h3>Connections</h3>
+      <ul className="connections">
+        {mine.map(({ e, id }) => (
+          <li key={id}>
+            <button type="button" className="link" onClick={() => store.select([], [id])}>
+              {e.from}.{fromPort(e)} → {e.to}.{toPort(e)}
+            </button>
+            {e.condition && <code className="small"> if {e.condition}</code>}
+          </li>
+        ))}
+      </ul>
+    </>
+  );
+}
+
+function EdgeInspector({ store, doc, canvasId, problems }: { store: EditorStore; doc: FlowDocument; canvasId: string; problems: Problem[] }) {
+  const e = doc.edges[canvasEdgeIds(doc.edges).indexOf(canvasId)]!;
+  const jq = fieldOf("condition", { type: "string", format: "jq", description: "The edge is taken only when this jq over the state is true. Empty: always." }, false);
+  return (
+    <div className="inspector" aria-label={`edge ${canvasId}`}>
+      <h2>
+        Edge <span className="muted">{e.from}.{fromPort(e)} → {e.to}.{toPort(e)}</span>
+      </h2>
+      {problems.length > 0 && (
+        <ul className="problem-list compact">
+          {problems.map((p, i) => (
+            <li key={i} className={`problem ${p.severity}`}>
+              {p.message}
+            </li>
+          ))}
+        </ul>
+      )}
+      <ParamField
+        field={jq}
+        value={e.condition}
+        problems={[]}
+        onChange={(v) => {
+          store.edit((d) => updateEdge(d, canvasId, (x) => ({ ...x, condition: (v as string | undefined) ?? "" })), `${canvasId}.condition`);
+        }}
+        onBlur={() => store.seal()}
+      />
+      <div className="actions">
+        <button type="button" className="danger" onClick={() => store.edit((d) => removeItems(d, new Set(), new Set([canvasId])))}>
+          Delete edge
+        </button>
+      </div>
+    </div>
+  );
+}
+
+function FlowInspector({ store, doc, isNew }: { store: EditorStore; doc: FlowDocument; isNew: boolean }) {
+  const set = (patch: Partial<FlowDocument>, group: string) =>
+    store.edit((d) => {
+      const next = { ...d, ...patch };
+      for (const k of ["name", "description"] as const) if (next[k] === "") delete next[k];
+      return next;
+    }, group);
+  const json = fieldOf("settings", { type: "object", description: "max_steps, max_attempts, claim_after, step_timeout, checkpoint_ttl, keep_last" }, false);
+  const state = fieldOf("state", { type: "object", description: 'State keys and their reducers, e.g. {"log": {"reducer": "append"}}' }, false);
+  return (
+    <div className="inspector" aria-label="flow">
+      <h2>Flow</h2>
+      <p className="muted small">Select a node or an edge to edit it. These are the flow’s own settings.</p>
+      <FieldRow label="Id" help={isNew ? "Set when the flow is first saved." : "The file name; cannot change."} problems={[]}>
+        <input aria-label="Flow id" value={doc.id} readOnly={!isNew} onChange={(e) => store.edit((d) => ({ ...d, id: e.target.value }), "flow.id")} />
+      </FieldRow>
+      <FieldRow label="Name" problems={[]}>
+        <input aria-label="Flow name" value={doc.name ?? ""} onChange={(e) => set({ name: e.target.value }, "flow.name")} onBlur={() => store.seal()} />
+      </FieldRow>
+      <FieldRow label="Description" problems={[]}>
+        <textarea aria-label="Flow description" rows={3} value={doc.description ?? ""} onChange={(e) => set({ description: e.target.value }, "flow.description")} onBlur={() => store.seal()} />
+      </FieldRow>
+      <ParamField field={{ ...state, label: "State" }} value={doc.state} problems={[]} onChange={(v) => store.edit((d) => { const n = { ...d }; if (v === undefined) delete n.state; else n.state = v as FlowDocument["state"] & object; return n; }, "flow.state")} onBlur={() => store.seal()} />
+      <ParamField field={{ ...json, label: "Settings" }} value={doc.settings} problems={[]} onChange={(v) => store.edit((d) => { const n = { ...d }; if (v === undefined) delete n.settings; else n.settings = v as Record<string, unknown>; return n; }, "flow.settings")} onBlur={() => store.seal()} />
+    </div>
+  );
+}

@@ -1,0 +1,34 @@
+// Validates the document on the server as it is edited: one POST /api/flows/validate a
+// moment after the last change; answers to older documents are dropped.
+import { useEffect, useRef, useState } from "react";
+import { api, ApiError } from "../api/client";
+import type { FlowDocument, Problem } from "../flow/types";
+
+export interface ValidationState {
+  problems: Problem[];
+  checking: boolean;
+  /** The document the problems belong to. */
+  checked: FlowDocument | undefined;
+  error?: string;
+}
+
+export function useValidation(doc: FlowDocument, delayMs = 300): ValidationState {
+  const [state, setState] = useState<ValidationState>({ problems: [], checking: true, checked: undefined });
+  const seq = useRef(0);
+  useEffect(() => {
+    const n = ++seq.current;
+    setState((s) => ({ ...s, checking: true }));
+    const t = setTimeout(() => {
+      api
+        .validate(doc)
+        .then((v) => {
+          if (n === seq.current) setState({ problems: v.problems, checking: false, checked: doc });
+        })
+        .catch((e: unknown) => {
+          if (n === seq.current) setState((s) => ({ ...s, checking: false, error: e instanceof ApiError ? e.message : String(e) }));
+        });
+    }, delayMs);
+    return () => clearTimeout(t);
+  }, [doc, delayMs]);
+  return state;
+}
