@@ -10,7 +10,7 @@ FLOWS ?= var/flows
 # The real Redis the tests use; database 15 so a developer's data in 0 is left alone.
 TEST_REDIS_URL ?= $(if $(REDIS_URL),$(REDIS_URL),redis://127.0.0.1:6379/15)
 
-.PHONY: run test build generate ui lint deps check-generated docs clean
+.PHONY: run test test-faults build generate ui lint deps check-generated docs clean
 
 run: build
 	./$(BIN) serve --addr $(ADDR) --flows $(FLOWS)
@@ -23,6 +23,11 @@ test: deps check-generated ui
 	$(GO) run ./cmd/sluice components --markdown | diff -u docs/components.md - || { echo "docs/components.md is stale; run 'make docs' and commit it"; exit 1; }
 	REDIS_URL="$(TEST_REDIS_URL)" $(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -timeout 5m -run '^$$' -fuzz FuzzCompile -fuzztime 5s ./flows/
+
+# The fault suite at full size (make test runs it small): worker processes killed under
+# load, a poison pill, Redis killed and restarted with and without AOF, a flaky network.
+test-faults:
+	SLUICE_FAULTS=full REDIS_URL="$(TEST_REDIS_URL)" $(GO) test -count=1 -timeout 60m -run 'Fault' -v ./flows/engine/ ./cmd/sluice/
 
 # npm ci only when the lock file changed since the last install.
 node_modules/.package-lock.json: package.json package-lock.json

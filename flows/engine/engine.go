@@ -133,6 +133,13 @@ func (e *Engine) Publish(ctx context.Context, p *flows.Plan) error {
 	return nil
 }
 
+// forgetPublished makes the next Publish of plan write it to Redis again.
+func (e *Engine) forgetPublished(p *flows.Plan) {
+	e.mu.Lock()
+	delete(e.published, p.Flow+"\x00"+p.Version)
+	e.mu.Unlock()
+}
+
 // Plan returns the plan of a flow version, compiling the JSON stored in Redis the first
 // time. Runs continue on the version they started with.
 func (e *Engine) Plan(ctx context.Context, flow, version string) (*flows.Plan, error) {

@@ -80,8 +80,16 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	if opts.Webhook != "" {
 		fields = append(fields, "webhook", opts.Webhook)
 	}
-	ckpt, err := e.rdb.StartRun(ctx, store.StartArgs{Flow: plan.Flow, Run: id, Version: plan.Version, State: stateJSON,
-		Checkpoint: cp.Fields(), Entries: []string{plan.Entry}, Fields: fields})
+	args := store.StartArgs{Flow: plan.Flow, Run: id, Version: plan.Version, State: stateJSON,
+		Checkpoint: cp.Fields(), Entries: []string{plan.Entry}, Fields: fields}
+	ckpt, err := e.rdb.StartRun(ctx, args)
+	if flows.ErrorCode(err) == flows.NotFound {
+		// The version this process published is gone: Redis restarted empty.
+		e.forgetPublished(plan)
+		if err = e.Publish(ctx, plan); err == nil {
+			ckpt, err = e.rdb.StartRun(ctx, args)
+		}
+	}
 	if err != nil {
 		return "", err
 	}

@@ -165,6 +165,13 @@ func (f *flowWorker) refresh(ctx context.Context) {
 		return
 	}
 	sort.Strings(nodes)
+	f.mu.Lock()
+	if len(nodes) == 0 {
+		// Redis lost the set (restarted empty): keep reading the nodes we know, so their
+		// groups are created again.
+		nodes = f.nodes
+	}
+	f.mu.Unlock()
 	limits := map[string]int{}
 	settings := flows.DefaultSettings
 	if p, err := f.e.CurrentPlan(ctx, f.flow); err == nil {

@@ -53,13 +53,21 @@ func ScriptSpec(rdb redis.UniversalClient) flows.Spec {
 				"update": {"type": "object", "description": "The state update each call returns."},
 				"final": {"type": "boolean", "description": "The call's output is a run output."},
 				"tally": {"type": "boolean", "description": "Count calls per process too (TallyKey)."},
-				"turns": {"type": "boolean", "description": "Save a turn per call; the output lists the turns earlier attempts saved."}
+				"turns": {"type": "boolean", "description": "Save a turn per call; the output lists the turns earlier attempts saved."},
+				"fail_when": {"type": "string", "format": "jq", "description": "Every call fails while this jq condition holds on the state (a poison pill)."}
 			}
 		}`),
 		New: func(b *flows.Build) (flows.Component, error) {
 			s := &Script{rdb: rdb}
 			if err := b.Decode(&s.p); err != nil {
 				return nil, err
+			}
+			if s.p.FailWhen != "" {
+				q, err := flows.CompileJQ(s.p.FailWhen)
+				if err != nil {
+					return nil, err
+				}
+				s.failWhen = q
 			}
 			if s.p.Sleep != "" {
 				d, err := time.ParseDuration(s.p.Sleep)
@@ -86,8 +94,10 @@ type Script struct {
 		Final      bool           `json:"final"`
 		Tally      bool           `json:"tally"`
 		Turns      bool           `json:"turns"`
+		FailWhen   string         `json:"fail_when"`
 	}
-	sleep time.Duration
+	sleep    time.Duration
+	failWhen *flows.JQ
 }
 
 // Run counts the call, then sleeps, fails, panics or returns the scripted update.
@@ -115,7 +125,11 @@ func (s *Script) Run(ctx context.Context, step *flows.Step) (*flows.Result, erro
 	if int(n) <= s.p.Panic {
 		panic(fmt.Sprintf("scripted panic %d", n))
 	}
-	if s.p.AlwaysFail || int(n) <= s.p.Fail {
+	poisoned := false
+	if s.failWhen != nil {
+		poisoned, _ = s.failWhen.Truthy(ctx, step.State, step.State)
+	}
+	if s.p.AlwaysFail || poisoned || int(n) <= s.p.Fail {
 		err := fmt.Errorf("scripted failure %d", n)
 		if s.p.Permanent {
 			return nil, flows.Permanent(err)

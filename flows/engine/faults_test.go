@@ -1,0 +1,340 @@
+package engine_test
+
+// The fault suite: each test starts its own redis-server on a spare loopback port (never
+// touching the Redis other tests share), its own worker processes, and breaks things.
+// `make test` runs them small; `make test-faults` (SLUICE_FAULTS=full) at full size.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/nodes/nodetest"
+	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+// full reports whether the fault suite runs at its full size.
+func full() bool { return os.Getenv("SLUICE_FAULTS") == "full" }
+
+func size(small, big int) int {
+	if full() {
+		return big
+	}
+	return small
+}
+
+// faultEnv is an engine on a redis-server of the test's own.
+func faultEnv(t *testing.T, url string) *env {
+	t.Helper()
+	r, err := store.Open(context.Background(), store.Options{URL: url, PoolSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return newEnv(t, r)
+}
+
+// startChildAt starts a worker process of this test binary on the given Redis.
+func startChildAt(t *testing.T, url string, flows ...string) *child {
+	t.Helper()
+	t.Setenv("REDIS_URL", url)
+	return startChild(t, flows...)
+}
+
+const fiveNodes = `{"sluice": 1, "id": "FLOW",
+ "settings": {"claim_after": "300ms", "max_attempts": 10},
+ "nodes": [
+  {"id": "in", "type": "input"},
+  {"id": "s1", "type": "script", "params": {"sleep": "5ms"}},
+  {"id": "s2", "type": "script", "params": {"sleep": "5ms", "fail_when": ".poison == true"}},
+  {"id": "s3", "type": "script", "params": {"sleep": "5ms"}},
+  {"id": "out", "type": "output", "params": {"value": ".n"}}
+ ],
+ "edges": [{"from": "in", "to": "s1"}, {"from": "s1", "to": "s2"}, {"from": "s2", "to": "s3"}, {"from": "s3", "to": "out"}]}`
+
+// settle waits until every run has ended, and returns them.
+func settle(t *testing.T, v *env, p *flows.Plan, ids []string, d time.Duration) []*store.Run {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	runs := make([]*store.Run, len(ids))
+	for i, id := range ids {
+		for {
+			r, err := v.e.Get(context.Background(), p.Flow, id)
+			if err == nil && store.Finished(r.Status) {
+				runs[i] = r
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %s did not end (last seen %+v, %v)", id, r, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return runs
+}
+
+func resultCounts(t *testing.T, r *store.Redis, flow string) map[string]int {
+	t.Helper()
+	msgs, err := r.Client.XRange(context.Background(), store.FlowKeys(flow).Results(), "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]int{}
+	for _, m := range msgs {
+		per[m.Values["run"].(string)]++
+	}
+	return per
+}
+
+func TestFaultWorkersKilledUnderLoad(t *testing.T) {
+	srv := storetest.StartServer(t, false)
+	v := faultEnv(t, srv.URL())
+	p := v.compile(fiveNodes)
+	var mu sync.Mutex
+	workers := []*child{startChildAt(t, srv.URL(), p.Flow), startChildAt(t, srv.URL(), p.Flow), startChildAt(t, srv.URL(), p.Flow)}
+
+	runs, kills := size(200, 1000), size(10, 50)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for k := 0; k < kills; k++ {
+			time.Sleep(time.Duration(50+rand.Intn(100)) * time.Millisecond)
+			mu.Lock()
+			i := rand.Intn(len(workers))
+			workers[i].cmd.Process.Kill() // SIGKILL
+			workers[i].cmd.Wait()
+			workers[i] = startChildAt(t, srv.URL(), p.Flow)
+			mu.Unlock()
+		}
+	}()
+	ids := make([]string, runs)
+	for i := range ids {
+		ids[i] = v.start(p, fmt.Sprintf(`{"n": %d}`, i))
+	}
+	<-done
+	ended := settle(t, v, p, ids, 3*time.Minute)
+	results := resultCounts(t, v.r, p.Flow)
+	for i, r := range ended {
+		if r.Status != store.StatusSucceeded || string(r.Output()) != fmt.Sprint(i) {
+			t.Errorf("run %d: %s %s (%s)", i, r.Status, r.Output(), r.Error)
+		}
+		if results[r.ID] != 1 {
+			t.Errorf("run %d has %d results, want exactly 1", i, results[r.ID])
+		}
+		for _, n := range []string{"s1", "s2", "s3"} {
+			if c := v.calls(p, r.ID, n); c < 1 || c > 2 {
+				t.Errorf("run %d node %s executed %d times, want 1 or 2", i, n, c)
+			}
+		}
+	}
+	v.drained(p)
+}
+
+func TestFaultPoisonPillIsDeadLetteredWhileOtherRunsFlow(t *testing.T) {
+	srv := storetest.StartServer(t, false)
+	v := faultEnv(t, srv.URL())
+	p := v.compile(strings.Replace(fiveNodes, `"max_attempts": 10`, `"max_attempts": 3`, 1))
+	startChildAt(t, srv.URL(), p.Flow)
+	startChildAt(t, srv.URL(), p.Flow)
+	n := size(300, 2000)
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = v.start(p, fmt.Sprintf(`{"n": %d, "poison": %v}`, i, i%100 == 7))
+	}
+	ended := settle(t, v, p, ids, 3*time.Minute)
+	dead, err := v.r.DeadLetters(context.Background(), p.Flow, int64(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadRuns := map[string]store.DeadLetter{}
+	for _, d := range dead {
+		deadRuns[d.Run] = d
+	}
+	for i, r := range ended {
+		if i%100 == 7 {
+			d, ok := deadRuns[r.ID]
+			if r.Status != store.StatusFailed || !ok || d.Node != "s2" || d.Attempts != 3 {
+				t.Errorf("poisoned run %d: %s, dead letter %+v; want failed with a dead letter at s2 after 3 attempts", i, r.Status, d)
+			}
+			continue
+		}
+		if r.Status != store.StatusSucceeded {
+			t.Errorf("healthy run %d: %s (%s)", i, r.Status, r.Error)
+		}
+	}
+	if len(dead) != n/100 {
+		t.Errorf("%d dead letters, want %d", len(dead), n/100)
+	}
+	v.drained(p) // the pending lists are back to zero
+}
+
+func TestFaultRedisKilledAndRestartedWithAOF(t *testing.T) {
+	srv := storetest.StartServer(t, true)
+	v := faultEnv(t, srv.URL())
+	p := v.compile(fiveNodes)
+	startChildAt(t, srv.URL(), p.Flow)
+	startChildAt(t, srv.URL(), p.Flow)
+	restarts := size(3, 10)
+	var ids []string
+	var mu sync.Mutex
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // load: a run every 10 ms, including while Redis is down
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			id, err := v.e.Start(context.Background(), p, json.RawMessage(fmt.Sprintf(`{"n": %d}`, i)), engine.StartOptions{})
+			if err == nil {
+				mu.Lock()
+				ids = append(ids, id)
+				mu.Unlock()
+			}
+		}
+	}()
+	for i := 0; i < restarts; i++ {
+		time.Sleep(400 * time.Millisecond)
+		srv.Restart() // SIGKILL, then start again from the AOF
+	}
+	time.Sleep(400 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	mu.Lock()
+	started := append([]string(nil), ids...)
+	mu.Unlock()
+	// Every run that Redis still knows ends, by completing or failing with a reason; a
+	// run whose start was lost with the last second of the AOF is reported missing.
+	deadline := time.Now().Add(2 * time.Minute)
+	lost, ended := 0, 0
+	for _, id := range started {
+		for {
+			r, err := v.e.Get(context.Background(), p.Flow, id)
+			if flows.ErrorCode(err) == flows.NotFound {
+				lost++
+				break
+			}
+			if err == nil && store.Finished(r.Status) {
+				if r.Status != store.StatusSucceeded && r.Error == "" {
+					t.Errorf("run %s %s without a reason", id, r.Status)
+				}
+				ended++
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %s is still %v after the restarts (%v)", id, r, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	t.Logf("%d runs started, %d ended, %d lost with the AOF's last second", len(started), ended, lost)
+	if ended == 0 {
+		t.Fatal("no run ended")
+	}
+}
+
+func TestFaultRedisRestartedEmptyWorkersRecover(t *testing.T) {
+	srv := storetest.StartServer(t, false)
+	v := faultEnv(t, srv.URL())
+	p := v.compile(fiveNodes)
+	w := startChildAt(t, srv.URL(), p.Flow)
+	before := v.run(p, `{"n": 1}`)
+	mustStatus(t, before, store.StatusSucceeded)
+	inflight := v.start(p, `{"n": 2}`)
+	srv.Restart() // everything is gone
+	if _, err := v.e.Get(context.Background(), p.Flow, inflight); flows.ErrorCode(err) != flows.NotFound {
+		t.Errorf("a run Redis lost: %v, want not found", err)
+	}
+	// The workers recreate their groups and run new runs; the engine publishes the
+	// version again.
+	var after *store.Run
+	waitFor(t, "a new run after the restart", 30*time.Second, func() bool {
+		id, err := v.e.Start(context.Background(), p, json.RawMessage(`{"n": 3}`), engine.StartOptions{})
+		if err != nil {
+			return false
+		}
+		after = v.wait(p, id)
+		return true
+	})
+	mustStatus(t, after, store.StatusSucceeded)
+	if strings.Count(w.log(), "read failed") > 50 {
+		t.Errorf("the worker logged %d failed reads: a busy loop", strings.Count(w.log(), "read failed"))
+	}
+}
+
+func TestFaultFlakyNetworkBetweenWorkersAndRedis(t *testing.T) {
+	srv := storetest.StartServer(t, false)
+	proxy := storetest.StartProxy(t, srv.Addr())
+	v := faultEnv(t, srv.URL()) // the test's own client goes direct
+	p := v.compile(fiveNodes)
+
+	wr, err := store.Open(context.Background(), store.Options{URL: proxy.URL(), PoolSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wr.Close()
+	we := engine.New(wr, nodetest.Registry(wr.Client), engine.Options{Logger: testLogger(t)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- we.NewWorker(engine.WorkerOptions{Flows: []string{p.Flow}, Block: 200 * time.Millisecond, Grace: time.Second}).Run(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+
+	waitFor(t, "a first run", 20*time.Second, func() bool { return v.run(p, `{"n": 0}`).Status == store.StatusSucceeded })
+	goroutines := workerGoroutines()
+
+	var ids []string
+	start := func(n int) {
+		for i := 0; i < n; i++ {
+			ids = append(ids, v.start(p, fmt.Sprintf(`{"n": %d}`, len(ids))))
+		}
+	}
+	proxy.SetLatency(20 * time.Millisecond)
+	start(20)
+	time.Sleep(500 * time.Millisecond)
+	proxy.Reset()
+	start(20)
+	time.Sleep(300 * time.Millisecond)
+	proxy.SetLatency(0)
+	proxy.SetDown(true)
+	start(20)
+	time.Sleep(time.Duration(size(3, 30)) * time.Second)
+	proxy.SetDown(false)
+	for _, r := range settle(t, v, p, ids, 2*time.Minute) {
+		if r.Status != store.StatusSucceeded {
+			t.Errorf("run %s: %s (%s)", r.ID, r.Status, r.Error)
+		}
+	}
+	// The worker reconnected; its goroutines did not pile up while Redis was away.
+	time.Sleep(time.Second)
+	if now := workerGoroutines(); now > goroutines+10 {
+		t.Errorf("%d goroutines after the outage, %d before", now, goroutines)
+	}
+}
+
+// workerGoroutines counts this process's goroutines, except the test proxy's own.
+func workerGoroutines() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.TrimSpace(g) != "" && !strings.Contains(g, "storetest.(*Proxy)") {
+			n++
+		}
+	}
+	return n
+}
