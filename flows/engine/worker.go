@@ -539,6 +539,7 @@ func (f *flowWorker) runInline(acts []store.Activation, received time.Time) {
 		f.committed(j.a, builts[i], results[i], cdur, received)
 	}
 }
+
 // commit sends a built commit, retrying while Redis is unreachable, for at most
 // claim_after: after that another worker may own the entry anyway.
 func (f *flowWorker) commit(ctx context.Context, plan *flows.Plan, a store.Activation, b *built, _ time.Duration, received time.Time) stepOutcome {
