@@ -98,7 +98,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	rep.Sluice, err = engine.Bench(ctx, rdb, registry(), o)
+	rep.Sluice, err = engine.Bench(ctx, rdb, registry(nil), o)
 	if *cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}

@@ -8,18 +8,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
-	"github.com/sluicehq/sluice/flows/nodes"
 	"github.com/sluicehq/sluice/store"
 )
-
-// registry is the component registry of the binary.
-func registry() *flows.Registry { return nodes.NewRegistry(nil) }
 
 // loadPlan reads and compiles a flow file, printing its problems on failure.
 func loadPlan(e *engine.Engine, path string, stderr io.Writer) (*flows.Plan, error) {
@@ -44,6 +41,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL; empty starts the embedded Redis (env REDIS_URL)")
 	timeout := fs.Duration("timeout", 0, "give up after this long (0: no limit)")
 	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "warn"), "debug, info, warn or error")
+	cf := addComponentFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sluice run [flags] FLOW.json\n\nRuns the flow once with in-process workers and prints its output as JSON.\n"+
 			"Exits 1 when the run fails, 3 when it waits for an approval (resume it with 'sluice resume').\n\nFlags:")
@@ -65,16 +63,22 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	env, err := cf.env(log)
+	if err != nil {
+		return err
+	}
 	rdb, err := store.Open(ctx, store.Options{URL: *redisURL})
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	e := engine.New(rdb, registry(), engine.Options{Logger: log})
+	e := engine.New(rdb, registry(env), engine.Options{Logger: log})
 	plan, err := loadPlan(e, files[0], stderr)
 	if err != nil {
 		return err
 	}
+	// Subflows are found next to the flow file.
+	attach(ctx, env, rdb, e, &store.Library{Dir: filepath.Dir(files[0])})
 	if *timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, *timeout)
@@ -168,6 +172,7 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL (required; env REDIS_URL)")
 	grace := fs.Duration("grace", 10*time.Second, "how long in-flight steps may finish after SIGTERM")
 	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "info"), "debug, info, warn or error")
+	cf := addComponentFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sluice worker [flags] FLOW.json...\n\nRuns headless workers for the flows until SIGTERM or SIGINT. Start as many as you\n"+
 			"need, on any hosts: they share the work through Redis.\n\nFlags:")
@@ -194,7 +199,11 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer rdb.Close()
-	e := engine.New(rdb, registry(), engine.Options{Logger: log})
+	env, err := cf.env(log)
+	if err != nil {
+		return err
+	}
+	e := engine.New(rdb, registry(env), engine.Options{Logger: log})
 	var ids []string
 	for _, path := range files {
 		plan, err := loadPlan(e, path, stderr)
@@ -208,7 +217,10 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 		log.Info("serving flow", "flow", plan.Flow, "version", plan.Version[:12], "file", path)
 	}
 	start := time.Now()
-	err = e.NewWorker(engine.WorkerOptions{Flows: ids, Grace: *grace}).Run(ctx)
+	w := e.NewWorker(engine.WorkerOptions{Flows: ids, Grace: *grace})
+	// Subflows are found next to the first flow file; the worker serves them too.
+	attach(ctx, env, rdb, e, &store.Library{Dir: filepath.Dir(files[0])}, w)
+	err = w.Run(ctx)
 	log.Info("worker stopped", "after", time.Since(start).Round(time.Millisecond))
 	return err
 }
@@ -249,7 +261,11 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer rdb.Close()
-	e := engine.New(rdb, registry(), engine.Options{Logger: log})
+	env, err := (&componentFlags{providers: envOr("SLUICE_PROVIDERS", ""), httpAllow: envOr("SLUICE_HTTP_ALLOW", "")}).env(log)
+	if err != nil {
+		return err
+	}
+	e := engine.New(rdb, registry(env), engine.Options{Logger: log})
 	plan, err := loadPlan(e, pos[0], stderr)
 	if err != nil {
 		return err

@@ -113,7 +113,7 @@ func TestTwoWorkerProcessesShareRunsAndStopOnSIGTERM(t *testing.T) {
 	for _, w := range []*process{w1, w2} {
 		w.waitLine(t, regexp.MustCompile(`msg="serving flow"`), 20*time.Second)
 	}
-	e := engine.New(r, registry(), engine.Options{})
+	e := engine.New(r, registry(nil), engine.Options{})
 	plan, err := e.CurrentPlan(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +164,7 @@ func TestServeServesTheLibrarysFlowsAndTheirNewVersionsWithoutRestart(t *testing
 	p.waitLine(t, servingLine, 20*time.Second)
 	id, path := writeExampleFlow(t, dir, "linear", nil)
 	storetest.DeleteFlowKeys(t, r, id)
-	e := engine.New(r, registry(), engine.Options{})
+	e := engine.New(r, registry(nil), engine.Options{})
 
 	runOnce := func() string {
 		t.Helper()

@@ -23,6 +23,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	dir := fs.String("flows", envOr("SLUICE_FLOWS", "./flows"), "directory of flow files (env SLUICE_FLOWS)")
 	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "info"), "debug, info, warn or error (env SLUICE_LOG_LEVEL)")
 	workers := fs.Int("workers", 1, "in-process workers for the library's flows; 0 serves only the UI and API (workers run elsewhere)")
+	cf := addComponentFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sluice serve [flags]\n\nServes the flow editor, the JSON API and health on --addr.\n\nFlags:")
 		fs.PrintDefaults()
@@ -34,6 +35,10 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return &exitError{code: 2, err: fmt.Errorf("serve takes no arguments, got %q", fs.Args())}
 	}
 	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	env, err := cf.env(log)
 	if err != nil {
 		return err
 	}
@@ -51,12 +56,13 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	} else {
 		log.Info("using Redis", "addr", rdb.Addr())
 	}
-	e := engine.New(rdb, registry(), engine.Options{Logger: log})
+	e := engine.New(rdb, registry(env), engine.Options{Logger: log})
 	var ws []*engine.Worker
 	for i := 0; i < *workers; i++ {
 		ws = append(ws, e.NewWorker(engine.WorkerOptions{}))
 	}
 	libSync := e.NewLibrarySync(lib, ws...)
+	attach(ctx, env, rdb, e, lib, ws...)
 	var bg sync.WaitGroup
 	for _, w := range ws {
 		bg.Add(1)

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/flows"
-	"github.com/sluicehq/sluice/flows/nodes"
 )
 
 // fileProblems is one file's entry in `sluice validate --json`.
@@ -29,6 +28,7 @@ func cmdValidate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print a JSON array of {file, problems} instead of one line per problem")
+	cf := addComponentFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: sluice validate [--json] FILE...
 
@@ -56,7 +56,12 @@ Flags:
 		return &exitError{code: 2, err: errors.New("validate: give at least one flow file")}
 	}
 
-	reg := nodes.NewRegistry(nil)
+	// The server's providers: a flow naming another is refused here as it would be there.
+	env, err := cf.env(nil)
+	if err != nil {
+		return err
+	}
+	reg := registry(env)
 	results := make([]fileProblems, 0, fs.NArg())
 	unreadable, withErrors, errorCount := 0, 0, 0
 	for _, name := range fs.Args() {

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/nodes"
+	"github.com/sluicehq/sluice/store"
+)
+
+// componentFlags are the settings of the components: LLM providers and the HTTP policy.
+type componentFlags struct {
+	providers string
+	httpAllow string
+}
+
+// addComponentFlags registers --providers and --http-allow on fs.
+func addComponentFlags(fs *flag.FlagSet) *componentFlags {
+	f := &componentFlags{}
+	fs.StringVar(&f.providers, "providers", envOr("SLUICE_PROVIDERS", ""),
+		"JSON file of named LLM providers (env SLUICE_PROVIDERS); the provider \"default\" is OPENAI_BASE_URL with OPENAI_API_KEY")
+	fs.StringVar(&f.httpAllow, "http-allow", envOr("SLUICE_HTTP_ALLOW", ""),
+		"internal addresses the http component may reach, e.g. 10.0.0.0/8,127.0.0.1:8080 (env SLUICE_HTTP_ALLOW); all others are refused")
+	return f
+}
+
+// env builds the components' Env from the flags and the environment. The cache and the
+// subflow runner need Redis and the engine; attach adds them.
+func (f *componentFlags) env(log *slog.Logger) (*nodes.Env, error) {
+	if f == nil {
+		f = &componentFlags{}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	def, err := nodes.NewDefaultProvider(os.Getenv("OPENAI_BASE_URL"), os.Getenv("OPENAI_API_KEY"))
+	if err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	providers := map[string]*nodes.Provider{nodes.DefaultProvider: def}
+	if f.providers != "" {
+		data, err := os.ReadFile(f.providers)
+		if err != nil {
+			return nil, &exitError{code: 2, err: fmt.Errorf("--providers: %w", err)}
+		}
+		named, err := nodes.ParseProviders(data, os.LookupEnv)
+		if err != nil {
+			return nil, &exitError{code: 2, err: fmt.Errorf("--providers %s: %w", f.providers, err)}
+		}
+		for name, p := range named {
+			providers[name] = p
+		}
+	}
+	allow, err := nodes.ParseAllowList(f.httpAllow)
+	if err != nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("--http-allow: %w", err)}
+	}
+	names := make([]string, 0, len(providers))
+	for n, p := range providers {
+		names = append(names, p.String())
+		_ = n
+	}
+	sort.Strings(names)
+	log.Debug("components", "providers", strings.Join(names, "; "), "http_allow", f.httpAllow)
+	return &nodes.Env{Providers: providers, HTTP: &nodes.HTTPPolicy{Allow: allow}, Logger: log}, nil
+}
+
+// registry is the component registry of the binary, built with env (nil: defaults).
+func registry(env *nodes.Env) *flows.Registry { return nodes.NewRegistry(env) }
+
+// attach gives env the shared cache on rdb and a subflow runner on e, finding child
+// flows in lib (nil: Redis only) and serving them with workers (none: a worker of its
+// own that stops with ctx).
+func attach(ctx context.Context, env *nodes.Env, rdb *store.Redis, e *engine.Engine, lib *store.Library, workers ...*engine.Worker) {
+	env.Cache = store.NewCache(rdb)
+	sub := e.NewSubflows()
+	sub.Bind(ctx, lib, workers...)
+	env.Subflows = sub
+}
