@@ -99,6 +99,7 @@ func Register(reg *flows.Registry, env *Env) {
 		routerSpec(env),
 		fanoutSpec(),
 		joinSpec(),
+		approvalSpec(),
 		httpSpec(env),
 		dataSpec(),
 		subflowSpec(env),
