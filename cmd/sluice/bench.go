@@ -38,6 +38,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.StateBytes, "state-bytes", 256, "size of the run state; every checkpoint stores it")
 	fs.IntVar(&o.Procs, "procs", 0, "worker processes to start (0: workers in this process)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the benchmark's keys in Redis afterwards")
+	fs.DurationVar(&o.Sleep, "sleep", 0, "each node waits this long instead of doing nothing (try --shape fork --sleep 1s --runs 1)")
+	fs.Float64Var(&o.Poison, "poison", 0, "fraction of runs that fail at their first node (a poison pill), e.g. 0.01")
 	skipBare := fs.Bool("sluice-only", false, "skip the bare go-redis loop")
 	asJSON := fs.Bool("json", false, "print the figures as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the Sluice side to this file")
@@ -178,5 +180,5 @@ func printBench(w io.Writer, r benchReport) {
 	row("Redis CPU per step (µs)", num(s.CPUPerStep, ""), num(b.CPUPerStep, ""), rt("redis_cpu_per_step"))
 	row("Redis bytes per run", num(s.BytesPerRun, ""), num(b.BytesPerRun, ""), rt("redis_bytes_per_run"))
 	row("Redis bytes per checkpoint", num(s.BytesPerCkpt, ""), "", "")
-	fmt.Fprintf(w, "steps: %d, failed runs: %d, streams drained: %v\n", s.Steps, s.Failed, s.Drained)
+	fmt.Fprintf(w, "steps: %d, failed runs: %d, dead letters: %d, largest pending list: %d, streams drained: %v\n", s.Steps, s.Failed, s.DeadLetters, s.MaxPending, s.Drained)
 }

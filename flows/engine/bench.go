@@ -21,16 +21,18 @@ import (
 // BenchOptions shape a benchmark run.
 type BenchOptions struct {
 	Runs       int
-	Nodes      int     // no-op nodes in a row (shape "linear")
-	Branches   int     // parallel no-op branches between a fork and a join (shape "fork")
-	Shape      string  // "linear" or "fork"
-	Submitters int     // goroutines starting runs
-	Rate       float64 // runs per second; 0 starts them as fast as the submitters can
-	StateBytes int     // size of the run state (a padding string in the input)
-	Procs      int     // worker processes to start; 0 runs the workers in this process
-	Binary     string  // the sluice binary for Procs
-	RedisURL   string  // the Redis the worker processes use
-	Keep       bool    // keep the benchmark's keys afterwards
+	Nodes      int           // no-op nodes in a row (shape "linear")
+	Branches   int           // parallel no-op branches between a fork and a join (shape "fork")
+	Shape      string        // "linear" or "fork"
+	Submitters int           // goroutines starting runs
+	Rate       float64       // runs per second; 0 starts them as fast as the submitters can
+	StateBytes int           // size of the run state (a padding string in the input)
+	Procs      int           // worker processes to start; 0 runs the workers in this process
+	Binary     string        // the sluice binary for Procs
+	RedisURL   string        // the Redis the worker processes use
+	Keep       bool          // keep the benchmark's keys afterwards
+	Sleep      time.Duration // each node waits this long (a delay node) instead of doing nothing
+	Poison     float64       // fraction of runs whose first node fails (a poison pill)
 }
 
 // BenchFigures are what Sluice measured.
@@ -46,16 +48,27 @@ type BenchFigures struct {
 	Steps        int               `json:"steps"`
 	Failed       int               `json:"failed_runs"`
 	Drained      bool              `json:"drained"`
+	MaxPending   int64             `json:"max_pending"` // the largest pending list seen while running
+	DeadLetters  int64             `json:"dead_letters"`
 	Leftover     string            `json:"leftover,omitempty"`
 }
 
 // BenchFlow returns the benchmark's flow document: k no-op transforms in a row, or a
-// fork of k no-op branches into a join.
-func BenchFlow(id, shape string, k int) []byte {
+// fork of k no-op branches into a join. With sleep, the nodes are delays; with poison,
+// the first node fails runs whose input says so.
+func BenchFlow(id, shape string, k int, sleep time.Duration, poison bool) []byte {
 	type node = map[string]any
 	nodes := []node{{"id": "in", "type": "input"}}
 	var edges []node
+	first := true
 	noop := func(id string) node {
+		defer func() { first = false }()
+		if sleep > 0 {
+			return node{"id": id, "type": "delay", "params": map[string]any{"for": sleep.String()}}
+		}
+		if poison && first {
+			return node{"id": id, "type": "transform", "params": map[string]any{"expr": `if .poison then error("poison pill") else {} end`}}
+		}
 		return node{"id": id, "type": "transform", "params": map[string]any{"expr": "{}"}}
 	}
 	switch shape {
@@ -107,7 +120,7 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 	if o.Shape == "fork" {
 		k = o.Branches
 	}
-	doc := BenchFlow(id, o.Shape, k)
+	doc := BenchFlow(id, o.Shape, k, o.Sleep, o.Poison > 0)
 	obs := &benchObserver{}
 	e := New(rdb, reg, Options{Observer: obs, Logger: discardLogger()})
 	plan, _, err := e.Compile(doc)
@@ -151,6 +164,7 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 	}
 	pad := strings.Repeat("x", max(o.StateBytes-12, 0))
 	input, _ := json.Marshal(map[string]any{"pad": pad})
+	poisoned, _ := json.Marshal(map[string]any{"pad": pad, "poison": true})
 
 	// Warm up: one run end to end, so the workers have started and loaded the plan.
 	if warm, err := e.Start(ctx, plan, input, StartOptions{}); err != nil {
@@ -205,9 +219,38 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 	}()
 	start := time.Now()
 	var startErr error
-	store.Submit(ctx, o.Runs, max(o.Submitters, 1), o.Rate, func(int) error {
+	// The pending lists, sampled while the runs go through.
+	var maxPending int64
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for sampleCtx.Err() == nil {
+			var total int64
+			for _, n := range plan.NodeIDs() {
+				if p, err := rdb.Client.XPending(sampleCtx, keys.In(n), store.Group).Result(); err == nil {
+					total += p.Count
+				}
+			}
+			maxPending = max(maxPending, total)
+			select {
+			case <-sampleCtx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	every := 0
+	if o.Poison > 0 {
+		every = int(1 / o.Poison)
+	}
+	store.Submit(ctx, o.Runs, max(o.Submitters, 1), o.Rate, func(i int) error {
 		t := time.Now()
-		run, err := e.Start(ctx, plan, input, StartOptions{})
+		in := input
+		if every > 0 && i%every == every-1 {
+			in = poisoned
+		}
+		run, err := e.Start(ctx, plan, in, StartOptions{})
 		if err != nil {
 			mu.Lock()
 			startErr = err
@@ -227,6 +270,8 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 		return nil, startErr
 	}
 	<-finished
+	stopSampling()
+	<-sampled
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -247,6 +292,8 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 		f.BytesPerCkpt = f.BytesPerRun / store.Figure(stepsPerRun+1)
 	}
 	f.Drained, f.Leftover = drained(ctx, rdb, id, plan.NodeIDs())
+	f.MaxPending = maxPending
+	f.DeadLetters, _ = rdb.Client.XLen(ctx, keys.Dead()).Result()
 	return f, nil
 }
 
