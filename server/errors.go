@@ -2,17 +2,24 @@ package server
 
 import (
 	"errors"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 
 	"github.com/labstack/echo/v4"
+	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/templ/layout"
 	"github.com/sluicehq/sluice/templ/pages"
 )
 
+// codeRateLimited is the code of a client that failed authentication too often.
+const codeRateLimited flows.Code = "rate_limited"
+
 // statusOf is the one map from error codes to HTTP status.
 var statusOf = map[flows.Code]int{
+	codeRateLimited:    http.StatusTooManyRequests,
 	flows.Invalid:      http.StatusBadRequest,
 	flows.NotFound:     http.StatusNotFound,
 	flows.Conflict:     http.StatusConflict,
@@ -52,6 +59,8 @@ type ErrorDetail struct {
 	Flow    string     `json:"flow,omitempty"`
 	Node    string     `json:"node,omitempty"`
 	Path    string     `json:"path,omitempty"`
+	// Problems are every problem of an invalid flow document.
+	Problems flows.Problems `json:"problems,omitempty"`
 }
 
 func (s *Server) handleError(err error, c echo.Context) {
@@ -61,7 +70,17 @@ func (s *Server) handleError(err error, c echo.Context) {
 	d := ErrorDetail{Status: http.StatusInternalServerError, Code: flows.Internal, Message: "internal error"}
 	var fe *flows.Error
 	var he *echo.HTTPError
+	var ie *flows.InvalidError
 	switch {
+	case errors.As(err, &ie):
+		d.Status, d.Code, d.Flow = http.StatusBadRequest, flows.Invalid, ie.Flow
+		d.Message = ie.Error()
+		d.Problems = ie.Problems
+		if d.Problems == nil {
+			d.Problems = flows.Problems{}
+		}
+	case isUnavailable(err):
+		d.Status, d.Code, d.Message = http.StatusServiceUnavailable, flows.Unavailable, "Redis is unavailable; try again"
 	case errors.As(err, &fe):
 		d.Code = fe.Code
 		if st, ok := statusOf[fe.Code]; ok {
@@ -109,10 +128,18 @@ func (s *Server) handleError(err error, c echo.Context) {
 	_ = c.JSON(d.Status, ErrorBody{Error: d})
 }
 
+// isUnavailable reports whether err means Redis could not be reached, which is worth
+// retrying, unlike a bug.
+func isUnavailable(err error) bool {
+	var ne net.Error
+	var oe *net.OpError
+	return errors.As(err, &ne) || errors.As(err, &oe) || errors.Is(err, redis.ErrClosed) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
 // wantsHTML is true for a browser navigating to a page: never for /api, /hooks or /ws.
 func wantsHTML(c echo.Context) bool {
 	p := c.Request().URL.Path
-	if strings.HasPrefix(p, "/api/") || p == "/api" || strings.HasPrefix(p, "/hooks/") || p == "/ws" || p == "/healthz" {
+	if strings.HasPrefix(p, "/api/") || p == "/api" || strings.HasPrefix(p, "/hooks/") || p == "/ws" || p == "/healthz" || p == "/readyz" || p == "/metrics" {
 		return false
 	}
 	return strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/html")

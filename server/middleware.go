@@ -1,9 +1,21 @@
 package server
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
 	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -16,6 +28,9 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		defer func() {
 			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
 				s.log.Error("panic in handler", "method", c.Request().Method, "path", c.Path(),
 					"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 				err = &flows.Error{Code: flows.Internal, Message: "internal error", Err: fmt.Errorf("panic: %v", r)}
@@ -25,7 +40,8 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// requestLog logs one line per request with log/slog.
+// requestLog logs one line per request with log/slog. It logs the path, never the
+// query (a browser's one-time ?token= is in it) or any header.
 func (s *Server) requestLog() echo.MiddlewareFunc {
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		LogMethod: true, LogURIPath: true, LogStatus: true, LogLatency: true, LogError: true, LogRemoteIP: true,
@@ -46,5 +62,226 @@ func (s *Server) requestLog() echo.MiddlewareFunc {
 			s.log.LogAttrs(c.Request().Context(), level, "request", attrs...)
 			return nil
 		},
+	})
+}
+
+// securityHeaders are sent with every response.
+func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		return next(c)
+	}
+}
+
+// TokenCookie is the cookie a browser keeps the token in after opening any page with
+// ?token=TOKEN once (browsers cannot add a header to page loads, WebSockets or
+// EventSource).
+const TokenCookie = "sluice_token"
+
+// authenticate lets a request through when it carries the token: as
+// "Authorization: Bearer TOKEN", or in the cookie. A client address that presents wrong
+// tokens too often is refused with 429 until its window passes.
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.cfg.Token == "" {
+			return next(c)
+		}
+		req := c.Request()
+		ip := clientIP(req)
+		if wait := s.limiter.blocked(ip); wait > 0 {
+			c.Response().Header().Set("Retry-After", strconv.Itoa(int(wait.Round(time.Second)/time.Second)+1))
+			return &flows.Error{Code: "rate_limited", Message: "too many failed authentications from this address; try again later"}
+		}
+		// A browser's first visit: ?token= sets the cookie and is taken out of the URL.
+		if q := req.URL.Query().Get("token"); q != "" && req.Method == http.MethodGet {
+			if !s.tokenOK(q) {
+				s.limiter.fail(ip)
+				return s.unauthorized(c, "the token is not valid")
+			}
+			c.SetCookie(&http.Cookie{Name: TokenCookie, Value: q, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: req.TLS != nil})
+			u := *req.URL
+			v := u.Query()
+			v.Del("token")
+			u.RawQuery = v.Encode()
+			return c.Redirect(http.StatusSeeOther, u.RequestURI())
+		}
+		tok, viaCookie := "", false
+		if h := req.Header.Get(echo.HeaderAuthorization); h != "" {
+			scheme, t, ok := strings.Cut(h, " ")
+			if !ok || !strings.EqualFold(scheme, "Bearer") {
+				s.limiter.fail(ip)
+				return s.unauthorized(c, "use Authorization: Bearer TOKEN")
+			}
+			tok = strings.TrimSpace(t)
+		} else if ck, err := req.Cookie(TokenCookie); err == nil {
+			tok, viaCookie = ck.Value, true
+		}
+		if tok == "" {
+			return s.unauthorized(c, "this server needs a token: send Authorization: Bearer TOKEN")
+		}
+		if !s.tokenOK(tok) {
+			s.limiter.fail(ip)
+			return s.unauthorized(c, "the token is not valid")
+		}
+		// A cookie travels with cross-site requests too (SameSite aside): a change made
+		// with it must come from a page of this server.
+		if viaCookie && req.Method != http.MethodGet && req.Method != http.MethodHead {
+			if o := req.Header.Get("Origin"); o != "" && !sameOrigin(o, req.Host) {
+				return &flows.Error{Code: flows.Forbidden, Message: "cross-origin request refused"}
+			}
+		}
+		return next(c)
+	}
+}
+
+func (s *Server) unauthorized(c echo.Context, msg string) error {
+	c.Response().Header().Set("WWW-Authenticate", `Bearer realm="sluice"`)
+	return &flows.Error{Code: flows.Unauthorized, Message: msg}
+}
+
+// tokenOK compares in constant time; hashing first hides the token's length too.
+func (s *Server) tokenOK(tok string) bool {
+	a := sha256.Sum256([]byte(tok))
+	b := sha256.Sum256([]byte(s.cfg.Token))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}
+
+// clientIP is the address the connection comes from. Forwarded headers are ignored:
+// anyone can write them, and the failed-auth limit must not be escapable by them.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// sameOrigin reports whether an Origin header names the host the request was sent to.
+func sameOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	return strings.EqualFold(u.Host, host)
+}
+
+// failLimiter counts failed authentications per client address in fixed windows.
+type failLimiter struct {
+	max    int
+	window time.Duration
+
+	mu    sync.Mutex
+	seen  map[string]*failCount
+	sweep time.Time
+}
+
+type failCount struct {
+	n     int
+	start time.Time
+}
+
+func newFailLimiter(max int, window time.Duration) *failLimiter {
+	return &failLimiter{max: max, window: window, seen: map[string]*failCount{}}
+}
+
+// blocked returns how long ip must wait, 0 when it may try.
+func (l *failLimiter) blocked(ip string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f := l.seen[ip]
+	if f == nil {
+		return 0
+	}
+	left := l.window - time.Since(f.start)
+	if left <= 0 {
+		delete(l.seen, ip)
+		return 0
+	}
+	if f.n >= l.max {
+		return left
+	}
+	return 0
+}
+
+func (l *failLimiter) fail(ip string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if now.Sub(l.sweep) > l.window {
+		for k, f := range l.seen {
+			if now.Sub(f.start) > l.window {
+				delete(l.seen, k)
+			}
+		}
+		l.sweep = now
+	}
+	f := l.seen[ip]
+	if f == nil || now.Sub(f.start) > l.window {
+		f = &failCount{start: now}
+		l.seen[ip] = f
+	}
+	f.n++
+}
+
+// alsoAccepts are the routes that take a body other than JSON, and which.
+var alsoAccepts = map[string][]string{
+	"POST /api/flows": {"multipart/form-data"}, // import: an uploaded file
+}
+
+// requireJSON answers 415 to a request with a body that is not JSON (or, where
+// alsoAccepts allows, another media type), and caps every body at the configured limit.
+func (s *Server) requireJSON() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			also := alsoAccepts[req.Method+" "+c.Path()]
+			if req.ContentLength > s.cfg.BodyLimit {
+				return &flows.Error{Code: flows.TooLarge, Message: fmt.Sprintf("the request body is larger than %d bytes", s.cfg.BodyLimit)}
+			}
+			hasBody := req.ContentLength > 0 || (req.ContentLength < 0 && req.Body != nil && req.Body != http.NoBody)
+			if hasBody && req.Method != http.MethodGet && req.Method != http.MethodHead {
+				mt, _, err := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
+				ok := err == nil && (mt == echo.MIMEApplicationJSON || strings.HasSuffix(mt, "+json"))
+				for _, a := range also {
+					ok = ok || mt == a
+				}
+				if !ok {
+					want := "application/json"
+					if len(also) > 0 {
+						want += " or " + strings.Join(also, " or ")
+					}
+					return &flows.Error{Code: flows.Unsupported, Message: fmt.Sprintf("send the body as %s (Content-Type was %q)", want, req.Header.Get(echo.HeaderContentType))}
+				}
+			}
+			req.Body = http.MaxBytesReader(c.Response(), req.Body, s.cfg.BodyLimit)
+			return next(c)
+		}
+	}
+}
+
+// readBody reads the request body; one over the limit is a TooLarge error.
+func readBody(c echo.Context) ([]byte, error) {
+	b, err := io.ReadAll(c.Request().Body)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, &flows.Error{Code: flows.TooLarge, Message: fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit)}
+	}
+	if err != nil {
+		return nil, &flows.Error{Code: flows.Invalid, Message: "cannot read the request body"}
+	}
+	return b, nil
+}
+
+// cors allows the configured origins to call the API from a browser.
+func (s *Server) cors() echo.MiddlewareFunc {
+	return middleware.CORSWithConfig(middleware.CORSConfig{
+		AllowOrigins:  s.cfg.CORSOrigins,
+		AllowMethods:  []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete},
+		AllowHeaders:  []string{echo.HeaderAuthorization, echo.HeaderContentType, "Last-Event-ID"},
+		ExposeHeaders: []string{"Location"},
+		MaxAge:        600,
 	})
 }

@@ -7,13 +7,62 @@ import (
 	"github.com/sluicehq/sluice/static"
 )
 
-// routes is the whole HTTP surface of Sluice.
+// routes is the whole HTTP surface of Sluice. Every route in it is documented in
+// openapi.json (a test checks) and docs/api.md.
 func (s *Server) routes() {
 	e := s.echo
-	e.Use(s.recoverPanics, s.requestLog())
+	e.IPExtractor = echo.ExtractIPDirect() // forwarded headers are not trusted
+	e.Use(s.recoverPanics, s.requestLog(), securityHeaders)
+	if len(s.cfg.CORSOrigins) > 0 {
+		e.Use(s.cors())
+	}
 
+	// Health needs no token: load balancers and orchestrators probe it.
 	e.GET("/healthz", s.healthz)
-	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServerFS(static.FS))))
+	e.GET("/readyz", s.readyz)
 
-	e.GET("/", s.homePage)
+	// The webhook ingress authenticates with the flow's own secret instead.
+	e.POST("/hooks/:flow", s.hook, s.requireJSON())
+
+	auth := e.Group("", s.authenticate)
+	auth.GET("/metrics", s.metricsHandler)
+	auth.GET("/ws", s.websocket)
+	auth.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServerFS(static.FS))))
+	auth.GET("/", s.homePage)
+
+	api := auth.Group("/api", s.requireJSON())
+	api.GET("/openapi.json", s.openAPI)
+	api.GET("/components", s.listComponents)
+
+	api.GET("/flows", s.listFlows)
+	api.POST("/flows", s.importFlow)
+	api.POST("/flows/validate", s.validateFlow)
+	api.GET("/flows/:flow", s.getFlow)
+	api.PUT("/flows/:flow", s.saveFlow)
+	api.DELETE("/flows/:flow", s.deleteFlow)
+	api.GET("/flows/:flow/export", s.exportFlow)
+	api.GET("/flows/:flow/events", s.flowEvents)
+
+	api.POST("/flows/:flow/runs", s.startRun)
+	api.GET("/flows/:flow/runs", s.listRuns)
+	api.GET("/flows/:flow/runs/:run", s.getRun)
+	api.POST("/flows/:flow/runs/:run/cancel", s.cancelRun)
+	api.POST("/flows/:flow/runs/:run/resume", s.resumeRun)
+	api.POST("/flows/:flow/runs/:run/fork", s.forkRun)
+	api.GET("/flows/:flow/runs/:run/events", s.runEvents)
+
+	api.GET("/flows/:flow/runs/:run/checkpoints", s.listCheckpoints)
+	api.GET("/flows/:flow/runs/:run/checkpoints/:ckpt", s.getCheckpoint)
+	api.GET("/flows/:flow/runs/:run/checkpoints/:ckpt/diff", s.diffCheckpoint)
+
+	api.GET("/flows/:flow/queues", s.flowQueues)
+
+	api.GET("/flows/:flow/deadletters", s.listDeadLetters)
+	api.POST("/flows/:flow/deadletters/:id/retry", s.retryDeadLetter)
+	api.DELETE("/flows/:flow/deadletters/:id", s.discardDeadLetter)
+
+	api.GET("/flows/:flow/hooks", s.hookInfo)
+	api.GET("/flows/:flow/deliveries", s.listFailedDeliveries)
+	api.POST("/flows/:flow/deliveries/:id/retry", s.retryDelivery)
+	api.DELETE("/flows/:flow/deliveries/:id", s.discardDelivery)
 }

@@ -1,6 +1,7 @@
 // Package server is the HTTP face of Sluice: pages, the editor bundle, the JSON API,
-// health and metrics. Handlers declare the small interfaces they need; routes.go shows
-// the whole surface; errors.go is the one place that maps error codes to HTTP.
+// webhook ingress, live views, health and metrics. Handlers declare the small interfaces
+// they need; routes.go shows the whole surface; errors.go is the one place that maps
+// error codes to HTTP. It sends no Redis command itself: that is the store's job.
 package server
 
 import (
@@ -10,9 +11,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/server/live"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -27,6 +32,36 @@ type Config struct {
 	Embedded        bool   // running on the embedded Redis: pages show a banner
 	ShutdownTimeout time.Duration
 	Logger          *slog.Logger
+
+	// Token is the bearer token every route but health needs. Empty turns
+	// authentication off, which Run allows only on a loopback address.
+	Token string
+	// BodyLimit caps request bodies in bytes (default 4 MiB); larger ones get 413.
+	BodyLimit int64
+	// CORSOrigins are the origins allowed to call the API from a browser; empty turns
+	// CORS off (same-origin only).
+	CORSOrigins []string
+	// AuthFailures is how many failed authentications one client address may make in
+	// AuthWindow before it gets 429 until the window passes (defaults 10 per minute).
+	AuthFailures int
+	AuthWindow   time.Duration
+	// HookSecret returns the secret of a flow's webhook ingress (/hooks/FLOW); "" means
+	// the flow has none and its ingress is off. Default: HookSecretFromEnv.
+	HookSecret func(flow string) string
+	// MaxWait caps the wait parameter of run requests (default 60s).
+	MaxWait time.Duration
+}
+
+// Deps are the parts of Sluice the server works with.
+type Deps struct {
+	Redis   *store.Redis
+	Library *store.Library
+	Engine  *engine.Engine
+	// Sync publishes saved flows so that the in-process workers serve them at once.
+	Sync *engine.LibrarySync
+	// Metrics, when nil, is a new set; pass the one given to the engine as its
+	// Observer so that step metrics show.
+	Metrics *Metrics
 }
 
 // Server is the Echo app with its dependencies.
@@ -35,18 +70,47 @@ type Server struct {
 	log     *slog.Logger
 	echo    *echo.Echo
 	redis   Pinger
+	rdb     *store.Redis
 	library *store.Library
+	engine  *engine.Engine
+	sync    *engine.LibrarySync
+	metrics *Metrics
+	hub     *live.Hub
+	limiter *failLimiter
 }
 
 // New builds the server; it does not listen until Run.
-func New(cfg Config, redis Pinger, library *store.Library) *Server {
+func New(cfg Config, d Deps) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, redis: redis, library: library}
+	if cfg.BodyLimit <= 0 {
+		cfg.BodyLimit = 4 << 20
+	}
+	if cfg.AuthFailures <= 0 {
+		cfg.AuthFailures = 10
+	}
+	if cfg.AuthWindow <= 0 {
+		cfg.AuthWindow = time.Minute
+	}
+	if cfg.HookSecret == nil {
+		cfg.HookSecret = HookSecretFromEnv
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = 60 * time.Second
+	}
+	if d.Metrics == nil {
+		d.Metrics = NewMetrics()
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, redis: d.Redis, rdb: d.Redis, library: d.Library, engine: d.Engine, sync: d.Sync,
+		metrics: d.Metrics, limiter: newFailLimiter(cfg.AuthFailures, cfg.AuthWindow)}
+	if d.Redis != nil {
+		s.hub = live.NewHub(d.Redis, cfg.Logger)
+		s.metrics.watchQueues(d.Redis)
+	}
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
@@ -59,9 +123,54 @@ func New(cfg Config, redis Pinger, library *store.Library) *Server {
 // Handler is the server's http.Handler, for tests and embedding.
 func (s *Server) Handler() http.Handler { return s.echo }
 
+// Routes lists the registered routes as "METHOD path" (Echo's :param syntax).
+func (s *Server) Routes() []string {
+	var out []string
+	for _, r := range s.echo.Routes() {
+		if r.Method == echo.RouteNotFound {
+			continue // the catch-alls a group with middleware adds
+		}
+		out = append(out, r.Method+" "+r.Path)
+	}
+	return out
+}
+
+// CheckListen refuses to serve without a token on anything but a loopback address:
+// an open Sluice runs any flow anyone sends it.
+func CheckListen(addr, token string) error {
+	if token != "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("address %q: %v", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("refusing to listen on %s without a token: set SLUICE_TOKEN (or --token), or listen on localhost", addr)
+}
+
+// HookSecretFromEnv reads the webhook secret of a flow from the environment variable
+// SLUICE_HOOK_SECRET_<FLOW>, the flow id upper-cased with '-' written as '_'.
+func HookSecretFromEnv(flow string) string {
+	return os.Getenv(HookSecretEnv(flow))
+}
+
+// HookSecretEnv is the name of the environment variable that holds flow's webhook secret.
+func HookSecretEnv(flow string) string {
+	return "SLUICE_HOOK_SECRET_" + strings.ToUpper(strings.ReplaceAll(flow, "-", "_"))
+}
+
 // Run listens on cfg.Addr and serves until ctx ends, then shuts down gracefully within
 // cfg.ShutdownTimeout. ready, when not nil, receives the bound address once listening.
 func (s *Server) Run(ctx context.Context, ready func(addr net.Addr)) error {
+	if err := CheckListen(s.cfg.Addr, s.cfg.Token); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
@@ -71,6 +180,12 @@ func (s *Server) Run(ctx context.Context, ready func(addr net.Addr)) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	if s.hub != nil {
+		hubCtx, stopHub := context.WithCancel(context.Background())
+		defer stopHub()
+		go s.hub.Run(hubCtx)
 	}
 	if ready != nil {
 		ready(ln.Addr())
@@ -84,6 +199,9 @@ func (s *Server) Run(ctx context.Context, ready func(addr net.Addr)) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
+	if s.hub != nil {
+		s.hub.Close() // live connections end now; Shutdown does not wait for hijacked ones
+	}
 	err = hs.Shutdown(sctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		hs.Close()

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/nodes"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/storetest"
@@ -31,7 +33,7 @@ func newLibrary(t *testing.T) *store.Library {
 // base URL and a function that stops it and returns Run's error.
 func startServer(t *testing.T, r *store.Redis, lib *store.Library) (string, func() error) {
 	t.Helper()
-	srv := server.New(server.Config{Addr: "127.0.0.1:0", Embedded: r.Embedded(), ShutdownTimeout: 5 * time.Second}, r, lib)
+	srv := server.New(server.Config{Addr: "127.0.0.1:0", Embedded: r.Embedded(), ShutdownTimeout: 5 * time.Second}, server.Deps{Redis: r, Library: lib, Engine: engine.New(r, nodes.NewRegistry(nil), engine.Options{})})
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan net.Addr, 1)
 	errc := make(chan error, 1)

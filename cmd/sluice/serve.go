@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +26,9 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "info"), "debug, info, warn or error (env SLUICE_LOG_LEVEL)")
 	workers := fs.Int("workers", 1, "in-process workers for the library's flows; 0 serves only the UI and API (workers run elsewhere)")
 	cf := addComponentFlags(fs)
+	token := fs.String("token", "", "bearer token every route but health needs (env SLUICE_TOKEN); required unless --addr is loopback")
+	cors := fs.String("cors", envOr("SLUICE_CORS_ORIGINS", ""), "comma-separated origins allowed to call the API from a browser; empty: CORS off (env SLUICE_CORS_ORIGINS)")
+	dispatch := fs.Bool("dispatch", true, "deliver result webhooks from this process")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sluice serve [flags]\n\nServes the flow editor, the JSON API and health on --addr.\n\nFlags:")
 		fs.PrintDefaults()
@@ -42,11 +47,20 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The token comes from the environment unless given: a flag shows in ps.
+	if *token == "" {
+		*token = os.Getenv("SLUICE_TOKEN")
+	}
+	if err := server.CheckListen(*addr, *token); err != nil {
+		return &exitError{code: 2, err: err}
+	}
 	lib, err := store.NewLibrary(*dir)
 	if err != nil {
 		return err
 	}
-	rdb, err := store.Open(ctx, store.Options{URL: *redisURL})
+	// Every flow of the library has a blocking reader per worker, each holding a
+	// connection for its block time: the pool is sized for a few hundred flows.
+	rdb, err := store.Open(ctx, store.Options{URL: *redisURL, PoolSize: 256})
 	if err != nil {
 		return err
 	}
@@ -56,7 +70,9 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	} else {
 		log.Info("using Redis", "addr", rdb.Addr())
 	}
-	e := engine.New(rdb, registry(env), engine.Options{Logger: log})
+	metrics := server.NewMetrics()
+	metrics.SetCacheStats(func() (int64, int64) { st := env.CacheStats(); return st.Hits, st.Misses })
+	e := engine.New(rdb, registry(env), engine.Options{Logger: log, Observer: metrics})
 	var ws []*engine.Worker
 	for i := 0; i < *workers; i++ {
 		ws = append(ws, e.NewWorker(engine.WorkerOptions{}))
@@ -71,9 +87,22 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	bg.Add(1)
 	go func() { defer bg.Done(); watchLibrary(ctx, libSync, log) }()
 
-	srv := server.New(server.Config{Addr: *addr, Embedded: rdb.Embedded(), Logger: log}, rdb, lib)
+	if *dispatch {
+		d := e.NewDispatcher(engine.DispatchOptions{Outcome: metrics.Delivery,
+			Secret: func(flow string) []byte { return []byte(server.HookSecretFromEnv(flow)) }})
+		bg.Add(1)
+		go func() { defer bg.Done(); _ = d.Run(ctx) }()
+	}
+
+	cfg := server.Config{Addr: *addr, Embedded: rdb.Embedded(), Logger: log, Token: *token}
+	for _, o := range strings.Split(*cors, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			cfg.CORSOrigins = append(cfg.CORSOrigins, o)
+		}
+	}
+	srv := server.New(cfg, server.Deps{Redis: rdb, Library: lib, Engine: e, Sync: libSync, Metrics: metrics})
 	err = srv.Run(ctx, func(a net.Addr) {
-		log.Info("sluice is serving", "url", "http://"+displayAddr(*addr, a), "flows", lib.Dir, "workers", *workers)
+		log.Info("sluice is serving", "url", "http://"+displayAddr(*addr, a), "flows", lib.Dir, "workers", *workers, "auth", *token != "")
 	})
 	bg.Wait()
 	return err

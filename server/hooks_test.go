@@ -1,0 +1,247 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+func TestWebhookIngressStartsRunsWithTheFlowsSecret(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		const secret = "hook-secret-91d0"
+		var flowWithSecret string
+		a := newAPI(t, r, func(c *server.Config, _ *server.Deps) {
+			c.HookSecret = func(flow string) string {
+				if flow == flowWithSecret {
+					return secret
+				}
+				return ""
+			}
+		})
+		id := a.saveFlow("linear", nil)
+		other := a.saveFlow("linear", nil)
+		flowWithSecret = id
+		body := `{"name": "Hook"}`
+		noToken := []string{"Authorization", ""}
+
+		// No secret configured: the flow has no ingress.
+		a.must(http.StatusNotFound, "POST", "/hooks/"+other, body, append(noToken, "Authorization", "Bearer "+secret)...)
+		// Wrong or missing secret; the admin token is not the hook's secret.
+		a.must(http.StatusUnauthorized, "POST", "/hooks/"+id, body, noToken...)
+		a.must(http.StatusUnauthorized, "POST", "/hooks/"+id, body, "Authorization", "Bearer wrong")
+		a.must(http.StatusUnauthorized, "POST", "/hooks/"+id, body, "Authorization", "Bearer "+testToken)
+		a.must(http.StatusUnauthorized, "POST", "/hooks/"+id, body, "Authorization", "", "X-Sluice-Signature", "sha256=00")
+		a.must(http.StatusUnsupportedMediaType, "POST", "/hooks/"+id, body, "Authorization", "Bearer "+secret, "Content-Type", "text/plain")
+
+		// The secret as a bearer token.
+		var s server.Started
+		a.must(http.StatusAccepted, "POST", "/hooks/"+id, body, "Authorization", "Bearer "+secret).into(t, &s)
+		if got := a.settle(id, s.Run); got.Status != "succeeded" || string(got.Output) != `{"greeting":"HELLO, HOOK!"}` {
+			t.Errorf("run from the hook = %+v", got)
+		}
+		// A signed body, with an idempotency key: a redelivery starts no second run.
+		sig := engine.Sign([]byte(secret), []byte(body))
+		var s1, s2 server.Started
+		a.must(http.StatusAccepted, "POST", "/hooks/"+id, body, "Authorization", "", "X-Sluice-Signature", sig, "Idempotency-Key", "evt-1").into(t, &s1)
+		a.must(http.StatusAccepted, "POST", "/hooks/"+id, body, "Authorization", "", "X-Sluice-Signature", sig, "Idempotency-Key", "evt-1").into(t, &s2)
+		if s1.Run != s2.Run {
+			t.Errorf("the same Idempotency-Key started runs %s and %s", s1.Run, s2.Run)
+		}
+		var list server.RunList
+		a.must(200, "GET", "/api/flows/"+id+"/runs", nil).into(t, &list)
+		if list.Total != 2 {
+			t.Errorf("runs = %d, want 2", list.Total)
+		}
+		// The hook's info never shows the secret.
+		info := a.must(200, "GET", "/api/flows/"+id+"/hooks", nil)
+		var hi server.HookInfo
+		info.into(t, &hi)
+		if !hi.Enabled || hi.URL != "/hooks/"+id || strings.Contains(info.String(), secret) || !strings.HasPrefix(hi.SecretEnv, "SLUICE_HOOK_SECRET_") {
+			t.Errorf("hook info = %s", info)
+		}
+	})
+}
+
+func TestHookSecretEnvName(t *testing.T) {
+	if got := server.HookSecretEnv("ticket-triage_2"); got != "SLUICE_HOOK_SECRET_TICKET_TRIAGE_2" {
+		t.Errorf("env name = %q", got)
+	}
+	t.Setenv("SLUICE_HOOK_SECRET_MY_FLOW", "s3")
+	if server.HookSecretFromEnv("my-flow") != "s3" || server.HookSecretFromEnv("other") != "" {
+		t.Error("HookSecretFromEnv does not read SLUICE_HOOK_SECRET_<FLOW>")
+	}
+}
+
+// receiver is a webhook endpoint that fails its first `fail` requests.
+type receiver struct {
+	mu    sync.Mutex
+	fail  int
+	calls int
+	got   []engine.ResultPayload
+	hdr   []http.Header
+	srv   *httptest.Server
+}
+
+func newReceiver(t *testing.T, fail int) *receiver {
+	rc := &receiver{fail: fail}
+	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		rc.calls++
+		if rc.calls <= rc.fail {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		var p engine.ResultPayload
+		json.Unmarshal(b, &p)
+		rc.got = append(rc.got, p)
+		rc.hdr = append(rc.hdr, r.Header.Clone())
+	}))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+func (rc *receiver) state() (int, []engine.ResultPayload) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.calls, append([]engine.ResultPayload(nil), rc.got...)
+}
+
+// dispatch runs a dispatcher for flows until the test ends.
+func dispatch(t *testing.T, a *api, maxAttempts int, flowIDs ...string) {
+	t.Helper()
+	d := a.e.NewDispatcher(engine.DispatchOptions{
+		Flows:       func(context.Context) ([]string, error) { return flowIDs, nil },
+		MaxAttempts: maxAttempts, Backoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+		Block: 100 * time.Millisecond, Refresh: 100 * time.Millisecond, ClaimAfter: time.Minute,
+		Secret:  func(string) []byte { return []byte("sign-key") },
+		Outcome: a.metrics.Delivery,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("dispatcher did not stop within 10s")
+		}
+	})
+}
+
+func TestResultWebhooksAreDeliveredWithRetriesAndTheirOwnDeadLetters(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		a := newAPI(t, r)
+		id := a.saveFlow("linear", nil)
+		dispatch(t, a, 3, id)
+
+		// Fails twice, then takes it: delivered once, on the third attempt.
+		rc := newReceiver(t, 2)
+		run := a.start(id, map[string]any{"input": map[string]any{"name": "Ada"}, "webhook": rc.srv.URL + "/done?token=abc"})
+		eventually(t, 20*time.Second, func() string {
+			if calls, got := rc.state(); len(got) != 1 || calls != 3 {
+				return "receiver has not got the result on the third attempt yet"
+			}
+			return ""
+		})
+		_, got := rc.state()
+		p := got[0]
+		if p.Flow != id || p.Run != run || p.Status != "succeeded" || string(p.Output) != `{"greeting":"HELLO, ADA!"}` || p.Delivery == "" {
+			t.Errorf("payload = %+v", p)
+		}
+		body, _ := json.Marshal(p)
+		h := rc.hdr[0]
+		if h.Get("X-Sluice-Delivery") != p.Delivery || h.Get("X-Sluice-Attempt") != "3" || !strings.HasPrefix(h.Get("X-Sluice-Signature"), "sha256=") {
+			t.Errorf("headers = %v (body %s)", h, body)
+		}
+		// The run does not show its webhook (its URL may hold a token).
+		if v := a.must(200, "GET", "/api/flows/"+id+"/runs/"+run, nil).String(); strings.Contains(v, "token=abc") || !strings.Contains(v, `"has_webhook":true`) {
+			t.Errorf("run view = %s", v)
+		}
+		// Acknowledged entries are gone from the results stream; nothing else is left.
+		eventually(t, 10*time.Second, func() string {
+			if n, _ := r.ResultsLength(t.Context(), id); n != 0 {
+				return "results stream still holds entries"
+			}
+			return ""
+		})
+
+		// Always failing: after 3 attempts it goes to the delivery dead letters.
+		bad := newReceiver(t, 1000)
+		run2 := a.start(id, map[string]any{"input": map[string]any{"name": "Bo"}, "webhook": bad.srv.URL + "/x?secret=s3cr3t"})
+		var dl server.DeliveryList
+		eventually(t, 20*time.Second, func() string {
+			a.must(200, "GET", "/api/flows/"+id+"/deliveries", nil).into(t, &dl)
+			if len(dl.Deliveries) != 1 {
+				return "no failed delivery listed"
+			}
+			return ""
+		})
+		d := dl.Deliveries[0]
+		if d.Run != run2 || d.Attempts != 3 || !strings.Contains(d.Error, "status 500") || d.Target != bad.srv.URL {
+			t.Errorf("failed delivery = %+v", d)
+		}
+		if raw := a.must(200, "GET", "/api/flows/"+id+"/deliveries", nil).String(); strings.Contains(raw, "s3cr3t") || strings.Contains(raw, "/x") {
+			t.Errorf("failed deliveries show the webhook's path or query: %s", raw)
+		}
+		if calls, _ := bad.state(); calls != 3 {
+			t.Errorf("receiver called %d times, want 3", calls)
+		}
+		// Fixed receiver: a retry delivers it.
+		bad.mu.Lock()
+		bad.fail = 0
+		bad.mu.Unlock()
+		a.must(200, "POST", "/api/flows/"+id+"/deliveries/"+d.ID+"/retry", nil)
+		eventually(t, 20*time.Second, func() string {
+			if _, got := bad.state(); len(got) != 1 || got[0].Run != run2 {
+				return "the retried delivery has not arrived"
+			}
+			return ""
+		})
+		a.must(200, "GET", "/api/flows/"+id+"/deliveries", nil).into(t, &dl)
+		if len(dl.Deliveries) != 0 {
+			t.Errorf("failed deliveries after the retry = %+v", dl)
+		}
+		a.must(http.StatusNotFound, "POST", "/api/flows/"+id+"/deliveries/"+d.ID+"/retry", nil)
+		a.must(http.StatusNotFound, "DELETE", "/api/flows/"+id+"/deliveries/"+d.ID, nil)
+
+		m := a.must(200, "GET", "/metrics", nil).String()
+		for _, want := range []string{`outcome="delivered"`, `outcome="retry"`, `outcome="dead"`} {
+			if !strings.Contains(m, want) {
+				t.Errorf("metrics lack deliveries %s", want)
+			}
+		}
+	})
+}
+
+func TestRunsWithoutAWebhookAreAcknowledgedAndTrimmed(t *testing.T) {
+	r := storetest.Real(t)
+	a := newAPI(t, r)
+	id := a.saveFlow("linear", nil)
+	for i := 0; i < 3; i++ {
+		a.must(200, "POST", "/api/flows/"+id+"/runs?wait=30s", `{"input": {"name": "x"}}`)
+	}
+	if n, _ := r.ResultsLength(t.Context(), id); n != 3 {
+		t.Fatalf("results stream before dispatch = %d entries, want 3 (nothing trims it before dispatch acknowledges)", n)
+	}
+	dispatch(t, a, 3, id)
+	eventually(t, 10*time.Second, func() string {
+		if n, _ := r.ResultsLength(t.Context(), id); n != 0 {
+			return "results not trimmed after dispatch"
+		}
+		return ""
+	})
+}

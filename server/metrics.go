@@ -1,0 +1,162 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/store"
+)
+
+// Metrics are Sluice's Prometheus metrics. Step metrics come from the engine of this
+// process (Metrics is its Observer), so they count the steps the in-process workers
+// ran; queue figures are read from Redis at each scrape, so they cover every worker.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	steps      *prometheus.CounterVec
+	failures   *prometheus.CounterVec
+	dead       *prometheus.CounterVec
+	stepTime   *prometheus.HistogramVec
+	commitTime prometheus.Histogram
+	tokens     *prometheus.CounterVec
+	hookRuns   *prometheus.CounterVec
+	deliveries *prometheus.CounterVec
+
+	mu         sync.Mutex
+	cacheStats func() (hits, misses int64)
+	queues     bool
+}
+
+// NewMetrics registers Sluice's metrics in a registry of their own (with Go and process
+// metrics).
+func NewMetrics() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.steps = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_steps_total", Help: "Steps committed, by flow and node."}, []string{"flow", "node"})
+	m.failures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_step_failures_total", Help: "Failed step attempts (retried or dead-lettered), by flow and node."}, []string{"flow", "node"})
+	m.dead = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_dead_letters_total", Help: "Activations moved to the dead letters, by flow and node."}, []string{"flow", "node"})
+	m.stepTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sluice_step_duration_seconds", Help: "Time from a worker receiving an activation to its commit's reply.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14)}, []string{"flow"})
+	m.commitTime = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sluice_commit_duration_seconds", Help: "Round trip of a step's atomic commit (batching included).",
+		Buckets: prometheus.ExponentialBuckets(0.0002, 2, 14)})
+	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_tokens_total", Help: "LLM tokens spent by steps, by flow and kind (input, output)."}, []string{"flow", "kind"})
+	m.hookRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_hook_runs_total", Help: "Runs started through the webhook ingress, by flow."}, []string{"flow"})
+	m.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_webhook_deliveries_total", Help: "Result webhook attempts, by flow and outcome (delivered, retry, dead)."}, []string{"flow", "outcome"})
+	m.reg.MustRegister(m.steps, m.failures, m.dead, m.stepTime, m.commitTime, m.tokens, m.hookRuns, m.deliveries,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sluice_cache_hits_total", Help: "Cached tool and LLM calls answered without computing."},
+		func() float64 { h, _ := m.cache(); return float64(h) }))
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sluice_cache_misses_total", Help: "Cached tool and LLM calls that computed their result."},
+		func() float64 { _, n := m.cache(); return float64(n) }))
+	return m
+}
+
+// SetCacheStats gives the metrics the components' cache counters.
+func (m *Metrics) SetCacheStats(f func() (hits, misses int64)) {
+	m.mu.Lock()
+	m.cacheStats = f
+	m.mu.Unlock()
+}
+
+func (m *Metrics) cache() (int64, int64) {
+	m.mu.Lock()
+	f := m.cacheStats
+	m.mu.Unlock()
+	if f == nil {
+		return 0, 0
+	}
+	return f()
+}
+
+// StepDone records a committed step (engine.Observer).
+func (m *Metrics) StepDone(flow, node string, t engine.StepTiming, usage flows.Usage) {
+	m.steps.WithLabelValues(flow, node).Inc()
+	m.stepTime.WithLabelValues(flow).Observe(t.Total.Seconds())
+	m.commitTime.Observe(t.Commit.Seconds())
+	if usage.InputTokens > 0 {
+		m.tokens.WithLabelValues(flow, "input").Add(float64(usage.InputTokens))
+	}
+	if usage.OutputTokens > 0 {
+		m.tokens.WithLabelValues(flow, "output").Add(float64(usage.OutputTokens))
+	}
+}
+
+// StepFailed records a failed step attempt (engine.Observer).
+func (m *Metrics) StepFailed(flow, node string, dead bool) {
+	m.failures.WithLabelValues(flow, node).Inc()
+	if dead {
+		m.dead.WithLabelValues(flow, node).Inc()
+	}
+}
+
+// Delivery records a result webhook attempt (engine.DispatchOptions.Outcome).
+func (m *Metrics) Delivery(flow, outcome string) {
+	m.deliveries.WithLabelValues(flow, outcome).Inc()
+}
+
+var _ engine.Observer = (*Metrics)(nil)
+
+// watchQueues adds the queue figures of every flow in Redis to each scrape.
+func (m *Metrics) watchQueues(r *store.Redis) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.queues {
+		return
+	}
+	m.queues = true
+	m.reg.MustRegister(&queueCollector{r: r})
+}
+
+var (
+	descLength  = prometheus.NewDesc("sluice_queue_length", "Entries in a node's stream (not yet read plus pending).", []string{"flow", "node"}, nil)
+	descPending = prometheus.NewDesc("sluice_queue_pending", "Entries delivered to a worker and not yet committed.", []string{"flow", "node"}, nil)
+	descLag     = prometheus.NewDesc("sluice_queue_lag", "Entries no worker has read yet.", []string{"flow", "node"}, nil)
+	descOldest  = prometheus.NewDesc("sluice_queue_oldest_pending_idle_seconds", "Idle time of the oldest pending entry.", []string{"flow", "node"}, nil)
+	descDead    = prometheus.NewDesc("sluice_dead_letters", "Dead letters waiting for a retry or discard.", []string{"flow"}, nil)
+	descUp      = prometheus.NewDesc("sluice_redis_up", "1 when the queue figures could be read from Redis.", nil, nil)
+)
+
+// queueCollector reads queue figures from Redis at scrape time.
+type queueCollector struct{ r *store.Redis }
+
+func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descLength, descPending, descLag, descOldest, descDead, descUp} {
+		ch <- d
+	}
+}
+
+func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	ids, err := q.r.Flows(ctx)
+	up := 1.0
+	if err != nil {
+		up = 0
+	}
+	for _, f := range ids {
+		fq, err := q.r.Queues(ctx, f)
+		if err != nil {
+			up = 0
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(descDead, prometheus.GaugeValue, float64(fq.DeadLetters), f)
+		for _, n := range fq.Nodes {
+			ch <- prometheus.MustNewConstMetric(descLength, prometheus.GaugeValue, float64(n.Length), f, n.Node)
+			ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(n.Pending), f, n.Node)
+			ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(n.Lag), f, n.Node)
+			ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, float64(n.OldestPendingIdleMS)/1000, f, n.Node)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up)
+}
+
+func (s *Server) metricsHandler(c echo.Context) error {
+	promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{ErrorLog: nil}).ServeHTTP(c.Response(), c.Request())
+	return nil
+}
