@@ -100,6 +100,7 @@ func Register(reg *flows.Registry, env *Env) {
 		fanoutSpec(),
 		joinSpec(),
 		approvalSpec(),
+		delaySpec(),
 		httpSpec(env),
 		dataSpec(),
 		subflowSpec(env),
