@@ -188,11 +188,13 @@ func (h *HTTP) render(ctx context.Context, node string, data any, state map[stri
 		if err != nil {
 			return nil, bad("params.json", err)
 		}
-		b, err := json.Marshal(v)
-		if err != nil {
+		var buf strings.Builder
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
 			return nil, bad("params.json", err)
 		}
-		r.Body, r.JSON = string(b), true
+		r.Body, r.JSON = strings.TrimSuffix(buf.String(), "\n"), true
 	}
 	return r, nil
 }
@@ -276,7 +278,9 @@ func responseBody(raw []byte, ctype string) any {
 		return nil
 	}
 	mt, _, _ := mime.ParseMediaType(ctype)
-	if mt == "application/json" || strings.HasSuffix(mt, "+json") || (mt == "" && json.Valid(raw)) {
+	// JSON is parsed also when it comes as text, as many APIs (and content sniffing) send it.
+	looksJSON := len(raw) > 0 && (raw[0] == '{' || raw[0] == '[')
+	if mt == "application/json" || strings.HasSuffix(mt, "+json") || ((mt == "" || mt == "text/plain") && looksJSON) {
 		if v, err := flows.DecodeJSON(raw); err == nil {
 			return v
 		}
