@@ -14,7 +14,7 @@ const modelParams = `
 	"provider": {"type": "string", "default": "default", "description": "LLM provider configured on the server (see docs/llm-providers.md); \"default\" is OPENAI_BASE_URL with OPENAI_API_KEY."},
 	"model": {"type": "string", "minLength": 1, "description": "Model name as the provider knows it, e.g. gpt-4o-mini or llama3.1."},
 	"temperature": {"type": "number", "minimum": 0, "maximum": 2, "description": "Sampling temperature; left out, the provider's default."},
-	"max_tokens": {"type": "integer", "minimum": 1, "maximum": 1000000, "description": "Most tokens the model may write per reply."}`
+	"max_tokens": {"type": "integer", "minimum": 1, "description": "Most tokens the model may write per reply."}`
 
 // modelConfig is what a model-calling component reads from modelParams.
 type modelConfig struct {
