@@ -15,7 +15,7 @@ import (
 type Event struct {
 	ID   string          `json:"id"` // stream entry id: resume after it
 	Flow string          `json:"flow"`
-	Type string          `json:"type"` // step, run, start, retry, dead, turn, resumed, retried, tokens, ...
+	Type string          `json:"type"` // step, run, start, retry, dead, turn, resumed, retried, token, ...
 	Run  string          `json:"run,omitempty"`
 	Node string          `json:"node,omitempty"`
 	Data json.RawMessage `json:"data,omitempty"`
