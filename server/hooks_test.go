@@ -245,3 +245,79 @@ func TestRunsWithoutAWebhookAreAcknowledgedAndTrimmed(t *testing.T) {
 		return ""
 	})
 }
+
+func TestADeliveryADispatcherLeftIsTakenOverByAnother(t *testing.T) {
+	r := storetest.Real(t)
+	a := newAPI(t, r)
+	id := a.saveFlow("linear", nil)
+
+	// The receiver hangs on its first request (the first dispatcher dies meanwhile) and
+	// takes the second.
+	arrived := make(chan struct{}, 1)
+	release := make(chan struct{})
+	var mu sync.Mutex
+	calls := 0
+	var got []engine.ResultPayload
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n == 1 {
+			arrived <- struct{}{}
+			select {
+			case <-release:
+			case <-req.Context().Done():
+			}
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		var p engine.ResultPayload
+		json.NewDecoder(req.Body).Decode(&p)
+		mu.Lock()
+		got = append(got, p)
+		mu.Unlock()
+	}))
+	defer rc.Close()
+	defer close(release)
+
+	opts := engine.DispatchOptions{Flows: func(context.Context) ([]string, error) { return []string{id}, nil },
+		MaxAttempts: 3, Backoff: 10 * time.Millisecond, Block: 100 * time.Millisecond, ClaimAfter: 300 * time.Millisecond}
+	ctx1, crash := context.WithCancel(context.Background())
+	done1 := make(chan error, 1)
+	go func() { done1 <- a.e.NewDispatcher(opts).Run(ctx1) }()
+
+	run := a.start(id, map[string]any{"input": map[string]any{"name": "Ada"}, "webhook": rc.URL})
+	select {
+	case <-arrived:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first dispatcher never sent the webhook")
+	}
+	crash() // the first dispatcher goes away mid-delivery
+	<-done1
+	if n, _ := r.ResultsLength(t.Context(), id); n != 1 {
+		t.Fatalf("results stream holds %d entries after the crash, want the pending 1", n)
+	}
+
+	ctx2, stop2 := context.WithCancel(context.Background())
+	done2 := make(chan error, 1)
+	go func() { done2 <- a.e.NewDispatcher(opts).Run(ctx2) }()
+	defer func() { stop2(); <-done2 }()
+	eventually(t, 20*time.Second, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) != 1 {
+			return "the second dispatcher has not delivered the result"
+		}
+		return ""
+	})
+	if got[0].Run != run || got[0].Status != "succeeded" {
+		t.Errorf("delivered = %+v", got[0])
+	}
+	eventually(t, 10*time.Second, func() string {
+		if n, _ := r.ResultsLength(t.Context(), id); n != 0 {
+			return "the delivered entry is still in the results stream"
+		}
+		return ""
+	})
+}

@@ -88,7 +88,9 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	go func() { defer bg.Done(); watchLibrary(ctx, libSync, log) }()
 
 	if *dispatch {
-		d := e.NewDispatcher(engine.DispatchOptions{Outcome: metrics.Delivery,
+		// The library's flows: flows that only headless workers serve are theirs to
+		// dispatch (several deployments may share one Redis).
+		d := e.NewDispatcher(engine.DispatchOptions{Outcome: metrics.Delivery, Flows: libraryFlows(lib),
 			Secret: func(flow string) []byte { return []byte(server.HookSecretFromEnv(flow)) }})
 		bg.Add(1)
 		go func() { defer bg.Done(); _ = d.Run(ctx) }()
@@ -123,6 +125,18 @@ func watchLibrary(ctx context.Context, s *engine.LibrarySync, log *slog.Logger) 
 			return
 		case <-time.After(2 * time.Second):
 		}
+	}
+}
+
+// libraryFlows lists the ids of the library's flow files.
+func libraryFlows(lib *store.Library) func(context.Context) ([]string, error) {
+	return func(context.Context) ([]string, error) {
+		files, err := lib.List()
+		ids := make([]string, len(files))
+		for i, f := range files {
+			ids[i] = f.ID
+		}
+		return ids, err
 	}
 }
 

@@ -212,18 +212,33 @@ func (h *Hub) Subscribe(c *Client, flow, run, lastID string) error {
 		return &flows.Error{Code: flows.Invalid, Path: "last_event_id", Message: fmt.Sprintf("%q is not an event id such as 1700000000000-0", lastID)}
 	}
 	h.mu.Lock()
+	f := h.feeds[flow]
+	h.mu.Unlock()
+	start := ""
+	if f == nil {
+		// Where a new reader starts, read without holding the hub.
+		ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
+		var err error
+		start, err = h.src.LastEventID(ctx, flow)
+		cancel()
+		if err != nil {
+			if h.ctx.Err() != nil {
+				return ErrClosed
+			}
+			return fmt.Errorf("live: read the events of flow %q: %w", flow, err)
+		}
+	}
+	h.mu.Lock()
 	if h.ctx.Err() != nil {
 		h.mu.Unlock()
 		return ErrClosed
 	}
-	f := h.feeds[flow]
+	f = h.feeds[flow]
 	if f == nil {
-		ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
-		start, err := h.src.LastEventID(ctx, flow)
-		cancel()
-		if err != nil {
+		if start == "" {
+			// The feed this call saw went away meanwhile: start from now.
 			h.mu.Unlock()
-			return fmt.Errorf("live: read the events of flow %q: %w", flow, err)
+			return h.Subscribe(c, flow, run, lastID)
 		}
 		fctx, fcancel := context.WithCancel(h.ctx)
 		f = &feed{flow: flow, cancel: fcancel, subs: map[*sub]bool{}}
