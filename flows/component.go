@@ -39,7 +39,7 @@ type Step struct {
 	Run     string
 	Node    string
 	Version string
-	StepNo  int // 1-based step number within the run
+	Depth   int // steps along this activation's line since the run started (what max_steps bounds)
 	Attempt int // 1 for the first delivery
 
 	// Input is the state as the node's input selector sees it ("." by default).

@@ -50,6 +50,8 @@ type Run struct {
 	Updated    time.Time                  `json:"updated_at"`
 	Finished   *time.Time                 `json:"finished_at,omitempty"`
 	ParentRun  string                     `json:"parent_run,omitempty"`
+	// Caller is the step that started this run as a subflow.
+	Caller *RunCaller `json:"caller,omitempty"`
 	ParentCkpt string                     `json:"parent_checkpoint,omitempty"`
 	LastCkpt   string                     `json:"last_checkpoint,omitempty"`
 	Waits      map[string]json.RawMessage `json:"-"`
@@ -84,6 +86,9 @@ func parseRun(flow, id string, h map[string]string) *Run {
 	}
 	r.ParentRun, r.ParentCkpt, r.LastCkpt = h["parent_run"], h["parent_ckpt"], h["last_ckpt"]
 	r.Webhook = h["webhook"]
+	if h["caller_run"] != "" {
+		r.Caller = &RunCaller{Flow: h["caller_flow"], Run: h["caller_run"], Node: h["caller_node"]}
+	}
 	for k, v := range h {
 		switch {
 		case strings.HasPrefix(k, "out:"):
@@ -93,6 +98,13 @@ func parseRun(flow, id string, h map[string]string) *Run {
 		}
 	}
 	return r
+}
+
+// RunCaller names the step of another run that started a run as a subflow.
+type RunCaller struct {
+	Flow string `json:"flow"`
+	Run  string `json:"run"`
+	Node string `json:"node"`
 }
 
 // StartArgs creates a run.

@@ -32,7 +32,8 @@ var (
 	turnScript      = mustScript("turn")
 )
 
-var allScripts = []*redis.Script{commitScript, failScript, reclaimScript, heartbeatScript, startScript, cancelScript, resumeScript, retryDeadScript, turnScript}
+var allScripts = []*redis.Script{commitScript, failScript, reclaimScript, heartbeatScript, startScript, cancelScript, resumeScript, retryDeadScript, turnScript,
+	cacheStoreScript, cacheReleaseScript, cacheExtendScript}
 
 // LoadScripts loads every script into Redis's script cache, so pipelines can use EVALSHA.
 func (r *Redis) LoadScripts(ctx context.Context) error {

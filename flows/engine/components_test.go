@@ -226,6 +226,9 @@ func TestSubflowRunsAnotherFlowAndLinksItsRun(t *testing.T) {
 		if err != nil || cr.Status != store.StatusSucceeded || string(cr.Output()) != `"hello, Ada"` {
 			t.Fatalf("the linked child run: %+v %v", cr, err)
 		}
+		if c := cr.Caller; c == nil || c.Flow != parent.Flow || c.Run != run.ID || c.Node != "sub" {
+			t.Errorf("the child run's caller %+v, want the parent's step", c)
+		}
 
 		// A retried step whose earlier attempt started that child waits for it instead
 		// of starting another.
@@ -253,4 +256,42 @@ func stepWithTurns(flow, run string, turn []byte) *flows.Step {
 		s.Turns = []json.RawMessage{turn}
 	}
 	return s
+}
+
+func TestCancellingAParentRunCancelsItsSubflowRuns(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		v, _, sub := componentEnv(t, r, nil)
+		child := v.compile(`{"sluice": 1, "id": "FLOW", "nodes": [{"id": "in", "type": "input"},
+		  {"id": "wait", "type": "delay", "params": {"for": "1h"}}, {"id": "out", "type": "output"}],
+		 "edges": [{"from": "in", "to": "wait"}, {"from": "wait", "to": "out"}]}`)
+		parent := v.compile(`{"sluice": 1, "id": "FLOW", "nodes": [{"id": "in", "type": "input"},
+		  {"id": "sub", "type": "subflow", "params": {"flow": "` + child.Flow + `"}},
+		  {"id": "out", "type": "output"}],
+		 "edges": [{"from": "in", "to": "sub"}, {"from": "sub", "to": "out"}]}`)
+		w, _ := startWorker(t, v.e, time.Second, parent.Flow, child.Flow)
+		sub.Bind(context.Background(), nil, w)
+		id := v.start(parent, `{}`)
+		var childRun string
+		waitFor(t, "the child run to start", 10*time.Second, func() bool {
+			for _, c := range v.checkpoints(parent, id) {
+				var link struct {
+					Subflow struct{ Flow, Run string } `json:"subflow"`
+				}
+				if c.Kind == "turn" && json.Unmarshal(c.Update, &link) == nil && link.Subflow.Run != "" {
+					childRun = link.Subflow.Run
+					if _, err := v.e.Get(context.Background(), child.Flow, childRun); err == nil {
+						return true
+					}
+				}
+			}
+			return false
+		})
+		if err := v.e.Cancel(context.Background(), parent.Flow, id); err != nil {
+			t.Fatal(err)
+		}
+		cr, err := v.e.Get(context.Background(), child.Flow, childRun)
+		if err != nil || cr.Status != store.StatusCancelled {
+			t.Errorf("child run after cancelling its parent: %+v %v, want cancelled", cr, err)
+		}
+	})
 }

@@ -18,6 +18,13 @@ type StartOptions struct {
 	RunID string
 	// Webhook receives the run's result when it finishes.
 	Webhook string
+	// Caller is the step that started this run as a subflow, if any.
+	Caller *Caller
+}
+
+// Caller names the step of another run that started a run (a subflow).
+type Caller struct {
+	Flow, Run, Node string
 }
 
 // inputChecker is implemented by entry components that check a run's input.
@@ -80,6 +87,9 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	if opts.Webhook != "" {
 		fields = append(fields, "webhook", opts.Webhook)
 	}
+	if c := opts.Caller; c != nil {
+		fields = append(fields, "caller_flow", c.Flow, "caller_run", c.Run, "caller_node", c.Node)
+	}
 	args := store.StartArgs{Flow: plan.Flow, Run: id, Version: plan.Version, State: stateJSON,
 		Checkpoint: cp.Fields(), Entries: []string{plan.Entry}, Fields: fields}
 	ckpt, err := e.rdb.StartRun(ctx, args)
@@ -135,7 +145,36 @@ func (e *Engine) Cancel(ctx context.Context, flow, run string) error {
 			ttl = p.Settings.CheckpointTTL.D()
 		}
 	}
-	return e.rdb.CancelRun(ctx, flow, run, ttl)
+	if err := e.rdb.CancelRun(ctx, flow, run, ttl); err != nil {
+		return err
+	}
+	e.cancelChildren(ctx, flow, run, 0)
+	return nil
+}
+
+// cancelChildren cancels the subflow runs a run's steps started (their steps recorded
+// them as turns), and theirs in turn.
+func (e *Engine) cancelChildren(ctx context.Context, flow, run string, depth int) {
+	if depth > MaxSubflowDepth {
+		return
+	}
+	cps, err := e.rdb.Checkpoints(ctx, flow, run, "-", 0)
+	if err != nil {
+		return
+	}
+	for _, c := range cps {
+		if c.Kind != "turn" {
+			continue
+		}
+		var t subflowTurn
+		if json.Unmarshal(c.Update, &t) != nil || t.Subflow == nil {
+			continue
+		}
+		child := t.Subflow
+		if err := e.rdb.CancelRun(ctx, child.Flow, child.Run, e.ttlOf(ctx, child.Flow, "")); err == nil {
+			e.cancelChildren(ctx, child.Flow, child.Run, depth+1)
+		}
+	}
 }
 
 // ErrNotWaiting is returned by Resume for a run that waits for nobody.

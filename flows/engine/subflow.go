@@ -102,7 +102,7 @@ func (s *Subflows) RunSubflow(ctx context.Context, step *flows.Step, flow string
 		switch {
 		case flows.ErrorCode(err) == flows.NotFound:
 			// Saved but never started (the worker stopped in between): start it now.
-			if _, err := s.e.Start(ctx, plan, input, StartOptions{RunID: run}); err != nil && flows.ErrorCode(err) != flows.Conflict {
+			if _, err := s.e.Start(ctx, plan, input, StartOptions{RunID: run, Caller: &Caller{Flow: step.Flow, Run: step.Run, Node: step.Node}}); err != nil && flows.ErrorCode(err) != flows.Conflict {
 				return nil, err
 			}
 		case err != nil:
@@ -122,7 +122,7 @@ func (s *Subflows) RunSubflow(ctx context.Context, step *flows.Step, flow string
 				return nil, err
 			}
 		}
-		if _, err := s.e.Start(ctx, plan, input, StartOptions{RunID: run}); err != nil {
+		if _, err := s.e.Start(ctx, plan, input, StartOptions{RunID: run, Caller: &Caller{Flow: step.Flow, Run: step.Run, Node: step.Node}}); err != nil {
 			if flows.ErrorCode(err) == flows.Invalid {
 				return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: step.Node, Path: "params.input",
 					Message: fmt.Sprintf("subflow %q refused its input", flow), Err: err})

@@ -395,7 +395,7 @@ func (f *flowWorker) prepare(a store.Activation, state map[string]any) (*job, st
 		}
 		return nil, f.fail(a, plan, err), false
 	}
-	step := &flows.Step{Flow: a.Flow, Run: a.Run, Node: a.Node, Version: a.Version, Attempt: a.Deliveries, State: state}
+	step := &flows.Step{Flow: a.Flow, Run: a.Run, Node: a.Node, Version: a.Version, Depth: a.Depth, Attempt: a.Deliveries, State: state}
 	if a.Resume != "" {
 		step.Resume = []byte(a.Resume)
 	}

@@ -86,7 +86,7 @@ func (r *recorder) save(_ context.Context, turn any) error {
 // newStep is a step over state s, recording what it emits and saves.
 func newStep(s map[string]any) (*flows.Step, *recorder) {
 	rec := &recorder{}
-	return &flows.Step{Flow: "f", Run: "r", Node: "n", Version: "v1", StepNo: 1, Attempt: 1, Input: s, State: s,
+	return &flows.Step{Flow: "f", Run: "r", Node: "n", Version: "v1", Depth: 1, Attempt: 1, Input: s, State: s,
 		Emit: rec.emit, SaveTurn: rec.save}, rec
 }
 

@@ -16,3 +16,12 @@ func (*Fanout) Inline() bool { return true }
 
 // Inline reports that Approval runs without I/O (it parks or applies a decision).
 func (*Approval) Inline() bool { return true }
+
+// Inline reports that a rules router runs without I/O; an LLM router calls a model.
+func (r *Router) Inline() bool { return !r.llm }
+
+// Inline reports that Template runs without I/O.
+func (*Template) Inline() bool { return true }
+
+// Inline reports that Data, as a step, runs without I/O.
+func (*Data) Inline() bool { return true }

@@ -47,7 +47,7 @@ func quote(s string) string {
 // run runs c for one step whose input and state are both v.
 func run(t *testing.T, c flows.Component, v map[string]any) (*flows.Result, error) {
 	t.Helper()
-	return c.Run(context.Background(), &flows.Step{Flow: "f", Run: "r", Node: "n", StepNo: 1, Attempt: 1, Input: v, State: v})
+	return c.Run(context.Background(), &flows.Step{Flow: "f", Run: "r", Node: "n", Depth: 1, Attempt: 1, Input: v, State: v})
 }
 
 // state decodes JSON into a state as the runtime holds it (numbers as json.Number).
