@@ -31,27 +31,27 @@ func Finished(status string) bool {
 
 // Run is a run as its hash records it.
 type Run struct {
-	ID         string                     `json:"id"`
-	Flow       string                     `json:"flow"`
-	Version    string                     `json:"version"`
-	Status     string                     `json:"status"`
-	Input      json.RawMessage            `json:"input,omitempty"`
-	Outputs    map[string]json.RawMessage `json:"-"`
-	Error      string                     `json:"error,omitempty"`
-	ErrorNode  string                     `json:"error_node,omitempty"`
-	LastError  string                     `json:"last_error,omitempty"`
-	Steps      int                        `json:"steps"`
-	Live       int                        `json:"live"`
-	Parked     int                        `json:"-"`
-	Dead       int                        `json:"dead_letters"`
-	Usage      flows.Usage                `json:"usage"`
-	Created    time.Time                  `json:"created_at"`
-	Started    *time.Time                 `json:"started_at,omitempty"`
-	Updated    time.Time                  `json:"updated_at"`
-	Finished   *time.Time                 `json:"finished_at,omitempty"`
-	ParentRun  string                     `json:"parent_run,omitempty"`
+	ID        string                     `json:"id"`
+	Flow      string                     `json:"flow"`
+	Version   string                     `json:"version"`
+	Status    string                     `json:"status"`
+	Input     json.RawMessage            `json:"input,omitempty"`
+	Outputs   map[string]json.RawMessage `json:"-"`
+	Error     string                     `json:"error,omitempty"`
+	ErrorNode string                     `json:"error_node,omitempty"`
+	LastError string                     `json:"last_error,omitempty"`
+	Steps     int                        `json:"steps"`
+	Live      int                        `json:"live"`
+	Parked    int                        `json:"-"`
+	Dead      int                        `json:"dead_letters"`
+	Usage     flows.Usage                `json:"usage"`
+	Created   time.Time                  `json:"created_at"`
+	Started   *time.Time                 `json:"started_at,omitempty"`
+	Updated   time.Time                  `json:"updated_at"`
+	Finished  *time.Time                 `json:"finished_at,omitempty"`
+	ParentRun string                     `json:"parent_run,omitempty"`
 	// Caller is the step that started this run as a subflow.
-	Caller *RunCaller `json:"caller,omitempty"`
+	Caller     *RunCaller                 `json:"caller,omitempty"`
 	ParentCkpt string                     `json:"parent_checkpoint,omitempty"`
 	LastCkpt   string                     `json:"last_checkpoint,omitempty"`
 	Waits      map[string]json.RawMessage `json:"-"`
