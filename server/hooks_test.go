@@ -218,6 +218,21 @@ func TestResultWebhooksAreDeliveredWithRetriesAndTheirOwnDeadLetters(t *testing.
 		a.must(http.StatusNotFound, "POST", "/api/flows/"+id+"/deliveries/"+d.ID+"/retry", nil)
 		a.must(http.StatusNotFound, "DELETE", "/api/flows/"+id+"/deliveries/"+d.ID, nil)
 
+		// Discard: a failed delivery that nobody wants sent.
+		a.start(id, map[string]any{"input": map[string]any{"name": "Cy"}, "webhook": newReceiver(t, 1000).srv.URL})
+		eventually(t, 20*time.Second, func() string {
+			a.must(200, "GET", "/api/flows/"+id+"/deliveries", nil).into(t, &dl)
+			if len(dl.Deliveries) != 1 {
+				return "the third run's failed delivery is not listed"
+			}
+			return ""
+		})
+		a.must(http.StatusNoContent, "DELETE", "/api/flows/"+id+"/deliveries/"+dl.Deliveries[0].ID, nil)
+		a.must(200, "GET", "/api/flows/"+id+"/deliveries", nil).into(t, &dl)
+		if len(dl.Deliveries) != 0 {
+			t.Errorf("failed deliveries after the discard = %+v", dl)
+		}
+
 		m := a.must(200, "GET", "/metrics", nil).String()
 		for _, want := range []string{`outcome="delivered"`, `outcome="retry"`, `outcome="dead"`} {
 			if !strings.Contains(m, want) {

@@ -153,8 +153,8 @@ func TestSSEStreamsARunsEventsAndResumesFromLastEventID(t *testing.T) {
 	run := a.start(id, `{"input": {"name": "Ada"}}`)
 	a.settle(id, run)
 
-	read := func(lastID string) (nodes []string, ids []string) {
-		req, _ := http.NewRequest("GET", fmt.Sprintf("%s/api/flows/%s/runs/%s/events", a.base, id, run), nil)
+	read := func(path, lastID string) (nodes []string, ids []string) {
+		req, _ := http.NewRequest("GET", a.base+path, nil)
 		req.Header.Set("Authorization", "Bearer "+a.token)
 		if lastID != "" {
 			req.Header.Set("Last-Event-ID", lastID)
@@ -183,11 +183,11 @@ func TestSSEStreamsARunsEventsAndResumesFromLastEventID(t *testing.T) {
 			case strings.HasPrefix(line, "data: "):
 				var m live.Envelope
 				json.Unmarshal([]byte(line[6:]), &m)
-				if kind == "step" {
+				if kind == "step" && m.Event.Run == run {
 					nodes = append(nodes, m.Event.Node)
 					ids = append(ids, evID)
 				}
-				if kind == "run" && strings.Contains(string(m.Event.Data), "succeeded") {
+				if kind == "run" && m.Event.Run == run && strings.Contains(string(m.Event.Data), "succeeded") {
 					return nodes, ids
 				}
 			}
@@ -195,11 +195,15 @@ func TestSSEStreamsARunsEventsAndResumesFromLastEventID(t *testing.T) {
 		t.Fatalf("the stream ended before the run's end; got %v", nodes)
 		return nil, nil
 	}
-	nodes, ids := read("")
+	runPath := fmt.Sprintf("/api/flows/%s/runs/%s/events", id, run)
+	nodes, ids := read(runPath, "")
 	if strings.Join(nodes, " ") != "in greet shout out" {
 		t.Fatalf("SSE steps = %v", nodes)
 	}
-	nodes, _ = read(ids[1])
+	if nodes, _ := read("/api/flows/"+id+"/events", ""); strings.Join(nodes, " ") != "in greet shout out" {
+		t.Errorf("the flow's SSE steps = %v", nodes)
+	}
+	nodes, _ = read(runPath, ids[1])
 	if strings.Join(nodes, " ") != "shout out" {
 		t.Errorf("after Last-Event-ID of greet's step: %v, want shout out", nodes)
 	}

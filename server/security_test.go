@@ -19,7 +19,7 @@ func concrete(path string) string {
 }
 
 func TestEveryRouteButHealthNeedsTheToken(t *testing.T) {
-	a := newAPI(t, storetest.Embedded(t))
+	a := newAPI(t, storetest.Real(t))
 	open := map[string]bool{"GET /healthz": true, "GET /readyz": true, "POST /hooks/:flow": true}
 	for _, rt := range a.srv.Routes() {
 		method, path, _ := strings.Cut(rt, " ")
@@ -78,7 +78,7 @@ func TestABrowserGetsTheTokenCookieFromTheURLOnce(t *testing.T) {
 }
 
 func TestFailedAuthenticationIsRateLimited(t *testing.T) {
-	a := newAPI(t, storetest.Embedded(t), func(c *server.Config, _ *server.Deps) { c.AuthFailures = 3 })
+	a := newAPI(t, storetest.Real(t), func(c *server.Config, _ *server.Deps) { c.AuthFailures = 3 })
 	for i := 0; i < 3; i++ {
 		a.must(http.StatusUnauthorized, "GET", "/api/flows", nil, "Authorization", "Bearer guess")
 	}
