@@ -69,11 +69,9 @@ func (e *Engine) Fork(ctx context.Context, flow, run, ckpt string, patch json.Ra
 	if err != nil {
 		return "", err
 	}
-	id := opts.RunID
-	if id == "" {
-		id = NewRunID()
-	} else if !flows.ValidID(id) {
-		return "", &flows.Error{Code: flows.Invalid, Path: "run_id", Message: fmt.Sprintf("run id %q: use lower-case letters, digits, '-' and '_'", id)}
+	id, err := runID(opts.RunID)
+	if err != nil {
+		return "", err
 	}
 	e.forgetPublished(plan) // a fork is rare: make sure its version is in Redis
 	if err := e.Publish(ctx, plan); err != nil {

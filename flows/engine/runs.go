@@ -71,11 +71,9 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	if err != nil {
 		return "", err
 	}
-	id := opts.RunID
-	if id == "" {
-		id = NewRunID()
-	} else if !flows.ValidID(id) {
-		return "", &flows.Error{Code: flows.Invalid, Path: "run_id", Message: fmt.Sprintf("run id %q: use lower-case letters, digits, '-' and '_'", id)}
+	id, err := runID(opts.RunID)
+	if err != nil {
+		return "", err
 	}
 	if err := e.Publish(ctx, plan); err != nil {
 		return "", err
@@ -105,6 +103,17 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	}
 	e.cache.put(id, ckpt, state, len(stateJSON))
 	return id, nil
+}
+
+// runID is the id a new run gets: the one asked for, checked, or a new one.
+func runID(asked string) (string, error) {
+	if asked == "" {
+		return NewRunID(), nil
+	}
+	if !flows.ValidID(asked) {
+		return "", &flows.Error{Code: flows.Invalid, Path: "run_id", Message: fmt.Sprintf("run id %q: use lower-case letters, digits, '-' and '_'", asked)}
+	}
+	return asked, nil
 }
 
 // Get returns a run.
