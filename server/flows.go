@@ -189,11 +189,10 @@ func (s *Server) importFlow(c echo.Context) error {
 		return err
 	}
 	var comp compiler = s.engine
-	plan, probs, err := comp.Compile(doc)
+	plan, _, err := comp.Compile(doc)
 	if err != nil {
 		return err
 	}
-	_ = probs
 	if _, lerr := s.library.Load(plan.Flow); lerr == nil && c.QueryParam("overwrite") != "true" {
 		return &flows.Error{Code: flows.Conflict, Flow: plan.Flow, Message: "a flow with this id exists; import with ?overwrite=true to replace it, or change the document's id"}
 	}

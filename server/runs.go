@@ -2,12 +2,14 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -180,7 +182,7 @@ func (s *Server) planFor(ctx context.Context, flow, version string) (*flows.Plan
 	}
 	doc, err := s.library.Load(flow)
 	if err == nil {
-		plan, _, cerr := s.runs().Compile(doc)
+		plan, cerr := s.plans.compile(s.runs(), flow, doc)
 		if cerr == nil {
 			return plan, nil
 		}
@@ -198,6 +200,39 @@ func (s *Server) planFor(ctx context.Context, flow, version string) (*flows.Plan
 		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: "no such flow"}
 	}
 	return p, perr
+}
+
+// planCache keeps the plan of each library file's last content, so that starting a
+// run does not compile the flow again.
+type planCache struct {
+	mu    sync.Mutex
+	plans map[string]cachedPlan
+}
+
+type cachedPlan struct {
+	sum  [32]byte
+	plan *flows.Plan
+}
+
+func (pc *planCache) compile(c compiler, flow string, doc []byte) (*flows.Plan, error) {
+	sum := sha256.Sum256(doc)
+	pc.mu.Lock()
+	cp, ok := pc.plans[flow]
+	pc.mu.Unlock()
+	if ok && cp.sum == sum {
+		return cp.plan, nil
+	}
+	plan, _, err := c.Compile(doc)
+	if err != nil {
+		return nil, err
+	}
+	pc.mu.Lock()
+	if pc.plans == nil {
+		pc.plans = map[string]cachedPlan{}
+	}
+	pc.plans[flow] = cachedPlan{sum: sum, plan: plan}
+	pc.mu.Unlock()
+	return plan, nil
 }
 
 // startRun starts a run and answers 202 at once; with ?wait=30s it answers 200 with the

@@ -77,6 +77,7 @@ type Server struct {
 	metrics *Metrics
 	hub     *live.Hub
 	limiter *failLimiter
+	plans   planCache
 }
 
 // New builds the server; it does not listen until Run.
