@@ -89,6 +89,7 @@ type receiver struct {
 	fail  int
 	calls int
 	got   []engine.ResultPayload
+	raw   [][]byte
 	hdr   []http.Header
 	srv   *httptest.Server
 }
@@ -107,6 +108,7 @@ func newReceiver(t *testing.T, fail int) *receiver {
 		var p engine.ResultPayload
 		json.Unmarshal(b, &p)
 		rc.got = append(rc.got, p)
+		rc.raw = append(rc.raw, b)
 		rc.hdr = append(rc.hdr, r.Header.Clone())
 	}))
 	t.Cleanup(rc.srv.Close)
@@ -162,10 +164,12 @@ func TestResultWebhooksAreDeliveredWithRetriesAndTheirOwnDeadLetters(t *testing.
 		if p.Flow != id || p.Run != run || p.Status != "succeeded" || string(p.Output) != `{"greeting":"HELLO, ADA!"}` || p.Delivery == "" {
 			t.Errorf("payload = %+v", p)
 		}
-		body, _ := json.Marshal(p)
 		h := rc.hdr[0]
-		if h.Get("X-Sluice-Delivery") != p.Delivery || h.Get("X-Sluice-Attempt") != "3" || !strings.HasPrefix(h.Get("X-Sluice-Signature"), "sha256=") {
-			t.Errorf("headers = %v (body %s)", h, body)
+		if h.Get("X-Sluice-Delivery") != p.Delivery || h.Get("X-Sluice-Attempt") != "3" || h.Get("X-Sluice-Flow") != id || h.Get("X-Sluice-Run") != run {
+			t.Errorf("headers = %v", h)
+		}
+		if sig := h.Get("X-Sluice-Signature"); sig != engine.Sign([]byte("sign-key"), rc.raw[0]) {
+			t.Errorf("signature %q does not sign the body with the flow's key", sig)
 		}
 		// The run does not show its webhook (its URL may hold a token).
 		if v := a.must(200, "GET", "/api/flows/"+id+"/runs/"+run, nil).String(); strings.Contains(v, "token=abc") || !strings.Contains(v, `"has_webhook":true`) {

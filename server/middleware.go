@@ -120,7 +120,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			tok, viaCookie = ck.Value, true
 		}
 		if tok == "" {
-			return s.unauthorized(c, "this server needs a token: send Authorization: Bearer TOKEN")
+			return s.unauthorized(c, "this server needs a token: send Authorization: Bearer TOKEN (in a browser, open any page once with ?token=TOKEN)")
 		}
 		if !s.tokenOK(tok) {
 			s.limiter.fail(ip)
