@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	gws "github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/server/live"
@@ -20,6 +21,9 @@ func (s *Server) websocket(c echo.Context) error {
 	}
 	if s.hub == nil {
 		return &flows.Error{Code: flows.Unavailable, Message: "live views are not available"}
+	}
+	if !gws.IsWebSocketUpgrade(c.Request()) {
+		return &flows.Error{Code: flows.Invalid, Message: "this is a websocket endpoint: connect with a websocket client (or use the SSE streams)"}
 	}
 	q := c.QueryParams()
 	first := live.Request{Flow: q.Get("flow"), Run: q.Get("run"), LastEventID: q.Get("last_event_id")}

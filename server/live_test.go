@@ -140,6 +140,9 @@ func TestWebsocketRefusesAForeignOriginAndNoToken(t *testing.T) {
 		t.Fatalf("same origin refused: %v", err)
 	}
 	c.Close()
+	if e := a.must(http.StatusBadRequest, "GET", "/ws", nil).errorBody(t); e.Code != "invalid" {
+		t.Errorf("a plain GET of /ws: %+v", e)
+	}
 	h := http.Header{}
 	_, resp, err = websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(a.base, "http")+"/ws", h)
 	if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
