@@ -41,7 +41,9 @@ type apiOption func(*server.Config, *server.Deps)
 func newAPI(t *testing.T, r *store.Redis, opts ...apiOption) *api {
 	t.Helper()
 	a := &api{t: t, r: r, lib: newLibrary(t), metrics: server.NewMetrics(), token: testToken}
-	a.e = engine.New(r, nodetest.Registry(r.Client), engine.Options{Logger: slog.New(slog.DiscardHandler), Observer: a.metrics})
+	reg := nodetest.Registry(r.Client)
+	reg.Register(hookOutputSpec())
+	a.e = engine.New(r, reg, engine.Options{Logger: slog.New(slog.DiscardHandler), Observer: a.metrics})
 	w := a.e.NewWorker(engine.WorkerOptions{Block: 200 * time.Millisecond, Grace: 2 * time.Second, Refresh: 200 * time.Millisecond})
 	sync := a.e.NewLibrarySync(a.lib, w)
 	cfg := server.Config{Addr: "127.0.0.1:0", Embedded: r.Embedded(), ShutdownTimeout: 5 * time.Second, Token: testToken,

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store"
@@ -339,4 +340,51 @@ func TestADeliveryADispatcherLeftIsTakenOverByAnother(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// hookOutputSpec is an output component with a result webhook, as the output component
+// will have: the dispatcher finds it through engine.Webhooker.
+func hookOutputSpec() flows.Spec {
+	return flows.Spec{Name: "hook_output", Title: "Output with a webhook (tests)", Category: "test", Description: "Ends the run; its result goes to the webhook.",
+		Ports:  []flows.Port{{Name: flows.PortIn, Direction: "in", Type: flows.PortState, Multiple: true, Required: true}},
+		Params: json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {"webhook": {"type": "string"}}}`),
+		New: func(b *flows.Build) (flows.Component, error) {
+			var p struct {
+				Webhook string `json:"webhook"`
+			}
+			if err := b.Decode(&p); err != nil {
+				return nil, err
+			}
+			return &hookOutput{url: p.Webhook}, nil
+		}}
+}
+
+type hookOutput struct{ url string }
+
+func (h *hookOutput) Run(_ context.Context, s *flows.Step) (*flows.Result, error) {
+	return &flows.Result{Output: map[string]any{"name": s.State["name"]}, Final: true}, nil
+}
+
+func (h *hookOutput) Webhook() string { return h.url }
+
+var _ engine.Webhooker = (*hookOutput)(nil)
+
+func TestAnOutputNodesWebhookGetsTheResultToo(t *testing.T) {
+	a := newAPI(t, storetest.Real(t))
+	node, req := newReceiver(t, 0), newReceiver(t, 0)
+	id := a.saveFlow(`{"sluice": 1, "id": "x", "nodes": [{"id": "in", "type": "input"}, {"id": "out", "type": "hook_output", "params": {"webhook": "`+node.srv.URL+`"}}],
+		"edges": [{"from": "in", "to": "out"}]}`, nil)
+	dispatch(t, a, 3, id)
+	run := a.start(id, map[string]any{"input": map[string]any{"name": "Ada"}, "webhook": req.srv.URL})
+	for name, rc := range map[string]*receiver{"the output node's webhook": node, "the run's webhook": req} {
+		eventually(t, 20*time.Second, func() string {
+			if _, got := rc.state(); len(got) != 1 {
+				return name + " has not got the result"
+			}
+			return ""
+		})
+		if _, got := rc.state(); got[0].Run != run || string(got[0].Output) != `{"name":"Ada"}` {
+			t.Errorf("%s got %+v", name, got[0])
+		}
+	}
 }
