@@ -1,0 +1,92 @@
+package live_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice/server/live"
+	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+// TestResumingWhileEventsFlowLosesAndRepeatsNothing subscribes with a last event id
+// while another writer keeps appending: the client must get every event after that id,
+// once, in order — the replay and the live feed meet without a gap or a duplicate.
+func TestResumingWhileEventsFlowLosesAndRepeatsNothing(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
+		key := store.FlowKeys(flow).Events()
+		ctx := context.Background()
+		add := func(i int) string {
+			id, err := r.Client.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"type", "step", "run", "r1", "node", fmt.Sprint("n", i), "data", "{}"}}).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}
+		var resumeAfter string
+		for i := 0; i < 100; i++ {
+			id := add(i)
+			if i == 49 {
+				resumeAfter = id
+			}
+		}
+		h := live.NewHubWith(r, nil, live.Options{QueueEvery: time.Hour, Block: 50 * time.Millisecond})
+		defer h.Close()
+		// Someone else watches already, so the feed is running when we join.
+		other := h.NewClient(4096)
+		if err := h.Subscribe(other, flow, "", ""); err != nil {
+			t.Fatal(err)
+		}
+		const total = 400
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 100; i < total; i++ {
+				add(i)
+				if i%50 == 0 {
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+		}()
+		c := h.NewClient(4096)
+		time.Sleep(10 * time.Millisecond) // join while the writer is busy
+		if err := h.Subscribe(c, flow, "", resumeAfter); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		var got []string
+		timeout := time.After(20 * time.Second)
+		for len(got) < total-50 {
+			select {
+			case m := <-c.Messages():
+				var env live.Envelope
+				if err := json.Unmarshal(m.Data, &env); err != nil {
+					t.Fatal(err)
+				}
+				if env.Type == "event" {
+					got = append(got, env.Event.Node)
+				}
+			case <-c.Dropped():
+				t.Fatal("client dropped")
+			case <-timeout:
+				t.Fatalf("got %d of %d events", len(got), total-50)
+			}
+		}
+		for i, n := range got {
+			if want := fmt.Sprint("n", 50+i); n != want {
+				t.Fatalf("event %d is %s, want %s (a gap or a duplicate)", i, n, want)
+			}
+		}
+		select {
+		case m := <-c.Messages():
+			t.Errorf("an extra message after the last event: %s", m.Data)
+		case <-time.After(200 * time.Millisecond):
+		}
+	})
+}
