@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,20 +35,40 @@ type api struct {
 	srv     *server.Server
 	base    string
 	token   string
+	logs    *syncBuffer // everything the engine and the server logged
+}
+
+// syncBuffer is a bytes.Buffer for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 type apiOption func(*server.Config, *server.Deps)
 
 func newAPI(t *testing.T, r *store.Redis, opts ...apiOption) *api {
 	t.Helper()
-	a := &api{t: t, r: r, lib: newLibrary(t), metrics: server.NewMetrics(), token: testToken}
+	a := &api{t: t, r: r, lib: newLibrary(t), metrics: server.NewMetrics(), token: testToken, logs: &syncBuffer{}}
+	log := slog.New(slog.NewTextHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	reg := nodetest.Registry(r.Client)
 	reg.Register(hookOutputSpec())
-	a.e = engine.New(r, reg, engine.Options{Logger: slog.New(slog.DiscardHandler), Observer: a.metrics})
+	a.e = engine.New(r, reg, engine.Options{Logger: log, Observer: a.metrics})
 	w := a.e.NewWorker(engine.WorkerOptions{Block: 200 * time.Millisecond, Grace: 2 * time.Second, Refresh: 200 * time.Millisecond})
 	sync := a.e.NewLibrarySync(a.lib, w)
 	cfg := server.Config{Addr: "127.0.0.1:0", Embedded: r.Embedded(), ShutdownTimeout: 5 * time.Second, Token: testToken,
-		AuthFailures: 1000, Logger: slog.New(slog.DiscardHandler), HookSecret: func(string) string { return "" }}
+		AuthFailures: 1000, Logger: log, HookSecret: func(string) string { return "" }}
 	deps := server.Deps{Redis: r, Library: a.lib, Engine: a.e, Sync: sync, Metrics: a.metrics}
 	for _, o := range opts {
 		o(&cfg, &deps)

@@ -238,6 +238,25 @@ func TestResultWebhooksAreDeliveredWithRetriesAndTheirOwnDeadLetters(t *testing.
 			t.Errorf("failed deliveries after the discard = %+v", dl)
 		}
 
+		// No secret in any event or log line: the webhooks' queries, the hook's key.
+		evs, err := r.EventsAfter(t.Context(), id, "0-0", 10000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if b, _ := json.Marshal(ev); strings.Contains(string(b), "token=abc") || strings.Contains(string(b), "s3cr3t") {
+				t.Errorf("an event shows a webhook's secret: %s", b)
+			}
+		}
+		if !strings.Contains(a.logs.String(), "dispatch: webhook failed") {
+			t.Error("the test's log capture is not working")
+		}
+		for _, secret := range []string{"token=abc", "s3cr3t", "sign-key", testToken} {
+			if strings.Contains(a.logs.String(), secret) {
+				t.Errorf("the log shows %q", secret)
+			}
+		}
+
 		m := a.must(200, "GET", "/metrics", nil).String()
 		for _, want := range []string{`outcome="delivered"`, `outcome="retry"`, `outcome="dead"`} {
 			if !strings.Contains(m, want) {

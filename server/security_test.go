@@ -89,6 +89,9 @@ func TestFailedAuthenticationIsRateLimited(t *testing.T) {
 	// Even the right token waits until the window passes; health stays open.
 	a.must(http.StatusTooManyRequests, "GET", "/api/flows", nil)
 	a.must(200, "GET", "/healthz", nil)
+	if strings.Contains(a.logs.String(), "guess") || strings.Contains(a.logs.String(), testToken) {
+		t.Error("the log shows a token that was sent")
+	}
 }
 
 func TestRequestLimits(t *testing.T) {
