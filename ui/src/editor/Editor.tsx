@@ -361,7 +361,7 @@ function Editor({ data }: { data: EditorData }) {
         </button>
         <span className="grow" />
         <button type="button" className={`problems-count${pmap.errors ? " has-errors" : ""}`} onClick={() => setTab("problems")} id="problems-count">
-          {validation.checking && problemCount === 0 ? "Checking…" : problemCount === 0 ? "✓ Valid" : `${pmap.errors} errors · ${pmap.warnings} warnings`}
+          {validation.checking && problemCount === 0 ? "Checking…" : problemCount === 0 ? "Valid" : `${plural(pmap.errors, "error")} · ${plural(pmap.warnings, "warning")}`}
         </button>
         {!isNew && (
           <>
@@ -390,15 +390,17 @@ function Editor({ data }: { data: EditorData }) {
             onConnectEnd={onConnectEnd}
             isValidConnection={isValidConnection}
             onDelete={onDelete}
+            onNodeClick={() => setTab((t) => (t === "problems" ? "inspect" : t))}
+            onEdgeClick={() => setTab((t) => (t === "problems" ? "inspect" : t))}
             deleteKeyCode={["Delete", "Backspace"]}
-            fitView
+            fitView={data.flow.nodes.length > 0}
             fitViewOptions={{ padding: 0.2, maxZoom: 1.2 }}
             minZoom={0.2}
             proOptions={{ hideAttribution: true }}
           >
             <Background gap={16} />
             <Controls showInteractive={false} />
-            <MiniMap pannable zoomable nodeClassName={(n) => `minimap-node status-${(n as CanvasNode).data.run?.status ?? "none"}`} />
+            <MiniMap pannable zoomable style={{ width: 160, height: 110 }} nodeClassName={(n) => `minimap-node status-${(n as CanvasNode).data.run?.status ?? "none"}`} />
           </ReactFlow>
           {doc.nodes.length === 0 && (
             <div className="canvas-empty">
@@ -450,4 +452,8 @@ function Editor({ data }: { data: EditorData }) {
       )}
     </div>
   );
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
 }

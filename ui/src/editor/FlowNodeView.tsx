@@ -63,7 +63,7 @@ function FlowNodeViewInner({ data, selected }: NodeProps<CanvasNode>) {
         <div className="flow-node-badges">
           {mark && (
             <span className={`badge badge-${mark}`} title={problems.map((p) => p.message).join("\n")}>
-              {mark === "error" ? "⛔" : "⚠"} {problems.length} {problems.length === 1 ? "problem" : "problems"}
+              {problems.length} {problems.length === 1 ? "problem" : "problems"}
             </span>
           )}
           {queue && queue.pending + queue.lag > 0 && (

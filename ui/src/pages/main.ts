@@ -1,7 +1,7 @@
 // Entry of the pages bundle: the little behaviour the server-rendered pages need —
 // confirmations, importing a file, run actions (cancel, approve, fork), and the queue
 // page's live figures. Every page loads it; each part looks for its own elements.
-import { applyPatch, mergePatch } from "../flow/diff";
+import { applyPatch, equal, mergePatch } from "../flow/diff";
 import { api, ApiError } from "../api/client";
 import { initQueues } from "./queues";
 
@@ -111,7 +111,8 @@ fork?.addEventListener("submit", async (e) => {
   try {
     const edited = JSON.parse(text) as unknown;
     const patch = mergePatch(original, edited);
-    if (patch !== undefined && JSON.stringify(applyPatch(original, patch)) !== JSON.stringify(edited)) throw new Error("the edited state must be a JSON object");
+    if (!edited || typeof edited !== "object" || Array.isArray(edited)) throw new Error("the state is a JSON object");
+    if (patch !== undefined && !equal(applyPatch(original, patch), edited)) throw new Error("this edit cannot be written as a merge patch (a value set to null?)");
     const started = await api.fork(fork.dataset.flow!, fork.dataset.run!, fork.dataset.fork!, patch);
     location.href = `/flows/${encodeURIComponent(started.flow)}/runs/${encodeURIComponent(started.run)}`;
   } catch (err) {
