@@ -77,7 +77,7 @@ func eventMessage(ev store.Event) Message {
 type Options struct {
 	QueueEvery time.Duration // queue figures interval (1s)
 	Block      time.Duration // one XREAD's block time (1s)
-	Replay     int64         // events replayed at most on resume (1000)
+	Replay     int64         // events read per page when replaying on resume (1000)
 }
 
 // Hub fans the flows' events out to subscribers.
@@ -200,7 +200,7 @@ type sub struct {
 var ErrClosed = errors.New("the live hub is closed")
 
 // Subscribe sends c the events of flow (of one run, if run is set) from now on; with
-// lastID, first those after it that the stream still has (at most Options.Replay).
+// lastID, first those after it that the stream still has.
 func (h *Hub) Subscribe(c *Client, flow, run, lastID string) error {
 	if !flows.ValidID(flow) {
 		return &flows.Error{Code: flows.Invalid, Path: "flow", Message: fmt.Sprintf("%q is not a flow id", flow)}
@@ -257,28 +257,35 @@ func (h *Hub) Subscribe(c *Client, flow, run, lastID string) error {
 	if lastID == "" {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
+	// Page through everything the stream still has after lastID (it is capped, so
+	// this ends); a client that cannot take it within the time is dropped.
+	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
 	defer cancel()
-	evs, err := h.src.EventsAfter(ctx, flow, lastID, h.opts.Replay)
-	if err != nil {
-		return fmt.Errorf("live: replay the events of flow %q: %w", flow, err)
-	}
-	for _, ev := range evs {
-		s.last = ev.ID
-		if run != "" && ev.Run != run {
-			continue
+	after := lastID
+	for {
+		evs, err := h.src.EventsAfter(ctx, flow, after, h.opts.Replay)
+		if err != nil {
+			return fmt.Errorf("live: replay the events of flow %q: %w", flow, err)
 		}
-		// The connection's writer is draining meanwhile: wait for room rather than drop.
-		select {
-		case c.out <- eventMessage(ev):
-		case <-c.dropped:
-			return nil
-		case <-ctx.Done():
-			c.drop()
+		for _, ev := range evs {
+			s.last, after = ev.ID, ev.ID
+			if run != "" && ev.Run != run {
+				continue
+			}
+			// The connection's writer is draining meanwhile: wait for room rather than drop.
+			select {
+			case c.out <- eventMessage(ev):
+			case <-c.dropped:
+				return nil
+			case <-ctx.Done():
+				c.drop()
+				return nil
+			}
+		}
+		if int64(len(evs)) < h.opts.Replay {
 			return nil
 		}
 	}
-	return nil
 }
 
 // Unsubscribe ends c's subscriptions to flow's run ("" ends the flow-wide one).

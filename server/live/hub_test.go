@@ -36,7 +36,8 @@ func TestResumingWhileEventsFlowLosesAndRepeatsNothing(t *testing.T) {
 				resumeAfter = id
 			}
 		}
-		h := live.NewHubWith(r, nil, live.Options{QueueEvery: time.Hour, Block: 50 * time.Millisecond})
+		// Small replay pages, so that resuming takes several.
+		h := live.NewHubWith(r, nil, live.Options{QueueEvery: time.Hour, Block: 50 * time.Millisecond, Replay: 7})
 		defer h.Close()
 		// Someone else watches already, so the feed is running when we join.
 		other := h.NewClient(4096)
