@@ -1,13 +1,52 @@
 package server
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
+	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/examples"
+	"github.com/sluicehq/sluice/static"
+	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/templ/layout"
 	"github.com/sluicehq/sluice/templ/pages"
+)
+
+// pageEngine is what the pages read of the runtime: they show, they never change runs
+// (the pages' buttons call the JSON API for that).
+type pageEngine interface {
+	Compile(doc []byte) (*flows.Plan, flows.Problems, error)
+	Registry() *flows.Registry
+	List(ctx context.Context, flow string, q engine.ListQuery) ([]*store.Run, int64, error)
+	Info(ctx context.Context, flow, run string) (*engine.RunInfo, error)
+	Checkpoints(ctx context.Context, flow, run string) ([]store.Checkpoint, error)
+	Checkpoint(ctx context.Context, flow, run, id string) (*store.Checkpoint, error)
+	Diff(ctx context.Context, flow, run, a, b string) ([]engine.Change, error)
+}
+
+// pageStore is what the queues page reads of Redis.
+type pageStore interface {
+	Queues(ctx context.Context, flow string) (*store.FlowQueues, error)
+	DeadLetters(ctx context.Context, flow string, count int64) ([]store.DeadLetter, error)
+	Flows(ctx context.Context) ([]string, error)
+}
+
+var (
+	_ pageEngine = (*engine.Engine)(nil)
+	_ pageStore  = (*store.Redis)(nil)
 )
 
 func (s *Server) render(c echo.Context, status int, t templ.Component) error {
@@ -17,7 +56,17 @@ func (s *Server) render(c echo.Context, status int, t templ.Component) error {
 }
 
 func (s *Server) page(title, section string) layout.Page {
-	return layout.Page{Title: title, Section: section, Embedded: s.cfg.Embedded}
+	return layout.Page{Title: title, Section: section, Embedded: s.cfg.Embedded, Bundle: static.HasBundle()}
+}
+
+func (s *Server) pageEngine() pageEngine { return s.engine }
+
+// pageStore is nil when the server runs without Redis (some tests).
+func (s *Server) pageStore() pageStore {
+	if s.rdb == nil {
+		return nil
+	}
+	return s.rdb
 }
 
 func (s *Server) homePage(c echo.Context) error {
@@ -25,6 +74,7 @@ func (s *Server) homePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	ctx := c.Request().Context()
 	items := make([]pages.FlowItem, 0, len(files))
 	for _, f := range files {
 		var head struct {
@@ -34,12 +84,472 @@ func (s *Server) homePage(c echo.Context) error {
 		item := pages.FlowItem{ID: f.ID}
 		if err := json.Unmarshal(f.Data, &head); err != nil {
 			item.Problem = "not valid JSON: " + err.Error()
+		} else {
+			_, probs, _ := s.pageEngine().Compile(f.Data)
+			for _, p := range probs {
+				if p.Severity == flows.SeverityError {
+					item.Errors++
+				} else {
+					item.Warnings++
+				}
+			}
 		}
 		item.Name, item.Nodes = head.Name, len(head.Nodes)
 		if item.Name == "" {
 			item.Name = f.ID
 		}
+		if runs, _, err := s.pageEngine().List(ctx, f.ID, engine.ListQuery{Limit: 1}); err == nil && len(runs) > 0 {
+			r := runItem(runs[0])
+			item.LastRun = &r
+		}
 		items = append(items, item)
 	}
-	return s.render(c, http.StatusOK, pages.Home(s.page("Flows", "flows"), s.library.Dir, items))
+	var exs []pages.Example
+	for _, id := range examples.IDs() {
+		doc, _ := examples.Read(id)
+		var head struct{ Name, Description string }
+		_ = json.Unmarshal(doc, &head)
+		exs = append(exs, pages.Example{ID: id, Name: head.Name, Description: head.Description})
+	}
+	return s.render(c, http.StatusOK, pages.Home(s.page("Flows", "flows"), s.library.Dir, items, exs))
+}
+
+// editorData is what the editor island is given (ui/src/editor/Editor.tsx EditorData).
+type editorData struct {
+	Flow       json.RawMessage `json:"flow"`
+	Components []*flows.Spec   `json:"components"`
+	IsNew      bool            `json:"isNew"`
+}
+
+func (s *Server) editor(c echo.Context, title string, doc []byte, isNew bool) error {
+	if !static.HasBundle() {
+		return s.render(c, http.StatusOK, pages.NoBundle(s.page(title, "flows")))
+	}
+	if !json.Valid(doc) {
+		return &flows.Error{Code: flows.Invalid, Message: "the flow file is not valid JSON; fix it in a text editor or import it again"}
+	}
+	p := s.page(title, "flows")
+	p.Full = true
+	data := editorData{Flow: doc, Components: s.pageEngine().Registry().Specs(), IsNew: isNew}
+	return s.render(c, http.StatusOK, pages.Editor(p, data))
+}
+
+func (s *Server) editorPage(c echo.Context) error {
+	id := c.Param("flow")
+	doc, err := s.library.Load(id)
+	if err != nil {
+		return err
+	}
+	var head struct{ Name string }
+	_ = json.Unmarshal(doc, &head)
+	if head.Name == "" {
+		head.Name = id
+	}
+	return s.editor(c, head.Name, doc, false)
+}
+
+// newFlowPage opens the editor on a flow that is not saved yet: blank, or a copy of an
+// example, named as asked, with an id no flow of the library has.
+func (s *Server) newFlowPage(c echo.Context) error {
+	name := strings.TrimSpace(c.QueryParam("name"))
+	if name == "" {
+		name = "Untitled flow"
+	}
+	doc := flows.Document{Sluice: flows.FormatVersion, Nodes: []flows.Node{}, Edges: []flows.Edge{}}
+	if from := c.QueryParam("from"); from != "" {
+		raw, err := examples.Read(from)
+		if err != nil {
+			return &flows.Error{Code: flows.NotFound, Message: fmt.Sprintf("no example %q", from)}
+		}
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			return err
+		}
+	}
+	doc.ID, doc.Name = s.freeID(slug(name)), name
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	return s.editor(c, name, out, true)
+}
+
+// duplicateFlowPage saves a copy of a flow under a new id and opens it.
+func (s *Server) duplicateFlowPage(c echo.Context) error {
+	id := c.Param("flow")
+	raw, err := s.library.Load(id)
+	if err != nil {
+		return err
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return &flows.Error{Code: flows.Invalid, Flow: id, Message: "the flow file is not valid JSON"}
+	}
+	var name string
+	_ = json.Unmarshal(doc["name"], &name)
+	if name == "" {
+		name = id
+	}
+	newID := s.freeID(id + "-copy")
+	doc["id"], _ = json.Marshal(newID)
+	doc["name"], _ = json.Marshal(name + " (copy)")
+	out, err := json.MarshalIndent(orderedDoc(doc), "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := s.library.Save(newID, out); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/flows/"+newID)
+}
+
+func (s *Server) deleteFlowPage(c echo.Context) error {
+	if err := s.library.Delete(c.Param("flow")); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/")
+}
+
+// orderedDoc writes a flow's top-level fields in the format's order.
+type orderedDoc map[string]json.RawMessage
+
+func (d orderedDoc) MarshalJSON() ([]byte, error) {
+	order := []string{"sluice", "id", "name", "description", "state", "settings", "nodes", "edges"}
+	rank := func(k string) int {
+		for i, o := range order {
+			if o == k {
+				return i
+			}
+		}
+		return len(order)
+	}
+	keys := make([]string, 0, len(d))
+	for k := range d {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if rank(keys[i]) != rank(keys[j]) {
+			return rank(keys[i]) < rank(keys[j])
+		}
+		return keys[i] < keys[j]
+	})
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kj, _ := json.Marshal(k)
+		b.Write(kj)
+		b.WriteByte(':')
+		b.Write(d[k])
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+var notID = regexp.MustCompile(`[^a-z0-9_-]+`)
+
+// slug turns a name into a flow id: "Ticket triage!" -> "ticket-triage".
+func slug(name string) string {
+	s := strings.Trim(notID.ReplaceAllString(strings.ToLower(name), "-"), "-_")
+	if len(s) > 56 {
+		s = strings.TrimRight(s[:56], "-_")
+	}
+	if s == "" {
+		s = "flow"
+	}
+	return s
+}
+
+// freeID is base, or base-2, base-3 ... whichever no flow of the library has.
+func (s *Server) freeID(base string) string {
+	if len(base) > 56 {
+		base = base[:56]
+	}
+	for i := 1; ; i++ {
+		id := base
+		if i > 1 {
+			id = fmt.Sprintf("%s-%d", base, i)
+		}
+		if _, err := s.library.Load(id); flows.ErrorCode(err) == flows.NotFound {
+			return id
+		}
+	}
+}
+
+// flowIDs lists the flows the runs and queues pages offer: the library's and those
+// that only Redis knows (run by headless workers).
+func (s *Server) flowIDs(ctx context.Context) []string {
+	seen := map[string]bool{}
+	if files, err := s.library.List(); err == nil {
+		for _, f := range files {
+			seen[f.ID] = true
+		}
+	}
+	if ps := s.pageStore(); ps != nil {
+		if ids, err := ps.Flows(ctx); err == nil {
+			for _, id := range ids {
+				seen[id] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for id := range seen {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var runStatuses = []string{store.StatusQueued, store.StatusRunning, store.StatusWaiting, store.StatusSucceeded, store.StatusFailed, store.StatusCancelled}
+
+func (s *Server) runsPage(c echo.Context) error {
+	ctx := c.Request().Context()
+	r := pages.RunsPage{Flows: s.flowIDs(ctx), Flow: c.QueryParam("flow"), Status: c.QueryParam("status"), Statuses: runStatuses}
+	if r.Flow == "" && len(r.Flows) > 0 {
+		r.Flow = r.Flows[0]
+	}
+	if r.Flow != "" {
+		offset, _ := strconv.Atoi(c.QueryParam("offset"))
+		offset = max(offset, 0)
+		const limit = 50
+		runs, total, err := s.pageEngine().List(ctx, r.Flow, engine.ListQuery{Status: r.Status, Offset: offset, Limit: limit})
+		if err != nil {
+			r.Problem = userMessage(err)
+		}
+		r.Total = total
+		for _, run := range runs {
+			r.Runs = append(r.Runs, runItem(run))
+		}
+		link := func(off int) string {
+			q := url.Values{"flow": {r.Flow}}
+			if r.Status != "" {
+				q.Set("status", r.Status)
+			}
+			if off > 0 {
+				q.Set("offset", strconv.Itoa(off))
+			}
+			return "/runs?" + q.Encode()
+		}
+		if offset > 0 {
+			r.Prev = link(max(offset-limit, 0))
+		}
+		if int64(offset+len(runs)) < total && len(runs) == limit {
+			r.Next = link(offset + limit)
+		}
+	}
+	return s.render(c, http.StatusOK, pages.Runs(s.page("Runs", "runs"), r))
+}
+
+func (s *Server) runPage(c echo.Context) error {
+	ctx := c.Request().Context()
+	flow, runID := c.Param("flow"), c.Param("run")
+	info, err := s.pageEngine().Info(ctx, flow, runID)
+	if err != nil {
+		return err
+	}
+	run := info.Run
+	ckpts, err := s.pageEngine().Checkpoints(ctx, flow, runID)
+	if err != nil {
+		return err
+	}
+	r := pages.RunPage{Flow: flow, Version: run.Version, Run: runItem(run), Finished: store.Finished(run.Status),
+		Input: pretty(run.Input), ErrorNode: run.ErrorNode, ParentCkpt: run.ParentCkpt}
+	if run.Status == store.StatusSucceeded {
+		r.Output = pretty(run.Output())
+	}
+	if info.StorageBytes > 0 {
+		r.Storage = bytesText(info.StorageBytes)
+	}
+	nodes := make([]string, 0, len(run.Waits))
+	for n := range run.Waits {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	for _, n := range nodes {
+		var w struct {
+			Prompt   string          `json:"prompt"`
+			Data     json.RawMessage `json:"data"`
+			Deadline string          `json:"deadline"`
+		}
+		_ = json.Unmarshal(run.Waits[n], &w)
+		r.Waits = append(r.Waits, pages.Wait{Node: n, Prompt: w.Prompt, Data: pretty(w.Data), Deadline: w.Deadline})
+	}
+	selected := c.QueryParam("checkpoint")
+	var longest float64
+	for _, cp := range ckpts {
+		longest = max(longest, cp.DurationMS)
+	}
+	for i, cp := range ckpts {
+		if selected == "" && i == len(ckpts)-1 {
+			selected = cp.ID
+		}
+		item := pages.Checkpoint{ID: cp.ID, Node: cp.Node, Kind: cp.Kind, Step: cp.Step, Duration: durationText(cp.DurationMS),
+			Tokens: cp.Usage.InputTokens + cp.Usage.OutputTokens, Attempt: cp.Attempt,
+			Link: fmt.Sprintf("/flows/%s/runs/%s?checkpoint=%s#checkpoint", flow, runID, url.QueryEscape(cp.ID))}
+		if longest > 0 {
+			item.Percent = int(cp.DurationMS / longest * 100)
+		}
+		r.Checkpoints = append(r.Checkpoints, item)
+	}
+	for i := range r.Checkpoints {
+		r.Checkpoints[i].Selected = r.Checkpoints[i].ID == selected
+	}
+	if selected != "" {
+		cp, err := s.pageEngine().Checkpoint(ctx, flow, runID, selected)
+		if err != nil {
+			return err
+		}
+		d := &pages.CheckpointDetail{ID: cp.ID, Node: cp.Node, Kind: cp.Kind, Step: cp.Step, Update: pretty(cp.Update),
+			Output: pretty(cp.Output), State: pretty(cp.State), Worker: cp.Worker}
+		if len(cp.State) > 0 && cp.Kind != "turn" {
+			d.StateRaw = json.RawMessage(cp.State)
+			d.CanFork = true
+		}
+		if cp.Parent != "" && len(cp.State) > 0 {
+			if changes, err := s.pageEngine().Diff(ctx, flow, runID, cp.Parent, cp.ID); err == nil {
+				d.HasDiff = true
+				for _, ch := range changes {
+					d.Changes = append(d.Changes, pages.Change{Path: ch.Path, Op: ch.Op, From: compact(ch.From), To: compact(ch.To)})
+				}
+			}
+		}
+		r.Selected = d
+	}
+	return s.render(c, http.StatusOK, pages.Run(s.page("Run "+runID, "runs"), r))
+}
+
+func (s *Server) queuesPage(c echo.Context) error {
+	ctx := c.Request().Context()
+	q := pages.QueuesPage{Flows: s.flowIDs(ctx), Flow: c.QueryParam("flow")}
+	if q.Flow == "" && len(q.Flows) > 0 {
+		q.Flow = q.Flows[0]
+	}
+	ps := s.pageStore()
+	if q.Flow != "" && ps == nil {
+		q.Problem = "this server has no Redis to read queues from"
+	} else if q.Flow != "" {
+		if !flows.ValidID(q.Flow) {
+			return &flows.Error{Code: flows.NotFound, Message: fmt.Sprintf("no flow %q", q.Flow)}
+		}
+		fq, err := ps.Queues(ctx, q.Flow)
+		if err != nil {
+			q.Problem = userMessage(err)
+		} else {
+			for _, n := range fq.Nodes {
+				row := pages.QueueRow{Node: n.Node, Length: n.Length, Pending: n.Pending, Lag: n.Lag, OldestIdle: idleText(n.OldestPendingIdleMS), DeadLetters: n.DeadLetters, Consumers: "none"}
+				var cs []string
+				for _, c := range n.Consumers {
+					cs = append(cs, fmt.Sprintf("%s (%d pending, idle %s)", c.Name, c.Pending, idleText(c.IdleMS)))
+				}
+				if len(cs) > 0 {
+					row.Consumers = strings.Join(cs, ", ")
+				}
+				q.Nodes = append(q.Nodes, row)
+			}
+		}
+		dead, err := ps.DeadLetters(ctx, q.Flow, 100)
+		if err != nil && q.Problem == "" {
+			q.Problem = userMessage(err)
+		}
+		for _, d := range dead {
+			q.Dead = append(q.Dead, pages.DeadRow{ID: d.ID, Node: d.Node, Run: d.Run, Error: d.Error, Attempts: d.Attempts, Time: d.Time.Local().Format("2006-01-02 15:04:05")})
+		}
+	}
+	return s.render(c, http.StatusOK, pages.Queues(s.page("Queues", "queues"), q))
+}
+
+func runItem(r *store.Run) pages.RunItem {
+	it := pages.RunItem{ID: r.ID, Flow: r.Flow, Status: r.Status, Created: r.Created.UTC().Format(time.RFC3339), Ago: ago(r.Created),
+		Steps: r.Steps, Tokens: r.Usage.InputTokens + r.Usage.OutputTokens, Error: r.Error, Parent: r.ParentRun}
+	if r.Started != nil {
+		end := time.Now()
+		if r.Finished != nil {
+			end = *r.Finished
+		}
+		it.Duration = durationText(float64(end.Sub(*r.Started).Microseconds()) / 1000)
+	}
+	return it
+}
+
+// userMessage is what a page says about an error: a coded error's message, else that
+// something went wrong (details are logged, never shown).
+func userMessage(err error) string {
+	var fe *flows.Error
+	if errors.As(err, &fe) && fe.Code != flows.Internal && fe.Message != "" {
+		return fe.Message
+	}
+	if isUnavailable(err) {
+		return "Redis is unavailable; try again"
+	}
+	return "cannot read this now; try again"
+}
+
+func pretty(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func compact(v any) string {
+	if v == nil {
+		return "null"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	if len(b) > 200 {
+		return string(b[:199]) + "…"
+	}
+	return string(b)
+}
+
+func durationText(ms float64) string {
+	switch {
+	case ms < 1:
+		return "<1 ms"
+	case ms < 1000:
+		return fmt.Sprintf("%.0f ms", ms)
+	case ms < 60_000:
+		return fmt.Sprintf("%.2f s", ms/1000)
+	}
+	return (time.Duration(ms) * time.Millisecond).Round(time.Second).String()
+}
+
+func idleText(ms int64) string {
+	if ms <= 0 {
+		return "—"
+	}
+	return durationText(float64(ms))
+}
+
+func ago(t time.Time) string {
+	d := time.Since(t)
+	switch {
+	case d < 10*time.Second:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%d s ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h ago", int(d.Hours()))
+	}
+	return t.Local().Format("2006-01-02")
+}
+
+func bytesText(n int64) string {
+	switch {
+	case n < 1024:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }

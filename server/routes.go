@@ -29,6 +29,14 @@ func (s *Server) routes() {
 	auth.GET("/ws", s.websocket)
 	auth.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServerFS(static.FS))))
 	auth.GET("/", s.homePage)
+	// Pages (pages.go): the editor island and the server-rendered views.
+	auth.GET("/flows/new", s.newFlowPage)
+	auth.GET("/flows/:flow", s.editorPage)
+	auth.POST("/flows/:flow/duplicate", s.duplicateFlowPage)
+	auth.POST("/flows/:flow/delete", s.deleteFlowPage)
+	auth.GET("/runs", s.runsPage)
+	auth.GET("/flows/:flow/runs/:run", s.runPage)
+	auth.GET("/queues", s.queuesPage)
 
 	api := auth.Group("/api", s.requireJSON())
 	api.GET("/openapi.json", s.openAPI)

@@ -1,0 +1,392 @@
+package main
+
+// Browser tests: a person's first session with Sluice, in headless Chromium against
+// `sluice serve` on the real Redis. They fail (never skip) when Chromium is missing;
+// .ci/run installs it. Screenshots of the main screens are saved under
+// test-results/screenshots on every run; -update-screenshots also writes them to
+// docs/img, where the README shows them.
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+var updateScreenshots = flag.Bool("update-screenshots", false, "also write the browser tests' screenshots to docs/img")
+
+// chromium is the browser the tests drive; SLUICE_CHROMIUM overrides the path.
+func chromium(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv("SLUICE_CHROMIUM")
+	if p == "" {
+		p = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the browser tests need Chromium at %s (set SLUICE_CHROMIUM to use another path; .ci/run installs Debian's chromium): %v", p, err)
+	}
+	return p
+}
+
+// browser is one headless Chromium tab at 1280×800 with helpers that act as a person
+// does and wait for what a person would see.
+type browser struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+}
+
+func newBrowser(t *testing.T, base string) *browser {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium(t)),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.Flag("force-color-profile", "srgb"),
+		chromedp.WindowSize(1280, 800),
+		chromedp.UserDataDir(t.TempDir()),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	b := &browser{t: t, ctx: ctx, base: base}
+	// The first action starts the browser, which lives as long as the context of that
+	// call: it gets ctx itself, with no timeout.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	return b
+}
+
+// limit bounds one step, so that a hung page fails the test instead of the suite;
+// nothing is asserted about how fast anything is.
+const limit = 60 * time.Second
+
+func (b *browser) run(what string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, limit)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		b.shot("failure")
+		b.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func (b *browser) open(path string) {
+	b.t.Helper()
+	b.run("open "+path, chromedp.Navigate(b.base+path), chromedp.WaitReady(chromedp.CSS("body")))
+}
+
+// evaluate returns a JavaScript expression's value.
+func evaluate[T any](b *browser, js string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, limit)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		b.shot("failure")
+		b.t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}
+
+// waitFor checks the JavaScript condition until it holds; what says what the person
+// waits to see. A check during a page load (no document yet) counts as not yet.
+func (b *browser) waitFor(what, cond string) {
+	b.t.Helper()
+	deadline := time.Now().Add(limit)
+	var last error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(() => { try { return !!(%s); } catch (e) { return false; } })()`, cond)))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		last = err
+		if b.ctx.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.shot("failure")
+	text, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.body.innerText.slice(0, 3000)`))
+	b.t.Fatalf("never saw %s (last error: %v); the page said:\n%s", what, last, text)
+}
+
+// waitText waits until the element shows the text (in any letter case: headings are
+// styled in capitals).
+func (b *browser) waitText(sel, want string) {
+	b.t.Helper()
+	b.waitFor(fmt.Sprintf("%q in %s", want, sel), fmt.Sprintf(`(document.querySelector(%q)?.innerText ?? "").toLowerCase().includes(%q)`, sel, strings.ToLower(want)))
+}
+
+type point struct{ X, Y float64 }
+
+// center is the middle of the first element matching sel, in CSS pixels.
+func (b *browser) center(sel string) point {
+	b.t.Helper()
+	b.waitFor(sel, fmt.Sprintf(`!!document.querySelector(%q)`, sel))
+	return evaluate[point](b, fmt.Sprintf(`(() => { const el = document.querySelector(%q); el.scrollIntoView({block: "nearest"}); const r = el.getBoundingClientRect(); return {X: r.x + r.width / 2, Y: r.y + r.height / 2}; })()`, sel))
+}
+
+// drag presses the mouse at from, moves it in steps to to, and lets go.
+func (b *browser) drag(what string, from, to point) {
+	b.t.Helper()
+	acts := []chromedp.Action[chromedp.Void]{
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, from.X, from.Y),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, from.X, from.Y, chromedp.ButtonLeft, chromedp.ClickCount(1)),
+	}
+	const steps = 12
+	for i := 1; i <= steps; i++ {
+		f := float64(i) / steps
+		acts = append(acts, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, from.X+(to.X-from.X)*f, from.Y+(to.Y-from.Y)*f, chromedp.ButtonLeft))
+	}
+	acts = append(acts, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, to.X, to.Y, chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	b.run("drag "+what, acts...)
+}
+
+func (b *browser) click(sel string) {
+	b.t.Helper()
+	b.run("click "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
+}
+
+// typeInto focuses a field, selects what is in it and types text over it.
+func (b *browser) typeInto(sel, text string) {
+	b.t.Helper()
+	b.run("type into "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Focus(chromedp.CSS(sel)),
+		chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)), chromedp.KeyEvent("\b"),
+		chromedp.SendKeys(chromedp.CSS(sel), text))
+}
+
+// shot saves a screenshot of the window as name.png.
+func (b *browser) shot(name string) {
+	buf, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	dirs := []string{filepath.Join("..", "..", "test-results", "screenshots")}
+	if *updateScreenshots && name != "failure" {
+		dirs = append(dirs, filepath.Join("..", "..", "docs", "img"))
+	}
+	for _, dir := range dirs {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.t.Logf("screenshot %s: %v", name, err)
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o644); err != nil {
+			b.t.Logf("screenshot %s: %v", name, err)
+		}
+	}
+}
+
+// serveForBrowser starts `sluice serve` on the real Redis with an empty flows directory
+// and returns its URL. extra are further flags.
+func serveForBrowser(t *testing.T, flowsDir string, extra ...string) string {
+	t.Helper()
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--flows", flowsDir}, extra...)
+	p := start(t, []string{"REDIS_URL=" + storetest.URL()}, args...)
+	return p.waitLine(t, servingLine, 30*time.Second)[1]
+}
+
+func TestBrowserBuildSaveRunAndInspectAFlow(t *testing.T) {
+	rdb := storetest.Real(t)
+	flowID := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, rdb, flowID)
+	base := serveForBrowser(t, t.TempDir())
+	b := newBrowser(t, base)
+
+	// The flows page: nothing yet; a new flow by name.
+	b.open("/")
+	b.waitText("main", "No flows yet")
+	b.shot("flows-empty")
+	b.typeInto("#new-name", flowID)
+	b.click("#new-flow-form button[type=submit]")
+	b.waitFor("the editor's canvas and palette", `!!document.querySelector(".react-flow") && document.querySelectorAll(".palette-item").length > 0`)
+	b.waitText("#save-state", "Not saved yet")
+
+	// Drag an input, a transform and an output from the palette onto the canvas.
+	canvas := evaluate[struct{ X, Y, W, H float64 }](b, `(() => { const r = document.querySelector(".react-flow").getBoundingClientRect(); return {X: r.x, Y: r.y, W: r.width, H: r.height}; })()`)
+	drops := []struct {
+		kind string
+		x    float64
+	}{{"input", 0.17}, {"transform", 0.5}, {"output", 0.83}}
+	for i, d := range drops {
+		from := b.center(fmt.Sprintf(`.palette-item[data-type=%q]`, d.kind))
+		b.drag(d.kind+" onto the canvas", from, point{canvas.X + canvas.W*d.x, canvas.Y + canvas.H*0.35})
+		b.waitFor(fmt.Sprintf("%d nodes on the canvas", i+1), fmt.Sprintf(`document.querySelectorAll(".react-flow__node").length === %d`, i+1))
+	}
+	b.waitText(`.react-flow__node[data-id="transform"]`, "Transform")
+
+	// Connect the ports: input.out -> transform.in -> output.in.
+	connect := func(from, fromPort, to, toPort string) {
+		a := b.center(fmt.Sprintf(`.react-flow__node[data-id=%q] .react-flow__handle.source[data-handleid=%q]`, from, fromPort))
+		z := b.center(fmt.Sprintf(`.react-flow__node[data-id=%q] .react-flow__handle.target[data-handleid=%q]`, to, toPort))
+		b.drag(fmt.Sprintf("%s.%s to %s.%s", from, fromPort, to, toPort), a, z)
+	}
+	connect("input", "out", "transform", "in")
+	b.waitFor("the first edge", `document.querySelectorAll(".react-flow__edge").length === 1`)
+	connect("transform", "out", "output", "in")
+	b.waitFor("the second edge", `document.querySelectorAll(".react-flow__edge").length === 2`)
+
+	// The transform has no expression yet: a problem shows on it and in the panel.
+	b.waitText(`[data-node="transform"] .badge-error`, "1 problem")
+	b.waitText("#problems-count", "1 error")
+	b.click("#problems-tab")
+	b.waitText(".problems-panel", "node transform")
+	b.shot("editor-problem")
+
+	// Fixing it in the inspector makes the problem go away.
+	b.click(`.react-flow__node[data-id="transform"]`)
+	b.waitFor("the transform's inspector", `!!document.querySelector('[aria-label="node transform"] textarea[data-param="expr"]')`)
+	b.typeInto(`textarea[data-param="expr"]`, `{greeting: ("Hello, " + .name + "!")}`)
+	b.waitFor("the problem to go away", `!document.querySelector('[data-node="transform"] .badge-error') && document.querySelector("#problems-count").innerText.includes("Valid")`)
+
+	// Save with Ctrl+S.
+	b.click(".react-flow__pane")
+	b.run("press Ctrl+S", chromedp.KeyEvent("s", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	b.waitText("#save-state", "Saved")
+	b.run("auto-layout", chromedp.Click(chromedp.Search(`//button[text()="Auto-layout"]`)))
+	b.run("save again", chromedp.Click("#save-button"))
+	b.waitText("#save-state", "Saved")
+	b.shot("editor")
+
+	// Reload: the flow is there, and the flows page lists it.
+	b.run("reload", chromedp.Reload(), chromedp.WaitReady(chromedp.CSS("body")))
+	b.waitFor("the saved flow after a reload", `document.querySelectorAll(".react-flow__node").length === 3 && document.querySelectorAll(".react-flow__edge").length === 2`)
+	b.waitText(`[data-node="transform"]`, "Hello, ")
+	b.open("/")
+	b.waitText("#flow-list", flowID)
+	b.waitText(fmt.Sprintf(`#flow-list tr[data-flow=%q]`, flowID), "valid")
+	b.waitText(fmt.Sprintf(`#flow-list tr[data-flow=%q]`, flowID), "never run")
+	b.click(fmt.Sprintf(`#flow-list tr[data-flow=%q] a.flow-link`, flowID))
+	b.waitFor("the editor", `document.querySelectorAll(".react-flow__node").length === 3`)
+
+	// Run it with an input: every node turns done and the output shows.
+	b.click("#run-tab")
+	b.typeInto("#run-input", `{"name": "Ada"}`)
+	b.click("#run-button")
+	b.waitText("#run-status", "succeeded")
+	b.waitFor("every node done", `[...document.querySelectorAll(".flow-node")].every(n => n.dataset.status === "done" && n.innerText.includes("done"))`)
+	b.waitText("#run-output", `"greeting": "Hello, Ada!"`)
+	b.shot("editor-run")
+
+	// A node's checkpoint for this run: its update and the state after it.
+	b.click(`.react-flow__node[data-id="transform"]`)
+	b.waitText(`[aria-label="checkpoints of transform"]`, "State after this step")
+	b.waitText(`[aria-label="checkpoints of transform"]`, `"greeting": "Hello, Ada!"`)
+	b.waitText(`[aria-label="checkpoints of transform"] .diff`, "greeting")
+	b.shot("editor-checkpoint")
+
+	// The runs page lists it; its page shows the steps and the state at each.
+	b.open("/runs?flow=" + flowID)
+	b.waitText("#run-list", "succeeded")
+	b.shot("runs")
+	b.click("#run-list a.mono")
+	b.waitText("#run-status", "succeeded")
+	b.waitFor("three steps in the timeline", `document.querySelectorAll("#timeline li").length >= 3`)
+	b.click(`#timeline li[data-node="transform"] a`)
+	b.waitText("#checkpoint", "Changes to the state")
+	b.waitText("#checkpoint .diff", "greeting")
+	b.shot("run")
+
+	// Fork from the transform's step with an edited state: a new run that continues from there.
+	b.typeInto("#fork-state", `{"name": "Grace", "greeting": "Hi, Grace!"}`)
+	b.click("#fork-button")
+	b.waitText(".page-head", "forked from")
+	b.waitText("#run-status", "succeeded")
+	b.waitText("#run-output", "Hi, Grace!")
+}
+
+func TestBrowserRetryADeadLetterFromTheQueuesPage(t *testing.T) {
+	rdb := storetest.Real(t)
+	flowID := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, rdb, flowID)
+
+	// A service that is down until the test fixes it.
+	var healthy atomic.Bool
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !healthy.Load() {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"stock": 7}`))
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+
+	dir := t.TempDir()
+	doc := map[string]any{
+		"sluice": 1, "id": flowID, "name": "Stock check",
+		"settings": map[string]any{"max_attempts": 1},
+		"nodes": []any{
+			map[string]any{"id": "in", "type": "input", "position": map[string]any{"x": 0, "y": 0}},
+			map[string]any{"id": "stock", "type": "http", "position": map[string]any{"x": 260, "y": 0}, "params": map[string]any{"url": "http://" + ln.Addr().String() + "/stock"}},
+			map[string]any{"id": "out", "type": "output", "position": map[string]any{"x": 520, "y": 0}, "params": map[string]any{"value": ".response.body"}},
+		},
+		"edges": []any{map[string]any{"from": "in", "to": "stock"}, map[string]any{"from": "stock", "to": "out"}},
+	}
+	raw, _ := json.MarshalIndent(doc, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, flowID+".json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := serveForBrowser(t, dir, "--http-allow", ln.Addr().String())
+	b := newBrowser(t, base)
+
+	// Run it from the editor while the service is down: the run fails, the step is a dead letter.
+	b.open("/flows/" + flowID)
+	b.waitFor("the editor", `document.querySelectorAll(".react-flow__node").length === 3`)
+	b.click("#run-tab")
+	b.click("#run-button")
+	b.waitText("#run-status", "failed")
+	b.waitText(`[data-node="stock"]`, "failed")
+	b.waitText(`[data-node="stock"] .flow-node-badges`, "1 dead")
+	b.shot("editor-dead-letter")
+
+	// The queues page shows the dead letter with its error and attempts.
+	b.open("/queues?flow=" + flowID)
+	b.waitText("#live-status", "live")
+	b.waitText("#dead-letters tbody", "503")
+	b.waitFor("one dead letter on the stock stream", `document.querySelector('#queue-rows tr[data-node="stock"] td:last-child')?.innerText.trim() === "1"`)
+	attempts := evaluate[string](b, `document.querySelector("#dead-letters tbody tr td.num").innerText`)
+	if strings.TrimSpace(attempts) != "1" {
+		t.Errorf("the dead letter shows %q attempts, want 1", attempts)
+	}
+	b.shot("queues")
+
+	// Fix the service and retry: the dead letter goes away and the run succeeds.
+	healthy.Store(true)
+	b.click(`#dead-letters button[data-post$="/retry"]`)
+	b.waitFor("the dead letter to go", `document.querySelectorAll("#dead-letters tbody tr").length === 0 && !document.querySelector("#dead-letters .dead-empty").hidden`)
+	b.waitFor("no dead letters on the stock stream", `document.querySelector('#queue-rows tr[data-node="stock"] td:last-child')?.innerText.trim() === "0"`)
+	b.open("/runs?flow=" + flowID)
+	b.waitText("#run-list", "succeeded")
+	runLink := evaluate[string](b, `document.querySelector("#run-list a.mono").getAttribute("href")`)
+	b.open(runLink)
+	b.waitText("#run-status", "succeeded")
+	b.waitText("#run-output", `"stock": 7`)
+}
