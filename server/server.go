@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -116,9 +117,23 @@ func New(cfg Config, d Deps) *Server {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
+	e.JSONSerializer = plainJSON{}
 	s.echo = e
 	s.routes()
 	return s
+}
+
+// plainJSON writes JSON without escaping <, > and & (edge names read "a:out->b:in"):
+// answers are application/json with nosniff, never HTML.
+type plainJSON struct{ echo.DefaultJSONSerializer }
+
+func (plainJSON) Serialize(c echo.Context, v any, indent string) error {
+	enc := json.NewEncoder(c.Response())
+	enc.SetEscapeHTML(false)
+	if indent != "" {
+		enc.SetIndent("", indent)
+	}
+	return enc.Encode(v)
 }
 
 // Handler is the server's http.Handler, for tests and embedding.
