@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/flows/examples"
+	"github.com/sluicehq/sluice/flows/nodes"
 	"github.com/sluicehq/sluice/flows/nodes/nodetest"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store"
@@ -60,9 +61,16 @@ type apiOption func(*server.Config, *server.Deps)
 
 func newAPI(t *testing.T, r *store.Redis, opts ...apiOption) *api {
 	t.Helper()
+	return newAPIWith(t, r, nil, opts...)
+}
+
+// newAPIWith is newAPI with the built-in components made with env (nil: the defaults).
+func newAPIWith(t *testing.T, r *store.Redis, env *nodes.Env, opts ...apiOption) *api {
+	t.Helper()
 	a := &api{t: t, r: r, lib: newLibrary(t), metrics: server.NewMetrics(), token: testToken, logs: &syncBuffer{}}
 	log := slog.New(slog.NewTextHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	reg := nodetest.Registry(r.Client)
+	reg := nodes.NewRegistry(env)
+	reg.Register(nodetest.ScriptSpec(r.Client))
 	reg.Register(hookOutputSpec())
 	a.e = engine.New(r, reg, engine.Options{Logger: log, Observer: a.metrics})
 	w := a.e.NewWorker(engine.WorkerOptions{Block: 200 * time.Millisecond, Grace: 2 * time.Second, Refresh: 200 * time.Millisecond})

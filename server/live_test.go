@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice/flows/nodes/llmtest"
 	"github.com/sluicehq/sluice/server/live"
 	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/storetest"
@@ -251,5 +252,54 @@ func TestHubDropsASlowClient(t *testing.T) {
 	h.Remove(fast)
 	if n := h.Feeds(); n != 0 {
 		t.Errorf("%d feeds still read after every client left", n)
+	}
+}
+
+func TestWebsocketStreamsLLMTokensAndDeadLetters(t *testing.T) {
+	llm := llmtest.New(t)
+	llm.Reply(llmtest.Text("Hello there, Ada"))
+	a := newAPIWith(t, storetest.Real(t), llm.Env(0))
+	chat := a.saveFlow(`{"sluice": 1, "id": "x", "nodes": [{"id": "in", "type": "input"},
+		{"id": "ask", "type": "llm", "params": {"model": "m", "user": "Greet {{.name}}", "stream": true}},
+		{"id": "out", "type": "output", "params": {"value": "{answer}"}}],
+		"edges": [{"from": "in", "to": "ask"}, {"from": "ask", "to": "out"}]}`, nil)
+	poison := a.saveFlow(`{"sluice": 1, "id": "x", "nodes": [{"id": "in", "type": "input"},
+		{"id": "bad", "type": "script", "params": {"always_fail": true, "permanent": true}}],
+		"edges": [{"from": "in", "to": "bad"}]}`, nil)
+	c, _, err := a.wsDial("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, f := range []string{chat, poison} {
+		c.WriteJSON(live.Request{Type: "subscribe", Flow: f})
+		readUntil(t, c, 10*time.Second, func(m live.Envelope) bool { return m.Type == "subscribed" && m.Flow == f })
+	}
+
+	run := a.start(chat, `{"input": {"name": "Ada"}}`)
+	// Tokens are published as they come, apart from the step's commit: they may arrive
+	// after the run's end.
+	var text strings.Builder
+	ended := false
+	readUntil(t, c, 20*time.Second, func(m live.Envelope) bool {
+		if m.Type == "event" && m.Event.Type == "token" && m.Event.Run == run && m.Event.Node == "ask" {
+			var d struct{ Text string }
+			json.Unmarshal(m.Event.Data, &d)
+			text.WriteString(d.Text)
+		}
+		ended = ended || runEnded(run)(m)
+		return ended && text.String() == "Hello there, Ada"
+	})
+	if llm.Calls() != 1 || !llm.Requests()[0].Stream {
+		t.Errorf("the model was not asked to stream: %+v", llm.Requests())
+	}
+
+	bad := a.start(poison, `{}`)
+	ms := readUntil(t, c, 20*time.Second, func(m live.Envelope) bool {
+		return m.Type == "event" && m.Event.Type == "dead" && m.Event.Run == bad
+	})
+	d := ms[len(ms)-1].Event
+	if d.Node != "bad" || !strings.Contains(string(d.Data), "scripted failure") || !strings.Contains(string(d.Data), `"dead"`) {
+		t.Errorf("dead-letter event = %+v %s", d, d.Data)
 	}
 }
