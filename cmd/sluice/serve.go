@@ -54,6 +54,9 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err := server.CheckListen(*addr, *token); err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	if *token != "" && len(*token) < 16 {
+		log.Warn("SLUICE_TOKEN is short: use at least 16 random characters (e.g. openssl rand -hex 24)")
+	}
 	lib, err := store.NewLibrary(*dir)
 	if err != nil {
 		return err
