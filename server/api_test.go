@@ -460,6 +460,7 @@ func TestQueuesShowLengthPendingLagAndConsumers(t *testing.T) {
 		if in.Length != 3 || in.Pending != 2 || in.Lag != 1 {
 			t.Errorf("queues after a read = %+v", in)
 		}
+		a.must(http.StatusNotFound, "GET", "/api/flows/nosuchflow/queues", nil)
 		if r.Embedded() {
 			return // the embedded Redis's XINFO and idle times are partial
 		}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -26,6 +27,12 @@ func (s *Server) flowQueues(c echo.Context) error {
 	q, err := qr.Queues(c.Request().Context(), flow)
 	if err != nil {
 		return err
+	}
+	if len(q.Nodes) == 0 {
+		// No stream in Redis: a flow never published is one this server does not know.
+		if _, lerr := s.library.Load(flow); flows.ErrorCode(lerr) == flows.NotFound {
+			return &flows.Error{Code: flows.NotFound, Flow: flow, Message: "no such flow"}
+		}
 	}
 	return c.JSON(http.StatusOK, q)
 }
