@@ -20,6 +20,7 @@ build: generate ui
 
 test: deps check-generated ui
 	npm run --silent typecheck
+	npm test --silent
 	$(GO) run ./cmd/sluice components --markdown | diff -u docs/components.md - || { echo "docs/components.md is stale; run 'make docs' and commit it"; exit 1; }
 	REDIS_URL="$(TEST_REDIS_URL)" $(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -timeout 5m -run '^$$' -fuzz FuzzCompile -fuzztime 5s ./flows/

@@ -25,7 +25,13 @@ import (
 	"github.com/sluicehq/sluice/store/storetest"
 )
 
-var updateScreenshots = flag.Bool("update-screenshots", false, "also write the browser tests' screenshots to docs/img")
+var updateScreenshots = flag.Bool("update-screenshots", false, "also write the screenshots the README shows to docs/img")
+
+// readmeShots are the screenshots README.md shows, from docs/img.
+var readmeShots = map[string]bool{
+	"editor-example": true, "editor-problem": true, "editor-checkpoint": true, "run": true,
+	"queues": true, "flows": true, "editor-dark": true,
+}
 
 // chromium is the browser the tests drive; SLUICE_CHROMIUM overrides the path.
 func chromium(t *testing.T) string {
@@ -185,7 +191,7 @@ func (b *browser) shot(name string) {
 		return
 	}
 	dirs := []string{filepath.Join("..", "..", "test-results", "screenshots")}
-	if *updateScreenshots && name != "failure" {
+	if *updateScreenshots && readmeShots[name] {
 		dirs = append(dirs, filepath.Join("..", "..", "docs", "img"))
 	}
 	for _, dir := range dirs {
@@ -268,6 +274,7 @@ func TestBrowserBuildSaveRunAndInspectAFlow(t *testing.T) {
 	b.run("auto-layout", chromedp.Click(chromedp.Search(`//button[text()="Auto-layout"]`)))
 	b.run("save again", chromedp.Click("#save-button"))
 	b.waitText("#save-state", "Saved")
+	b.waitText("#problems-count", "Valid")
 	b.shot("editor")
 
 	// Reload: the flow is there, and the flows page lists it.
@@ -315,6 +322,50 @@ func TestBrowserBuildSaveRunAndInspectAFlow(t *testing.T) {
 	b.waitText(".page-head", "forked from")
 	b.waitText("#run-status", "succeeded")
 	b.waitText("#run-output", "Hi, Grace!")
+
+	// The flows page shows the last run.
+	b.open("/")
+	b.waitText(fmt.Sprintf(`#flow-list tr[data-flow=%q]`, flowID), "succeeded")
+	b.shot("flows")
+}
+
+func TestBrowserStartFromAnExampleAndRunIt(t *testing.T) {
+	rdb := storetest.Real(t)
+	flowID := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, rdb, flowID)
+	base := serveForBrowser(t, t.TempDir())
+	b := newBrowser(t, base)
+
+	// New flow from the triage example: its nodes are there, it is valid, and it runs.
+	b.open("/")
+	b.typeInto("#new-name", flowID)
+	b.run("choose the triage example", chromedp.SetValue(chromedp.CSS("#new-from"), "triage"))
+	b.click("#new-flow-form button[type=submit]")
+	b.waitFor("the example's seven nodes", `document.querySelectorAll(".react-flow__node").length === 7`)
+	b.waitText("#problems-count", "Valid")
+	b.click("#run-tab")
+	b.waitFor("the example's input prefilled", `document.querySelector("#run-input").value.includes('"intent": "code"')`)
+	b.waitText("#run-button", "Save and run")
+	b.click("#run-button")
+	b.waitText("#run-status", "succeeded")
+	b.waitText("#save-state", "Saved")
+	for _, node := range []string{"in", "route", "coding", "aggregate", "out"} {
+		b.waitFor(node+" done", fmt.Sprintf(`document.querySelector('[data-node=%q]')?.dataset.status === "done"`, node))
+	}
+	for _, node := range []string{"database", "fallback"} {
+		if status := evaluate[string](b, fmt.Sprintf(`document.querySelector('[data-node=%q]').dataset.status`, node)); status != "" {
+			t.Errorf("node %s, on a route not taken, shows status %q", node, status)
+		}
+	}
+	b.waitText("#run-output", "Ticket for coding")
+	b.click(`.react-flow__node[data-id="route"]`)
+	b.waitText(`[aria-label="checkpoints of route"]`, "step")
+	b.shot("editor-example")
+
+	// The same in the dark theme.
+	b.click("#theme-toggle")
+	b.waitFor("the dark theme", `document.documentElement.dataset.theme === "dark"`)
+	b.shot("editor-dark")
 }
 
 func TestBrowserRetryADeadLetterFromTheQueuesPage(t *testing.T) {

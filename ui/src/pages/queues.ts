@@ -58,8 +58,10 @@ export function renderDead(root: HTMLElement, flow: string, list: DeadLetter[]):
       run.className = "mono";
       const runCell = document.createElement("td");
       runCell.append(run);
-      const actions = document.createElement("td");
+      const actionsCell = document.createElement("td");
+      const actions = document.createElement("div");
       actions.className = "row-actions";
+      actionsCell.append(actions);
       const retry = document.createElement("button");
       retry.type = "button";
       retry.textContent = "Retry";
@@ -73,7 +75,7 @@ export function renderDead(root: HTMLElement, flow: string, list: DeadLetter[]):
       discard.dataset.confirm = "Discard this dead letter? Its run stays failed.";
       discard.dataset.then = "none";
       actions.append(retry, discard);
-      tr.append(cell(new Date(d.time).toLocaleString(), "small"), cell(d.node, "mono"), runCell, cell(d.error, "error"), cell(String(d.attempts), "num"), actions);
+      tr.append(cell(new Date(d.time).toLocaleString(), "small"), cell(d.node, "mono"), runCell, cell(d.error, "error"), cell(String(d.attempts), "num"), actionsCell);
       return tr;
     }),
   );
