@@ -76,7 +76,7 @@ func (w *Worker) Add(flow string) {
 // serve starts the goroutines of one flow; w.mu is held.
 func (w *Worker) serve(flow string) {
 	fw := &flowWorker{w: w, e: w.e, flow: flow, consumer: w.e.consumerName(), hard: w.hard,
-		inflight: map[string]map[string]time.Time{}, wake: make(chan struct{}, 1)}
+		inflight: map[string]map[string]time.Time{}, wake: make(chan struct{}, 1), inlineSlots: make(chan struct{}, maxInlineBatches)}
 	w.wg.Add(1)
 	go func() { defer w.wg.Done(); fw.run(w.ctx) }()
 }
@@ -142,6 +142,8 @@ type flowWorker struct {
 	inflight map[string]map[string]time.Time // node -> entry id -> started
 	steps    sync.WaitGroup
 	wake     chan struct{}
+	// inlineSlots bounds the pipelines of inline steps in flight.
+	inlineSlots chan struct{}
 }
 
 func (f *flowWorker) run(ctx context.Context) {
@@ -522,23 +524,29 @@ func (f *flowWorker) runInline(acts []store.Activation, received time.Time) {
 	if len(commits) == 0 {
 		return
 	}
-	start := time.Now()
-	results, errs := f.e.rdb.CommitBatch(ctx, commits)
-	cdur := time.Since(start)
-	for i, j := range jobs {
-		if errs[i] != nil {
-			// Unknown outcome: send it again through the commit queue (the fence makes
-			// a second commit of the same entry harmless).
-			f.steps.Add(1)
-			go func(j *job, b *built) {
-				defer f.steps.Done()
-				f.commit(ctx, j.plan, j.a, b, b.dur, received)
-			}(j, builts[i])
-			continue
+	// The commits go out while the reader reads on: a read's steps do not wait for the
+	// previous read's commits, up to maxInlineBatches pipelines in flight.
+	f.inlineSlots <- struct{}{}
+	f.steps.Add(1)
+	go func() {
+		defer func() { <-f.inlineSlots; f.steps.Done() }()
+		start := time.Now()
+		results, errs := f.e.rdb.CommitBatch(ctx, commits)
+		cdur := time.Since(start)
+		for i, j := range jobs {
+			if errs[i] != nil {
+				// Unknown outcome: send it again through the commit queue (the fence
+				// makes a second commit of the same entry harmless).
+				f.commit(ctx, j.plan, j.a, builts[i], builts[i].dur, received)
+				continue
+			}
+			f.committed(j.a, builts[i], results[i], cdur, received)
 		}
-		f.committed(j.a, builts[i], results[i], cdur, received)
-	}
+	}()
 }
+
+// maxInlineBatches bounds the pipelines of inline steps a flow worker has in flight.
+const maxInlineBatches = 4
 
 // commit sends a built commit, retrying while Redis is unreachable, for at most
 // claim_after: after that another worker may own the entry anyway.
