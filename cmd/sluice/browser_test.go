@@ -22,6 +22,7 @@ import (
 
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
+	"github.com/sluicehq/sluice/flows/nodes/llmtest"
 	"github.com/sluicehq/sluice/store/storetest"
 )
 
@@ -30,7 +31,7 @@ var updateScreenshots = flag.Bool("update-screenshots", false, "also write the s
 // readmeShots are the screenshots README.md shows, from docs/img.
 var readmeShots = map[string]bool{
 	"editor-example": true, "editor-problem": true, "editor-checkpoint": true, "run": true,
-	"queues": true, "flows": true, "editor-dark": true,
+	"queues": true, "flows": true, "editor-dark": true, "editor-approval": true,
 }
 
 // chromium is the browser the tests drive; SLUICE_CHROMIUM overrides the path.
@@ -209,8 +210,13 @@ func (b *browser) shot(name string) {
 // and returns its URL. extra are further flags.
 func serveForBrowser(t *testing.T, flowsDir string, extra ...string) string {
 	t.Helper()
+	return serveForBrowserEnv(t, flowsDir, nil, extra...)
+}
+
+func serveForBrowserEnv(t *testing.T, flowsDir string, env []string, extra ...string) string {
+	t.Helper()
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--flows", flowsDir}, extra...)
-	p := start(t, []string{"REDIS_URL=" + storetest.URL()}, args...)
+	p := start(t, append([]string{"REDIS_URL=" + storetest.URL()}, env...), args...)
 	return p.waitLine(t, servingLine, 30*time.Second)[1]
 }
 
@@ -366,6 +372,102 @@ func TestBrowserStartFromAnExampleAndRunIt(t *testing.T) {
 	b.click("#theme-toggle")
 	b.waitFor("the dark theme", `document.documentElement.dataset.theme === "dark"`)
 	b.shot("editor-dark")
+}
+
+func TestBrowserAnswerAnApprovalFromTheEditor(t *testing.T) {
+	rdb := storetest.Real(t)
+	flowID := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, rdb, flowID)
+	base := serveForBrowser(t, t.TempDir())
+	b := newBrowser(t, base)
+
+	b.open("/")
+	b.typeInto("#new-name", flowID)
+	b.run("choose the approval example", chromedp.SetValue(chromedp.CSS("#new-from"), "approval"))
+	b.click("#new-flow-form button[type=submit]")
+	b.waitFor("the example's six nodes", `document.querySelectorAll(".react-flow__node").length === 6`)
+	b.click("#run-tab")
+	b.click("#run-button")
+
+	// The run stops at the approval and asks.
+	b.waitText("#run-status", "waiting")
+	b.waitText(`[data-node="review"]`, "waiting")
+	b.waitText(`[aria-label="approval at review"]`, "Send this reply to Ada?")
+	b.waitFor("the data to review", `document.querySelector('[aria-label="approval at review"] textarea').value.includes("your ticket is solved")`)
+	b.shot("editor-approval")
+
+	// Approve with an edited reply: the run goes on down the approved port.
+	b.typeInto(`[aria-label="approval at review"] textarea`, `{"reply": "Dear Ada, fixed in 1.2."}`)
+	b.run("approve", chromedp.Click(chromedp.Search(`//button[text()="Approve"]`)))
+	b.waitText("#run-status", "succeeded")
+	b.waitText("#run-output", `"sent": "Dear Ada, fixed in 1.2."`)
+	b.waitText("#run-output", `"decision": "approve"`)
+	b.waitFor("send done and drop not run", `document.querySelector('[data-node="send"]').dataset.status === "done" && document.querySelector('[data-node="drop"]').dataset.status === ""`)
+}
+
+func TestBrowserWatchAModelStreamItsReply(t *testing.T) {
+	rdb := storetest.Real(t)
+	flowID := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, rdb, flowID)
+	model := llmtest.New(t)
+	hold := make(chan struct{})
+	model.Reply(llmtest.Reply{Content: "Streams are append-only logs.", PromptTokens: 12, CompletionTokens: 7, Wait: hold})
+
+	dir := t.TempDir()
+	doc := map[string]any{
+		"sluice": 1, "id": flowID, "name": "Explain",
+		"nodes": []any{
+			map[string]any{"id": "in", "type": "input", "position": map[string]any{"x": 0, "y": 0}, "params": map[string]any{"example": map[string]any{"topic": "Redis streams"}}},
+			map[string]any{"id": "ask", "type": "llm", "position": map[string]any{"x": 260, "y": 0}, "params": map[string]any{"model": "test-model", "user": "Explain {{.topic}} in one line.", "stream": true}},
+			map[string]any{"id": "out", "type": "output", "position": map[string]any{"x": 520, "y": 0}, "params": map[string]any{"value": "{answer}"}},
+		},
+		"edges": []any{map[string]any{"from": "in", "to": "ask"}, map[string]any{"from": "ask", "to": "out"}},
+	}
+	raw, _ := json.MarshalIndent(doc, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, flowID+".json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := serveForBrowserEnv(t, dir, []string{"OPENAI_BASE_URL=" + model.URL, "OPENAI_API_KEY=test-key", "SLUICE_PROVIDERS="})
+	b := newBrowser(t, base)
+	b.open("/flows/" + flowID)
+	b.waitFor("the editor", `document.querySelectorAll(".react-flow__node").length === 3`)
+	b.click("#run-tab")
+	b.click("#run-button")
+
+	// While the model has not answered, the node is running and the input is done.
+	b.waitFor("ask running", `document.querySelector('[data-node="ask"]').dataset.status === "running"`)
+	b.waitText(`[data-node="in"]`, "done")
+	close(hold)
+
+	// The reply streams into the node; it ends done with its tokens.
+	b.waitText(`[data-node="ask"] .flow-node-stream`, "Streams are append-only logs.")
+	b.waitText("#run-status", "succeeded")
+	b.waitText(`[data-node="ask"]`, "12/7 tok")
+	b.waitText("#run-output", `"answer": "Streams are append-only logs."`)
+}
+
+func TestBrowserRefusesAToolPortOnAStatePortAndSaysWhy(t *testing.T) {
+	base := serveForBrowser(t, t.TempDir())
+	b := newBrowser(t, base)
+	b.open("/flows/new?name=Ports")
+	b.waitFor("the palette", `document.querySelectorAll(".palette-item").length > 0`)
+
+	// A component can be added from the keyboard: focus it in the palette and press Enter.
+	b.run("focus the transform in the palette", chromedp.Focus(chromedp.CSS(`.palette-item[data-type="transform"]`)))
+	b.run("press Enter", chromedp.KeyEvent("\r"))
+	b.waitFor("the transform on the canvas", `document.querySelectorAll(".react-flow__node").length === 1`)
+
+	// An HTTP request dropped above it offers a tool port; a tool does not go into a state port.
+	canvas := evaluate[point](b, `(() => { const r = document.querySelector(".react-flow").getBoundingClientRect(); return {X: r.x + r.width / 2, Y: r.y + r.height / 4}; })()`)
+	b.drag("an HTTP request onto the canvas", b.center(`.palette-item[data-type="http"]`), canvas)
+	b.waitFor("two nodes", `document.querySelectorAll(".react-flow__node").length === 2`)
+	b.drag("the HTTP request's tool port to the transform's input",
+		b.center(`.react-flow__node[data-id="http"] .react-flow__handle.source[data-handleid="tool"]`),
+		b.center(`.react-flow__node[data-id="transform"] .react-flow__handle.target[data-handleid="in"]`))
+	b.waitText("#toast", "Not connected: a tool port cannot connect to a state port")
+	if n := evaluate[int](b, `document.querySelectorAll(".react-flow__edge").length`); n != 0 {
+		t.Errorf("%d edges after a refused connection, want 0", n)
+	}
 }
 
 func TestBrowserRetryADeadLetterFromTheQueuesPage(t *testing.T) {

@@ -410,7 +410,7 @@ function Editor({ data }: { data: EditorData }) {
               <p className="muted">Connect them by dragging from a port on the right of a node to a port on the left of the next.</p>
             </div>
           )}
-          {running && <div className="canvas-running">Running…</div>}
+          {running && <div className={`canvas-running status-${rs.view!.status}`}>{rs.view!.status === "waiting" ? "Waiting for a decision…" : "Running…"}</div>}
         </div>
         <aside className="side-panel" aria-label="Details">
           <div className="tabs" role="tablist">
