@@ -3,15 +3,21 @@ package store
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 )
 
-// BenchmarkCommitOneStep measures one commit script call (one step of a linear run)
-// against the real Redis, one round trip per step.
+// BenchmarkCommitOneStep measures one step of a linear run against the Redis at
+// REDIS_URL: one read and one commit, a round trip each. Under callgrind
+// (valgrind --tool=callgrind redis-server ...) it gives Redis's instructions per step.
 func BenchmarkCommitOneStep(b *testing.B) {
 	ctx := context.Background()
-	r, err := Open(ctx, Options{URL: "redis://127.0.0.1:6379/14"})
+	url := os.Getenv("REDIS_URL")
+	if url == "" {
+		url = "redis://127.0.0.1:6379/15"
+	}
+	r, err := Open(ctx, Options{URL: url})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -47,7 +53,7 @@ func BenchmarkCommitOneStep(b *testing.B) {
 			next = "a"
 		}
 		c := &Commit{Act: acts[0], Consumer: cons, MaxSteps: 1 << 30, State: state, Event: []byte(`{"status":"done"}`),
-			Checkpoint: []string{"node", node, "kind", "step", "parent", acts[0].Ckpt},
+			Checkpoint: (&Checkpoint{Node: node, Kind: "step", Parent: acts[0].Ckpt, Attempt: 1, Worker: cons}).Fields(),
 			Ops:        []Op{{Name: "xadd", Key: k.In(next), Args: []string{"KEY", "$", ""}}}}
 		res, errs := r.CommitBatch(ctx, []*Commit{c})
 		if errs[0] != nil || res[0].Status != "ok" {

@@ -230,64 +230,59 @@ type Checkpoint struct {
 	State      json.RawMessage `json:"state,omitempty"`
 }
 
-// Fields encodes the checkpoint for the checkpoint stream (step and time are added by
-// the commit).
+// ckptMeta is the part of a checkpoint the runtime never reads in Lua, kept in one
+// field ("m") so every entry of the stream has the same fields: Redis then stores the
+// field names once per stream node instead of once per entry.
+type ckptMeta struct {
+	Attempt    int      `json:"attempt,omitempty"`
+	Ports      []string `json:"ports,omitempty"`
+	Branches   []string `json:"branches,omitempty"`
+	DurUS      int64    `json:"dur_us,omitempty"`
+	InTok      int64    `json:"in_tok,omitempty"`
+	OutTok     int64    `json:"out_tok,omitempty"`
+	StateBytes int      `json:"sbytes,omitempty"`
+	Worker     string   `json:"worker,omitempty"`
+	Entry      string   `json:"entry,omitempty"` // for turns: the activation they belong to
+}
+
+// Fields encodes the checkpoint for the checkpoint stream; the commit adds step and
+// time. Every checkpoint has the same fields, in the same order.
 func (c *Checkpoint) Fields() []string {
-	f := []string{"node", c.Node, "kind", c.Kind, "parent", c.Parent}
-	add := func(k, v string) {
-		if v != "" {
-			f = append(f, k, v)
-		}
-	}
-	if c.Attempt > 0 {
-		add("attempt", strconv.Itoa(c.Attempt))
-	}
-	add("update", string(c.Update))
-	add("output", string(c.Output))
-	if len(c.Ports) > 0 {
-		b, _ := json.Marshal(c.Ports)
-		add("ports", string(b))
-	}
-	if len(c.Branches) > 0 {
-		b, _ := json.Marshal(c.Branches)
-		add("branches", string(b))
-	}
-	if c.Duration > 0 {
-		add("dur_us", strconv.FormatInt(c.Duration.Microseconds(), 10))
-	}
-	if c.Usage.InputTokens > 0 || c.Usage.OutputTokens > 0 {
-		add("in_tok", strconv.FormatInt(c.Usage.InputTokens, 10))
-		add("out_tok", strconv.FormatInt(c.Usage.OutputTokens, 10))
-	}
-	if c.StateBytes > 0 {
-		add("sbytes", strconv.Itoa(c.StateBytes))
-	}
-	add("worker", c.Worker)
-	return f
+	m := ckptMeta{Attempt: c.Attempt, Ports: c.Ports, Branches: c.Branches, DurUS: c.Duration.Microseconds(),
+		InTok: c.Usage.InputTokens, OutTok: c.Usage.OutputTokens, StateBytes: c.StateBytes, Worker: c.Worker}
+	meta, _ := json.Marshal(m)
+	return []string{"node", c.Node, "kind", c.Kind, "parent", c.Parent, "update", string(c.Update), "output", string(c.Output), "m", string(meta)}
 }
 
 func parseCheckpoint(m redis.XMessage) Checkpoint {
 	s := func(k string) string { v, _ := m.Values[k].(string); return v }
 	n := func(k string) int64 { x, _ := strconv.ParseInt(s(k), 10, 64); return x }
-	c := Checkpoint{ID: m.ID, Node: s("node"), Kind: s("kind"), Parent: s("parent"), Step: int(n("step")), Attempt: int(n("attempt")), Worker: s("worker")}
+	c := Checkpoint{ID: m.ID, Node: s("node"), Kind: s("kind"), Parent: s("parent"), Step: int(n("step"))}
 	if v := s("update"); v != "" {
 		c.Update = json.RawMessage(v)
 	}
 	if v := s("output"); v != "" {
 		c.Output = json.RawMessage(v)
 	}
-	if v := s("ports"); v != "" {
-		_ = json.Unmarshal([]byte(v), &c.Ports)
+	var meta ckptMeta
+	if v := s("m"); v != "" {
+		_ = json.Unmarshal([]byte(v), &meta)
 	}
-	if v := s("branches"); v != "" {
-		_ = json.Unmarshal([]byte(v), &c.Branches)
-	}
-	c.Duration = time.Duration(n("dur_us")) * time.Microsecond
-	c.DurationMS = float64(c.Duration.Microseconds()) / 1000
-	c.Usage = flows.Usage{InputTokens: n("in_tok"), OutputTokens: n("out_tok")}
-	c.StateBytes = int(n("sbytes"))
+	c.Attempt, c.Ports, c.Branches, c.Worker = meta.Attempt, meta.Ports, meta.Branches, meta.Worker
+	c.Duration = time.Duration(meta.DurUS) * time.Microsecond
+	c.DurationMS = float64(meta.DurUS) / 1000
+	c.Usage = flows.Usage{InputTokens: meta.InTok, OutputTokens: meta.OutTok}
+	c.StateBytes = meta.StateBytes
 	c.Time = msTime(s("ts"))
 	return c
+}
+
+// entryOf is the activation a turn belongs to.
+func entryOf(m redis.XMessage) string {
+	v, _ := m.Values["m"].(string)
+	var meta ckptMeta
+	_ = json.Unmarshal([]byte(v), &meta)
+	return meta.Entry
 }
 
 // Checkpoints returns up to count checkpoints of a run from id start ("-" for the first)

@@ -456,7 +456,7 @@ func (r *Redis) Turns(ctx context.Context, a Activation) ([]json.RawMessage, err
 	}
 	var out []json.RawMessage
 	for _, m := range msgs {
-		if m.Values["kind"] == "turn" && m.Values["entry"] == a.ID && m.Values["node"] == a.Node {
+		if m.Values["kind"] == "turn" && m.Values["node"] == a.Node && entryOf(m) == a.ID {
 			s, _ := m.Values["update"].(string)
 			out = append(out, json.RawMessage(s))
 		}

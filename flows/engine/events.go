@@ -50,7 +50,7 @@ func (b *eventBatcher) run(ctx context.Context) {
 		pipe := b.rdb.Client.Pipeline()
 		for _, ev := range batch {
 			pipe.XAdd(fctx, &redis.XAddArgs{Stream: store.FlowKeys(ev.flow).Events(), MaxLen: store.EventsMaxLen, Approx: true,
-				Values: []any{"type", ev.kind, "run", ev.run, "node", ev.node, "data", ev.data}})
+				Values: []any{"type", ev.kind, "run", ev.run, "node", ev.node, "data", ev.data, "ckpt", "", "step", ""}})
 		}
 		if _, err := pipe.Exec(fctx); err != nil {
 			b.log.Debug("live events dropped", "count", len(batch), "error", err)

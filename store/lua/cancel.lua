@@ -32,7 +32,7 @@ local live = tonumber(redis.call('HGET', KEYS[1], 'live') or '0')
 if parked > 0 then live = redis.call('HINCRBY', KEYS[1], 'live', 0 - parked) end
 redis.call('HSET', KEYS[1], 'status', 'cancelled', 'parked', 0, 'error', 'cancelled', 'finished_at', now, 'updated_at', now)
 redis.call('XADD', KEYS[6], '*', 'run', run, 'status', 'cancelled')
-redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[4], '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"cancelled"}')
+redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[4], '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"cancelled"}', 'ckpt', '', 'step', '')
 if ttl > 0 then
   for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ttl) end
 end

@@ -78,7 +78,7 @@ local function expire_run()
 end
 
 local function runevent(st)
-  redis.call('XADD', KEYS[6], 'MAXLEN', '~', maxlen, '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"' .. st .. '"}')
+  redis.call('XADD', KEYS[6], 'MAXLEN', '~', maxlen, '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"' .. st .. '"}', 'ckpt', '', 'step', '')
 end
 
 -- finish ends the run: status, result entry, retention.
@@ -131,7 +131,7 @@ local n = tonumber(ARGV[12])
 local fields = {}
 for i = 13, 12 + 2 * n do fields[#fields + 1] = ARGV[i] end
 local a = 13 + 2 * n
-fields[#fields + 1] = 'step'; fields[#fields + 1] = tostring(steps)
+fields[#fields + 1] = 'step'; fields[#fields + 1] = steps
 fields[#fields + 1] = 'ts'; fields[#fields + 1] = now
 local ckpt = redis.call('XADD', KEYS[3], '*', unpack(fields))
 redis.call('HSET', KEYS[4], ckpt, ARGV[a])
@@ -171,7 +171,7 @@ for _ = 1, m do
     delta = delta + 1
     i = i + 4
   elseif op == 'send' then
-    local id = redis.call('XADD', KEYS[3], '*', 'node', node, 'kind', 'send', 'parent', ckpt, 'update', ARGV[i + 1], 'step', tostring(steps), 'ts', now)
+    local id = redis.call('XADD', KEYS[3], '*', 'node', node, 'kind', 'send', 'parent', ckpt, 'update', ARGV[i + 1], 'output', '', 'm', '', 'step', steps, 'ts', now)
     redis.call('HSET', KEYS[4], id, ARGV[i + 2])
     refs[#refs + 1] = id
     i = i + 3

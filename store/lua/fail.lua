@@ -33,7 +33,7 @@ end
 local deliveries = tonumber(p[1][4])
 
 local function event(kind, data)
-  redis.call('XADD', KEYS[4], 'MAXLEN', '~', maxlen, '*', 'type', kind, 'run', run, 'node', node, 'data', data)
+  redis.call('XADD', KEYS[4], 'MAXLEN', '~', maxlen, '*', 'type', kind, 'run', run, 'node', node, 'data', data, 'ckpt', '', 'step', '')
 end
 
 if ARGV[9] ~= '1' and deliveries < tonumber(ARGV[10]) then
@@ -66,7 +66,7 @@ if status then
   if status == 'queued' or status == 'running' or status == 'waiting' then
     redis.call('HSET', KEYS[2], 'status', 'failed', 'error', err, 'error_node', node, 'finished_at', now, 'updated_at', now)
     redis.call('XADD', KEYS[5], '*', 'run', run, 'status', 'failed')
-    redis.call('XADD', KEYS[4], 'MAXLEN', '~', maxlen, '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"failed"}')
+    redis.call('XADD', KEYS[4], 'MAXLEN', '~', maxlen, '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"failed"}', 'ckpt', '', 'step', '')
   end
   if ttl > 0 and live <= 0 then redis.call('EXPIRE', KEYS[2], ttl) end
 end

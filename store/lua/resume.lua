@@ -30,7 +30,7 @@ redis.call('ZREM', KEYS[4], run .. ' ' .. node)
 redis.call('XADD', KEYS[2], '*', 'run', run, 'v', version, 'ckpt', ckpt, 'tok', tok, 'resume', ARGV[3], 'd', depth)
 if status == 'waiting' then
   redis.call('HSET', KEYS[1], 'status', 'running', 'updated_at', ARGV[4])
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"running"}')
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"running"}', 'ckpt', '', 'step', '')
 end
-redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'type', 'resumed', 'run', run, 'node', node, 'data', ARGV[3])
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'type', 'resumed', 'run', run, 'node', node, 'data', ARGV[3], 'ckpt', '', 'step', '')
 return {'ok'}

@@ -40,7 +40,7 @@ end
 if status == 'failed' then
   redis.call('HSET', KEYS[3], 'status', 'running', 'updated_at', ARGV[3])
   redis.call('HDEL', KEYS[3], 'error', 'error_node', 'finished_at')
-  redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[4], '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"running"}')
+  redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[4], '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"running"}', 'ckpt', '', 'step', '')
 end
-redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[4], '*', 'type', 'retried', 'run', run, 'node', node, 'data', '{"dead":"' .. ARGV[1] .. '"}')
+redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[4], '*', 'type', 'retried', 'run', run, 'node', node, 'data', '{"dead":"' .. ARGV[1] .. '"}', 'ckpt', '', 'step', '')
 return {'ok', id}

@@ -43,5 +43,5 @@ for i = 7, #KEYS do
   redis.call('XADD', KEYS[i], '*', 'run', run, 'v', version, 'ckpt', ckpt, 'tok', '', 'd', '1')
 end
 redis.call('ZADD', KEYS[4], now, run)
-redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[4], '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"queued"}')
+redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[4], '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"queued"}', 'ckpt', '', 'step', '')
 return {'ok', ckpt}

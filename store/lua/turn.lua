@@ -19,7 +19,9 @@
 
 local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
 if #p == 0 or p[1][2] ~= ARGV[2] then return {'stale'} end
-local id = redis.call('XADD', KEYS[2], '*', 'node', ARGV[5], 'kind', 'turn', 'parent', ARGV[6], 'entry', ARGV[3],
-  'update', ARGV[7], 'worker', ARGV[2], 'attempt', tostring(p[1][4]), 'ts', ARGV[8])
-redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[9], '*', 'type', 'turn', 'run', ARGV[4], 'node', ARGV[5], 'data', ARGV[7], 'ckpt', id)
+-- The same fields as every checkpoint (see store.Checkpoint.Fields).
+local meta = cjson.encode({entry = ARGV[3], worker = ARGV[2], attempt = tonumber(p[1][4])})
+local id = redis.call('XADD', KEYS[2], '*', 'node', ARGV[5], 'kind', 'turn', 'parent', ARGV[6], 'update', ARGV[7],
+  'output', '', 'm', meta, 'step', '', 'ts', ARGV[8])
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[9], '*', 'type', 'turn', 'run', ARGV[4], 'node', ARGV[5], 'data', ARGV[7], 'ckpt', id, 'step', '')
 return {'ok', id}
