@@ -22,6 +22,7 @@ import (
 
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/sluicehq/sluice/flows/nodes/llmtest"
 	"github.com/sluicehq/sluice/store/storetest"
 )
@@ -468,6 +469,30 @@ func TestBrowserRefusesAToolPortOnAStatePortAndSaysWhy(t *testing.T) {
 	if n := evaluate[int](b, `document.querySelectorAll(".react-flow__edge").length`); n != 0 {
 		t.Errorf("%d edges after a refused connection, want 0", n)
 	}
+
+	// From the keyboard: the transform's inspector offers the input ports its output may
+	// connect to; the tool's port is not among them.
+	b.click(`.react-flow__node[data-id="transform"]`)
+	b.waitFor("the transform's ports in the inspector", `!!document.querySelector('select[data-connect="out"]')`)
+	options := evaluate[[]string](b, `[...document.querySelectorAll('select[data-connect="out"] option')].slice(1).map(o => o.textContent)`)
+	if strings.Join(options, ",") != "http.in" {
+		t.Errorf("the transform's output may connect to %q, want only http.in", options)
+	}
+	b.run("choose http.in", chromedp.Focus(chromedp.CSS(`select[data-connect="out"]`)), chromedp.KeyEvent(kb.ArrowDown))
+	b.waitFor("an edge made from the keyboard", `document.querySelectorAll(".react-flow__edge").length === 1`)
+
+	// Undo and redo, delete, copy and paste.
+	b.click(".react-flow__pane")
+	b.run("undo", chromedp.KeyEvent("z", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	b.waitFor("the edge undone", `document.querySelectorAll(".react-flow__edge").length === 0`)
+	b.run("redo", chromedp.KeyEvent("z", chromedp.KeyModifiers(chromedp.ModifierCtrl, chromedp.ModifierShift)))
+	b.waitFor("the edge back", `document.querySelectorAll(".react-flow__edge").length === 1`)
+	b.click(`.react-flow__node[data-id="http"]`)
+	b.run("delete", chromedp.KeyEvent(kb.Delete))
+	b.waitFor("the HTTP request and its edge gone", `document.querySelectorAll(".react-flow__node").length === 1 && document.querySelectorAll(".react-flow__edge").length === 0`)
+	b.click(`.react-flow__node[data-id="transform"]`)
+	b.run("copy and paste", chromedp.KeyEvent("c", chromedp.KeyModifiers(chromedp.ModifierCtrl)), chromedp.KeyEvent("v", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	b.waitFor("a pasted copy", `!!document.querySelector('.react-flow__node[data-id="transform-2"]')`)
 }
 
 func TestBrowserRetryADeadLetterFromTheQueuesPage(t *testing.T) {

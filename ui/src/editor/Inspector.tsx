@@ -4,7 +4,9 @@
 import { useEffect, useId, useState } from "react";
 import { canvasEdgeIds, fromPort, toPort } from "../flow/edges";
 import { validId } from "../flow/ids";
-import { removeItems, renameNode, renamePort, setNodeField, setParam, updateEdge } from "../flow/ops";
+import { checkConnection } from "../flow/connect";
+import { connect, removeItems, renameNode, renamePort, setNodeField, setParam, updateEdge } from "../flow/ops";
+import { portsOf } from "../flow/ports";
 import { problemField } from "../flow/problems";
 import { fieldOf, fieldsOf, isEnvRef } from "../flow/schema";
 import type { FlowDocument, FlowNode, Problem, Registry } from "../flow/types";
@@ -108,6 +110,8 @@ function NodeInspector({ store, doc, reg, node, problems }: { store: EditorStore
           <textarea aria-label="Description" rows={2} value={node.description ?? ""} onChange={(e) => setF("description", e.target.value)} onBlur={seal} />
         </FieldRow>
       </details>
+      <h3>Ports</h3>
+      <ConnectFrom doc={doc} reg={reg} node={node} store={store} />
       <Connections doc={doc} node={node} store={store} />
       <div className="actions">
         <button type="button" className="danger" onClick={() => store.edit((d) => removeItems(d, new Set([node.id]), new Set()))}>
@@ -137,10 +141,49 @@ function RenameField({ node, doc, store, problems }: { node: FlowNode; doc: Flow
   );
 }
 
+/** Connecting from the keyboard: each output port offers the input ports it may connect to. */
+function ConnectFrom({ doc, reg, node, store }: { doc: FlowDocument; reg: Registry; node: FlowNode; store: EditorStore }) {
+  const outs = portsOf(node, reg.get(node.type)).filter((p) => p.direction === "out");
+  if (outs.length === 0) return null;
+  return (
+    <div className="connect-from">
+      {outs.map((p) => {
+        const targets = doc.nodes.flatMap((n) =>
+          portsOf(n, reg.get(n.type))
+            .filter((q) => q.direction === "in")
+            .map((q) => ({ from: node.id, port: p.name, to: n.id, to_port: q.name }))
+            .filter((c) => checkConnection(doc, reg, c).ok),
+        );
+        return (
+          <label key={p.name} className="field">
+            <span className="small">Connect “{p.name}” to</span>
+            <select
+              value=""
+              disabled={targets.length === 0}
+              data-connect={p.name}
+              onChange={(e) => {
+                const c = targets[Number(e.target.value)];
+                if (c) store.edit((d) => connect(d, c));
+              }}
+            >
+              <option value="">{targets.length ? "choose an input port…" : "no compatible input port"}</option>
+              {targets.map((c, i) => (
+                <option key={i} value={i}>
+                  {c.to}.{c.to_port}
+                </option>
+              ))}
+            </select>
+          </label>
+        );
+      })}
+    </div>
+  );
+}
+
 function Connections({ doc, node, store }: { doc: FlowDocument; node: FlowNode; store: EditorStore }) {
   const ids = canvasEdgeIds(doc.edges);
   const mine = doc.edges.map((e, i) => ({ e, id: ids[i]! })).filter(({ e }) => e.from === node.id || e.to === node.id);
-  if (mine.length === 0) return <p className="muted small">Not connected: drag from a port on the canvas to another node’s port.</p>;
+  if (mine.length === 0) return <p className="muted small">Not connected: drag from a port on the canvas to another node’s port, or choose one above.</p>;
   return (
     <>
       <h3>Connections</h3>
