@@ -284,7 +284,22 @@ type Commit struct {
 	Wait         []byte // approval's wait record, or nil
 	WaitDeadline int64  // unix ms, 0 for none
 	Event        []byte
-	Ops          []Op
+	// Fused are further steps committed with this one: each ran the single successor of
+	// the step before it, in this process, without an activation of its own. Wait and Ops
+	// follow the last step.
+	Fused []CommitStep
+	Ops   []Op
+}
+
+// CommitStep is one fused step of a commit. A "parent" of "$prev" in its checkpoint is
+// the checkpoint of the step before.
+type CommitStep struct {
+	Node       string
+	Checkpoint []string
+	State      []byte
+	Usage      flows.Usage
+	Final      []byte
+	Event      []byte
 }
 
 // CommitResult says what a commit did.
@@ -309,12 +324,20 @@ func (c *Commit) keysArgs() ([]string, []any) {
 		index[key] = len(keys)
 		return strconv.Itoa(len(keys))
 	}
-	args := []any{Group, c.Consumer, c.Act.ID, run, nowMS(), c.MaxSteps, int64(c.TTL / time.Second), c.KeepLast, EventsMaxLen, c.Act.Node,
-		c.Act.Depth, len(c.Checkpoint) / 2}
-	for _, f := range c.Checkpoint {
-		args = append(args, f)
+	args := []any{Group, c.Consumer, c.Act.ID, run, nowMS(), c.MaxSteps, int64(c.TTL / time.Second), c.KeepLast, EventsMaxLen,
+		c.Act.Depth, 1 + len(c.Fused)}
+	step := func(s CommitStep) {
+		args = append(args, s.Node, len(s.Checkpoint)/2)
+		for _, f := range s.Checkpoint {
+			args = append(args, f)
+		}
+		args = append(args, s.State, s.Usage.InputTokens, s.Usage.OutputTokens, bytesOrEmpty(s.Final), bytesOrEmpty(s.Event))
 	}
-	args = append(args, c.State, c.Usage.InputTokens, c.Usage.OutputTokens, bytesOrEmpty(c.Final), bytesOrEmpty(c.Wait), c.WaitDeadline, bytesOrEmpty(c.Event), len(c.Ops))
+	step(CommitStep{Node: c.Act.Node, Checkpoint: c.Checkpoint, State: c.State, Usage: c.Usage, Final: c.Final, Event: c.Event})
+	for _, s := range c.Fused {
+		step(s)
+	}
+	args = append(args, bytesOrEmpty(c.Wait), c.WaitDeadline, len(c.Ops))
 	for _, op := range c.Ops {
 		args = append(args, op.Name)
 		for _, a := range op.Args {

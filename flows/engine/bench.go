@@ -33,6 +33,7 @@ type BenchOptions struct {
 	Keep       bool          // keep the benchmark's keys afterwards
 	Sleep      time.Duration // each node waits this long (a delay node) instead of doing nothing
 	Poison     float64       // fraction of runs whose first node fails (a poison pill)
+	NoFuse     bool          // every step through its node's stream (see Options.NoFuse)
 }
 
 // BenchFigures are what Sluice measured.
@@ -122,7 +123,7 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 	}
 	doc := BenchFlow(id, o.Shape, k, o.Sleep, o.Poison > 0)
 	obs := &benchObserver{}
-	e := New(rdb, reg, Options{Observer: obs, Logger: discardLogger()})
+	e := New(rdb, reg, Options{Observer: obs, Logger: discardLogger(), NoFuse: o.NoFuse})
 	plan, _, err := e.Compile(doc)
 	if err != nil {
 		return nil, err

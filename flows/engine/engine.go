@@ -37,6 +37,9 @@ type Options struct {
 	Limits flows.Limits
 	// Observer, when set, is told about every step (for metrics).
 	Observer Observer
+	// NoFuse turns off fusing: every step then goes through its node's stream (for the
+	// benchmark's comparison).
+	NoFuse bool
 }
 
 // Observer receives the outcome of steps, for metrics and the benchmark.

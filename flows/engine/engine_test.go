@@ -259,3 +259,50 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+func TestPureStepsAfterOneAnotherAreCommittedTogether(t *testing.T) {
+	r := storetest.Real(t)
+	v := newEnv(t, r)
+	p := v.example("linear")
+	v.work(p)
+	run := v.run(p, `{"name": "Ada"}`)
+	mustStatus(t, run, store.StatusSucceeded)
+	ctx := context.Background()
+	k := store.FlowKeys(p.Flow)
+	// The input's activation went through its stream; greet, shout and out ran fused
+	// with it, each with its own checkpoint, and never had a stream entry.
+	for node, want := range map[string]int64{"in": 1, "greet": 0, "shout": 0, "out": 0} {
+		info, err := r.Client.XInfoStream(ctx, k.In(node)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.EntriesAdded != want {
+			t.Errorf("node %s: %d activations added to its stream, want %d", node, info.EntriesAdded, want)
+		}
+	}
+	if n := len(v.checkpoints(p, run.ID)); n != 5 {
+		t.Errorf("%d checkpoints, want 5 (the input and one per step)", n)
+	}
+}
+
+func TestUnfusedStepsGiveTheSameRun(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		reg := nodetest.Registry(r.Client)
+		v := &env{t: t, r: r, reg: reg, e: engine.New(r, reg, engine.Options{Logger: testLogger(t), NoFuse: true})}
+		p := v.example("linear")
+		v.work(p)
+		run := v.run(p, `{"name": "Ada"}`)
+		mustStatus(t, run, store.StatusSucceeded)
+		if got := output(t, run)["greeting"]; got != "HELLO, ADA!" {
+			t.Errorf("greeting %v", got)
+		}
+		var nodes []string
+		for _, c := range v.checkpoints(p, run.ID) {
+			nodes = append(nodes, c.Node)
+		}
+		if got := strings.Join(nodes, ","); got != ",in,greet,shout,out" {
+			t.Errorf("checkpoints %s", got)
+		}
+		v.drained(p)
+	})
+}

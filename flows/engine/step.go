@@ -157,6 +157,14 @@ type built struct {
 	newState map[string]any
 	stateLen int
 	dur      time.Duration // the component's run time
+	fused    []fusedStep   // steps fused into this commit after the first
+}
+
+// fusedStep is what the observer hears of a fused step.
+type fusedStep struct {
+	node  string
+	dur   time.Duration
+	usage flows.Usage
 }
 
 // buildCommit computes the state update, the successors and the fork bookkeeping of a

@@ -519,6 +519,9 @@ func (f *flowWorker) runInline(acts []store.Activation, received time.Time) {
 		if !ok {
 			continue
 		}
+		if !f.e.opts.NoFuse {
+			f.fuse(j, b)
+		}
 		jobs, builts, commits = append(jobs, j), append(builts, b), append(commits, b.commit)
 	}
 	if len(commits) == 0 {
@@ -543,6 +546,75 @@ func (f *flowWorker) runInline(acts []store.Activation, received time.Time) {
 			f.committed(j.a, builts[i], results[i], cdur, received)
 		}
 	}()
+}
+
+// maxFused bounds how many steps one commit carries.
+const maxFused = 16
+
+// fuse runs, right after an inline step, its single successor when that is an inline
+// step too (and the successor's, and so on), and commits them all with it: one
+// checkpoint, state and event per step, as if each had been its own activation, but no
+// stream entry, read or round trip in between. Such steps have no side effects, so if
+// the worker dies before the commit, running them all again is harmless. Fusing stops at
+// a fork, a join, an approval that parks, the end of the branch, a step that fails (it
+// then runs on its own and fails as usual), or max_steps.
+func (f *flowWorker) fuse(j *job, b *built) {
+	c := b.commit
+	prefix := store.FlowKeys(j.a.Flow).In("")
+	a := j.a
+	for k := 1; k <= maxFused; k++ {
+		if c.Wait != nil || len(c.Ops) != 1 || c.Ops[0].Name != "xadd" || c.Ops[0].Args[1] != "$" {
+			return
+		}
+		next := strings.TrimPrefix(c.Ops[0].Key, prefix)
+		node := j.plan.Nodes[next]
+		if node == nil || node.Spec == nil || node.Spec.Name == flows.JoinType || a.Depth+k > j.plan.Settings.MaxSteps {
+			return
+		}
+		if in, ok := node.Component.(flows.Inliner); !ok || !in.Inline() {
+			return
+		}
+		na := store.Activation{Flow: a.Flow, Node: next, ID: a.ID, Run: a.Run, Version: a.Version, Ckpt: "$prev",
+			Tok: c.Ops[0].Args[2], Depth: a.Depth + k, Deliveries: 1}
+		nb, err := f.runFused(j.plan, node, na, b.newState)
+		if err != nil {
+			return // it runs on its own, and fails there
+		}
+		nc := nb.commit
+		c.Fused = append(c.Fused, store.CommitStep{Node: next, Checkpoint: nc.Checkpoint, State: nc.State, Usage: nc.Usage, Final: nc.Final, Event: nc.Event})
+		c.Fused = append(c.Fused, nc.Fused...)
+		c.Ops, c.Wait, c.WaitDeadline = nc.Ops, nc.Wait, nc.WaitDeadline
+		b.newState, b.stateLen = nb.newState, nb.stateLen
+		b.fused = append(b.fused, fusedStep{node: next, dur: nb.dur, usage: nc.Usage})
+	}
+}
+
+// runFused runs one fused step: no failure is recorded, the caller stops fusing instead.
+func (f *flowWorker) runFused(plan *flows.Plan, node *flows.PlanNode, a store.Activation, state map[string]any) (*built, error) {
+	ctx := f.hard
+	step := &flows.Step{Flow: a.Flow, Run: a.Run, Node: a.Node, Version: a.Version, Depth: a.Depth, Attempt: 1, State: state, Input: state, Tools: node.Tools,
+		Emit: func(kind string, data any) { f.e.events.emit(a.Flow, a.Run, a.Node, kind, data) }}
+	if node.Input != nil {
+		in, err := node.Input.First(ctx, state, state)
+		if err != nil {
+			return nil, err
+		}
+		step.Input = in
+	}
+	sctx, cancel := context.WithTimeout(ctx, node.Timeout)
+	started := time.Now()
+	res, err := runComponent(sctx, node.Component, step)
+	dur := time.Since(started)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	b, err := f.e.buildCommit(ctx, plan, node, a, f.consumer, state, nil, res, dur)
+	if err != nil {
+		return nil, err
+	}
+	b.dur = dur
+	return b, nil
 }
 
 // maxInlineBatches bounds the pipelines of inline steps a flow worker has in flight.
@@ -577,7 +649,11 @@ func (f *flowWorker) committed(a store.Activation, b *built, res store.CommitRes
 	case "ok":
 		f.e.cache.put(a.Run, res.Ckpt, b.newState, b.stateLen)
 		if o := f.e.opts.Observer; o != nil {
-			o.StepDone(a.Flow, a.Node, StepTiming{Run: b.dur, Commit: cdur, Total: time.Since(received)}, b.commit.Usage)
+			total := time.Since(received)
+			o.StepDone(a.Flow, a.Node, StepTiming{Run: b.dur, Commit: cdur, Total: total}, b.commit.Usage)
+			for _, fs := range b.fused {
+				o.StepDone(a.Flow, fs.node, StepTiming{Run: fs.dur, Commit: cdur, Total: total}, fs.usage)
+			}
 		}
 		return outcomeCommitted
 	case "max_steps":

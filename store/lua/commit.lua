@@ -1,4 +1,5 @@
--- commit.lua: commits one step of a run, all or nothing.
+-- commit.lua: commits one step of a run — or a few pure steps in a row, fused — all or
+-- nothing.
 --
 -- KEYS[1] -> the node's stream (holds the consumed entry)
 -- KEYS[2] -> run hash
@@ -19,15 +20,19 @@
 -- ARGV[7] -> seconds a finished run is kept (0: forever)
 -- ARGV[8] -> keep_last: checkpoints kept when the run finishes (0: all)
 -- ARGV[9] -> events stream MAXLEN (approximate)
--- ARGV[10] -> node id
--- ARGV[11] -> depth of the consumed activation: steps along its line since the run started
--- ARGV[12] -> n, the number of checkpoint field/value pairs; ARGV[13..12+2n] the pairs
--- then, in order:
+-- ARGV[10] -> depth of the consumed activation: steps along its line since the run started
+-- ARGV[11] -> s, the number of steps committed (the first ran the consumed activation, each
+--             further one the single successor of the one before)
+-- then, per step:
+--   node id
+--   n, the number of checkpoint field/value pairs, then the 2n values; a "parent" of
+--     "$prev" is the checkpoint of the step before
 --   state JSON after the step
 --   input tokens, output tokens spent by the step
 --   output JSON of a final (output) node, or ""
---   wait record JSON of an approval that parks the run, or ""; then its deadline ms (0: none)
 --   event data JSON
+-- then, for the last step:
+--   wait record JSON of an approval that parks the run, or ""; then its deadline ms (0: none)
 --   m, the number of ops, then the ops, each a name and its arguments:
 --     send   UPDATE STATE           a fanout seed checkpoint; its id becomes the next ref
 --     open   FRAME N TOK REF KEY    a fork with N branches; TOK is the stack outside it,
@@ -37,11 +42,11 @@
 --     arrive FRAME BRANCH REF KEY   a branch reached FRAME's join with checkpoint REF
 --     giveback FRAME KEY            a branch of FRAME ended elsewhere
 --     delframe FRAME                the join of FRAME ran: forget the fork
---   A REF is "$" (this step's checkpoint) or "$k" (the k-th send of this step).
---   Activations added here are one deeper than the consumed one; a join's activation
---   is one deeper than the step that opened its fork.
+--   A REF is "$" (the last step's checkpoint) or "$k" (the k-th send of this commit).
+--   Activations added here are one deeper than the last step; a join's activation is
+--   one deeper than the step that opened its fork.
 --
--- Returns {"ok", checkpoint id, step number, live activations, run status}, or
+-- Returns {"ok", last checkpoint id, step number, live activations, run status}, or
 -- {"stale"} when the fence fails, {"dropped", status} for a cancelled or lost run,
 -- {"max_steps", depth} when the activation is deeper than max_steps (the run fails).
 
@@ -50,9 +55,10 @@ local now = ARGV[5]
 local ttl = tonumber(ARGV[7])
 local keep = tonumber(ARGV[8])
 local maxlen = ARGV[9]
-local node = ARGV[10]
-local depth = tonumber(ARGV[11])
-local nextdepth = tostring(depth + 1)
+local depth = tonumber(ARGV[10])
+local nsteps = tonumber(ARGV[11])
+local nextdepth = tostring(depth + nsteps)
+local node = ARGV[12] -- the consumed entry's node; then the step being committed
 
 local p = redis.call('XPENDING', KEYS[1], group, entry, entry, 1)
 if #p == 0 or p[1][2] ~= consumer then
@@ -124,27 +130,34 @@ if depth > tonumber(ARGV[6]) then
   redis.call('HSET', KEYS[2], unpack(set))
   return {'max_steps', depth}
 end
-steps = steps + 1
-
--- The checkpoint.
-local n = tonumber(ARGV[12])
-local fields = {}
-for i = 13, 12 + 2 * n do fields[#fields + 1] = ARGV[i] end
-local a = 13 + 2 * n
-fields[#fields + 1] = 'step'; fields[#fields + 1] = steps
-fields[#fields + 1] = 'ts'; fields[#fields + 1] = now
-local ckpt = redis.call('XADD', KEYS[3], '*', unpack(fields))
-redis.call('HSET', KEYS[4], ckpt, ARGV[a])
-
-local tin, tout = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-if tin > 0 then redis.call('HINCRBY', KEYS[2], 'in_tokens', tin) end
-if tout > 0 then redis.call('HINCRBY', KEYS[2], 'out_tokens', tout) end
-local final = ARGV[a + 3]
-if final ~= '' then set[#set + 1] = 'out:' .. node; set[#set + 1] = final end
-local wait, deadline = ARGV[a + 4], tonumber(ARGV[a + 5])
-local data = ARGV[a + 6]
-local m = tonumber(ARGV[a + 7])
-local i = a + 8
+-- The steps: a checkpoint, its state and an event each.
+local i = 12
+local ckpt = ''
+for _ = 1, nsteps do
+  node = ARGV[i]
+  local n = tonumber(ARGV[i + 1])
+  local fields = {}
+  for j = i + 2, i + 1 + 2 * n do
+    local v = ARGV[j]
+    if v == '$prev' then v = ckpt end
+    fields[#fields + 1] = v
+  end
+  local a = i + 2 + 2 * n
+  steps = steps + 1
+  fields[#fields + 1] = 'step'; fields[#fields + 1] = steps
+  fields[#fields + 1] = 'ts'; fields[#fields + 1] = now
+  ckpt = redis.call('XADD', KEYS[3], '*', unpack(fields))
+  redis.call('HSET', KEYS[4], ckpt, ARGV[a])
+  local tin, tout = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  if tin > 0 then redis.call('HINCRBY', KEYS[2], 'in_tokens', tin) end
+  if tout > 0 then redis.call('HINCRBY', KEYS[2], 'out_tokens', tout) end
+  if ARGV[a + 3] ~= '' then set[#set + 1] = 'out:' .. node; set[#set + 1] = ARGV[a + 3] end
+  redis.call('XADD', KEYS[6], 'MAXLEN', '~', maxlen, '*', 'type', 'step', 'run', run, 'node', node, 'data', ARGV[a + 4], 'ckpt', ckpt, 'step', steps)
+  i = a + 5
+end
+local wait, deadline = ARGV[i], tonumber(ARGV[i + 1])
+local m = tonumber(ARGV[i + 2])
+i = i + 3
 
 local refs = {}
 local function ref(x)
@@ -216,7 +229,6 @@ live = live + delta
 set[#set + 1] = 'steps'; set[#set + 1] = steps
 set[#set + 1] = 'live'; set[#set + 1] = live
 set[#set + 1] = 'last_ckpt'; set[#set + 1] = ckpt
-redis.call('XADD', KEYS[6], 'MAXLEN', '~', maxlen, '*', 'type', 'step', 'run', run, 'node', node, 'data', data, 'ckpt', ckpt, 'step', steps)
 if status == 'queued' then set[#set + 1] = 'started_at'; set[#set + 1] = now end
 local newstatus = status
 if status ~= 'failed' then

@@ -1,0 +1,46 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+func TestHeartbeatKeepsAStepsDeliveryCount(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		ctx := context.Background()
+		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
+		if err := r.PublishVersion(ctx, flow, "v1", []byte("{}"), []string{"a"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: "r1", Version: "v1", State: []byte("{}"),
+			Checkpoint: (&store.Checkpoint{Kind: "input"}).Fields(), Entries: []string{"a"}}); err != nil {
+			t.Fatal(err)
+		}
+		acts, err := r.ReadGroup(ctx, flow, "w-1", []string{"a"}, 1, 0)
+		if err != nil || len(acts) != 1 {
+			t.Fatalf("read: %v %v", acts, err)
+		}
+		for i := 0; i < 5; i++ {
+			if err := r.Heartbeat(ctx, flow, "a", "w-1", []string{acts[0].ID}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Someone else's heartbeat leaves the entry alone.
+		if err := r.Heartbeat(ctx, flow, "a", "w-2", []string{acts[0].ID}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := r.Client.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: store.FlowKeys(flow).In("a"), Group: store.Group, Start: "-", End: "+", Count: 10}).Result()
+		if err != nil || len(p) != 1 {
+			t.Fatalf("pending: %v %v", p, err)
+		}
+		if p[0].RetryCount != 1 || p[0].Consumer != "w-1" {
+			t.Errorf("after heartbeats: delivered %d times to %s, want once to w-1", p[0].RetryCount, p[0].Consumer)
+		}
+	})
+}
