@@ -386,7 +386,7 @@ func (s *Server) runPage(c echo.Context) error {
 		}
 		item := pages.Checkpoint{ID: cp.ID, Node: cp.Node, Kind: cp.Kind, Step: cp.Step, Duration: durationText(cp.DurationMS),
 			Tokens: cp.Usage.InputTokens + cp.Usage.OutputTokens, Attempt: cp.Attempt,
-			Link: fmt.Sprintf("/flows/%s/runs/%s?checkpoint=%s#checkpoint", flow, runID, url.QueryEscape(cp.ID))}
+			Link: fmt.Sprintf("/flows/%s/runs/%s?checkpoint=%s", flow, runID, url.QueryEscape(cp.ID))}
 		if longest > 0 {
 			item.Percent = int(cp.DurationMS / longest * 100)
 		}

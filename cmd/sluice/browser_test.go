@@ -207,6 +207,14 @@ func (b *browser) shot(name string) {
 	}
 }
 
+// namedFlow is a flow name a person would type and the id the flows page makes of it;
+// a random part keeps the id apart from other tests' on the shared Redis.
+func namedFlow(t *testing.T, name string) (string, string) {
+	id := storetest.FlowID(t)
+	name += " " + id[len(id)-8:]
+	return name, strings.ReplaceAll(strings.ToLower(name), " ", "-")
+}
+
 // serveForBrowser starts `sluice serve` on the real Redis with an empty flows directory
 // and returns its URL. extra are further flags.
 func serveForBrowser(t *testing.T, flowsDir string, extra ...string) string {
@@ -223,7 +231,7 @@ func serveForBrowserEnv(t *testing.T, flowsDir string, env []string, extra ...st
 
 func TestBrowserBuildSaveRunAndInspectAFlow(t *testing.T) {
 	rdb := storetest.Real(t)
-	flowID := storetest.FlowID(t)
+	name, flowID := namedFlow(t, "Greeting")
 	storetest.DeleteFlowKeys(t, rdb, flowID)
 	base := serveForBrowser(t, t.TempDir())
 	b := newBrowser(t, base)
@@ -232,7 +240,7 @@ func TestBrowserBuildSaveRunAndInspectAFlow(t *testing.T) {
 	b.open("/")
 	b.waitText("main", "No flows yet")
 	b.shot("flows-empty")
-	b.typeInto("#new-name", flowID)
+	b.typeInto("#new-name", name)
 	b.click("#new-flow-form button[type=submit]")
 	b.waitFor("the editor's canvas and palette", `!!document.querySelector(".react-flow") && document.querySelectorAll(".palette-item").length > 0`)
 	b.waitText("#save-state", "Not saved yet")
@@ -315,6 +323,10 @@ func TestBrowserBuildSaveRunAndInspectAFlow(t *testing.T) {
 	b.open("/runs?flow=" + flowID)
 	b.waitText("#run-list", "succeeded")
 	b.shot("runs")
+	b.run("filter the failed runs", chromedp.Focus(chromedp.CSS("#runs-status")), chromedp.KeyEvent("f"))
+	b.waitText("#no-runs", "No failed runs")
+	b.run("filter the succeeded runs", chromedp.Focus(chromedp.CSS("#runs-status")), chromedp.KeyEvent("s"))
+	b.waitText("#run-list", "succeeded")
 	b.click("#run-list a.mono")
 	b.waitText("#run-status", "succeeded")
 	b.waitFor("three steps in the timeline", `document.querySelectorAll("#timeline li").length >= 3`)
@@ -338,14 +350,14 @@ func TestBrowserBuildSaveRunAndInspectAFlow(t *testing.T) {
 
 func TestBrowserStartFromAnExampleAndRunIt(t *testing.T) {
 	rdb := storetest.Real(t)
-	flowID := storetest.FlowID(t)
+	name, flowID := namedFlow(t, "Ticket triage")
 	storetest.DeleteFlowKeys(t, rdb, flowID)
 	base := serveForBrowser(t, t.TempDir())
 	b := newBrowser(t, base)
 
 	// New flow from the triage example: its nodes are there, it is valid, and it runs.
 	b.open("/")
-	b.typeInto("#new-name", flowID)
+	b.typeInto("#new-name", name)
 	b.run("choose the triage example", chromedp.SetValue(chromedp.CSS("#new-from"), "triage"))
 	b.click("#new-flow-form button[type=submit]")
 	b.waitFor("the example's seven nodes", `document.querySelectorAll(".react-flow__node").length === 7`)
@@ -377,13 +389,13 @@ func TestBrowserStartFromAnExampleAndRunIt(t *testing.T) {
 
 func TestBrowserAnswerAnApprovalFromTheEditor(t *testing.T) {
 	rdb := storetest.Real(t)
-	flowID := storetest.FlowID(t)
+	name, flowID := namedFlow(t, "Reply with approval")
 	storetest.DeleteFlowKeys(t, rdb, flowID)
 	base := serveForBrowser(t, t.TempDir())
 	b := newBrowser(t, base)
 
 	b.open("/")
-	b.typeInto("#new-name", flowID)
+	b.typeInto("#new-name", name)
 	b.run("choose the approval example", chromedp.SetValue(chromedp.CSS("#new-from"), "approval"))
 	b.click("#new-flow-form button[type=submit]")
 	b.waitFor("the example's six nodes", `document.querySelectorAll(".react-flow__node").length === 6`)

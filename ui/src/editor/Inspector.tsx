@@ -82,7 +82,7 @@ function NodeInspector({ store, doc, reg, node, problems }: { store: EditorStore
       <h2>
         {spec?.title ?? node.type} <span className="muted">node</span>
       </h2>
-      {spec && <p className="muted small">{spec.description}</p>}
+      {spec && <About text={spec.description} />}
       {loose.length > 0 && (
         <ul className="problem-list compact">
           {loose.map((p, i) => (
@@ -119,6 +119,18 @@ function NodeInspector({ store, doc, reg, node, problems }: { store: EditorStore
         </button>
       </div>
     </div>
+  );
+}
+
+/** A component's description: its first sentence, the rest on demand. */
+function About({ text }: { text: string }) {
+  const i = text.indexOf(". ");
+  if (i < 0 || i > 160) return <p className="muted small">{text}</p>;
+  return (
+    <details className="about muted small">
+      <summary>{text.slice(0, i + 1)}</summary>
+      <p>{text.slice(i + 2)}</p>
+    </details>
   );
 }
 
