@@ -12,10 +12,19 @@ export interface ValidationState {
   error?: string;
 }
 
+/** The document without node positions: moving a node changes nothing validation sees. */
+function structure(doc: FlowDocument): string {
+  return JSON.stringify({ ...doc, nodes: doc.nodes.map(({ position: _, ...n }) => n) });
+}
+
 export function useValidation(doc: FlowDocument, delayMs = 300): ValidationState {
   const [state, setState] = useState<ValidationState>({ problems: [], checking: true, checked: undefined });
   const seq = useRef(0);
+  const latest = useRef(doc);
+  latest.current = doc;
+  const key = structure(doc);
   useEffect(() => {
+    const doc = latest.current;
     const n = ++seq.current;
     setState((s) => ({ ...s, checking: true }));
     const t = setTimeout(() => {
@@ -29,6 +38,6 @@ export function useValidation(doc: FlowDocument, delayMs = 300): ValidationState
         });
     }, delayMs);
     return () => clearTimeout(t);
-  }, [doc, delayMs]);
+  }, [key, delayMs]);
   return state;
 }
