@@ -16,11 +16,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/sluicehq/sluice/flows/nodes/llmtest"
@@ -104,11 +106,11 @@ func (b *browser) open(path string) {
 }
 
 // evaluate returns a JavaScript expression's value.
-func evaluate[T any](b *browser, js string) T {
+func evaluate[T any](b *browser, js string, opts ...chromedp.EvaluateOption) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, limit)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js, opts...))
 	if err != nil {
 		b.shot("failure")
 		b.t.Fatalf("evaluate %s: %v", js, err)
@@ -213,6 +215,42 @@ func namedFlow(t *testing.T, name string) (string, string) {
 	id := storetest.FlowID(t)
 	name += " " + id[len(id)-8:]
 	return name, strings.ReplaceAll(strings.ToLower(name), " ", "-")
+}
+
+// acceptDialogs answers every confirm, alert and leave-page dialog with OK and returns
+// what they said ("type: message"), for the test to check that the page asked.
+func (b *browser) acceptDialogs() func() []string {
+	var mu sync.Mutex
+	var seen []string
+	opened := make(chan struct{}, 16)
+	if err := chromedp.Listen(b.ctx, func(ev any) {
+		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			mu.Lock()
+			seen = append(seen, string(d.Type)+": "+d.Message)
+			mu.Unlock()
+			select {
+			case opened <- struct{}{}:
+			default:
+			}
+		}
+	}); err != nil {
+		b.t.Fatal(err)
+	}
+	go func() {
+		for {
+			select {
+			case <-b.ctx.Done():
+				return
+			case <-opened:
+				_, _ = chromedp.Call(b.ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+			}
+		}
+	}()
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
 }
 
 // serveForBrowser starts `sluice serve` on the real Redis with an empty flows directory
@@ -416,6 +454,61 @@ func TestBrowserAnswerAnApprovalFromTheEditor(t *testing.T) {
 	b.waitText("#run-output", `"sent": "Dear Ada, fixed in 1.2."`)
 	b.waitText("#run-output", `"decision": "approve"`)
 	b.waitFor("send done and drop not run", `document.querySelector('[data-node="send"]').dataset.status === "done" && document.querySelector('[data-node="drop"]').dataset.status === ""`)
+}
+
+func TestBrowserImportDuplicateExportDeleteAndTheUnsavedChangesGuard(t *testing.T) {
+	flowID := storetest.FlowID(t)
+	doc := strings.Replace(mustRead(t, filepath.Join("..", "..", "flows", "examples", "linear.json")), `"id": "linear"`, `"id": "`+flowID+`"`, 1)
+	file := filepath.Join(t.TempDir(), "linear.json")
+	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := serveForBrowser(t, t.TempDir())
+	b := newBrowser(t, base)
+	dialogs := b.acceptDialogs()
+
+	// Import a flow file: the editor opens on it.
+	b.open("/")
+	b.run("choose the file to import", chromedp.SetUploadFiles(chromedp.CSS("#import-file"), []string{file}))
+	b.waitFor("the imported flow in the editor", `location.pathname.endsWith("/`+flowID+`") && document.querySelectorAll(".react-flow__node").length === 4`)
+
+	// An edit not saved: leaving the page asks first.
+	b.click(`.react-flow__node[data-id="greet"]`)
+	b.typeInto(`input[aria-label="Label"]`, "Say hello")
+	b.waitText("#save-state", "Unsaved changes")
+	b.open("/")
+	if got := strings.Join(dialogs(), "\n"); !strings.Contains(got, "beforeunload") {
+		t.Errorf("leaving with unsaved changes did not ask; dialogs: %q", got)
+	}
+	row := fmt.Sprintf(`#flow-list tr[data-flow=%q]`, flowID)
+	b.waitText(row, "Linear pipeline")
+
+	// Export answers the file as a download.
+	exported := evaluate[string](b, fmt.Sprintf(`fetch(document.querySelector('%s a[download]').href).then(r => r.headers.get("Content-Disposition") + " " + r.status)`, row), chromedp.EvalAwaitPromise)
+	if !strings.Contains(exported, "attachment") || !strings.HasSuffix(exported, " 200") {
+		t.Errorf("export answered %q", exported)
+	}
+
+	// Duplicate opens the copy; delete asks, then removes it from the list.
+	b.click(row + ` button[type=submit]:not(.danger)`)
+	b.waitFor("the copy in the editor", `location.pathname.endsWith("/`+flowID+`-copy") && document.querySelectorAll(".react-flow__node").length === 4`)
+	b.open("/")
+	copyRow := fmt.Sprintf(`#flow-list tr[data-flow=%q]`, flowID+"-copy")
+	b.waitText(copyRow, "Linear pipeline (copy)")
+	b.click(copyRow + ` button.danger`)
+	b.waitFor("the copy gone and the original there", fmt.Sprintf(`!document.querySelector(%q) && !!document.querySelector(%q)`, copyRow, row))
+	if got := strings.Join(dialogs(), "\n"); !strings.Contains(got, "Delete the flow "+flowID+"-copy?") {
+		t.Errorf("delete did not ask first; dialogs: %q", got)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func TestBrowserWatchAModelStreamItsReply(t *testing.T) {
