@@ -454,6 +454,20 @@ func TestBrowserAnswerAnApprovalFromTheEditor(t *testing.T) {
 	b.waitText("#run-output", `"sent": "Dear Ada, fixed in 1.2."`)
 	b.waitText("#run-output", `"decision": "approve"`)
 	b.waitFor("send done and drop not run", `document.querySelector('[data-node="send"]').dataset.status === "done" && document.querySelector('[data-node="drop"]').dataset.status === ""`)
+	b.waitFor("drop listed as not run", `[...document.querySelectorAll('[aria-label="nodes in this run"] li')].some(li => li.innerText.includes("drop") && li.innerText.includes("not run"))`)
+
+	// Another run waits at the approval; its page cancels it.
+	dialogs := b.acceptDialogs()
+	b.click("#run-button")
+	b.waitText("#run-status", "waiting")
+	b.click(".run-summary a.mono")
+	b.waitText("#run-status", "waiting")
+	b.waitText(".approval", "Send this reply to Ada?")
+	b.click("#cancel-run")
+	b.waitText("#run-status", "cancelled")
+	if got := strings.Join(dialogs(), "\n"); !strings.Contains(got, "Cancel this run?") {
+		t.Errorf("cancel did not ask first; dialogs: %q", got)
+	}
 }
 
 func TestBrowserImportDuplicateExportDeleteAndTheUnsavedChangesGuard(t *testing.T) {

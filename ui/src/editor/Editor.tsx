@@ -437,6 +437,7 @@ function Editor({ data }: { data: EditorData }) {
                 onRun={(input) => void run(input)}
                 onCancel={() => void testRun.cancel()}
                 onResume={(node, d) => void testRun.resume(node, d)}
+                onSelect={(node) => store.select([node])}
               />
             )}
           </div>

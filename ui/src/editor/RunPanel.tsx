@@ -18,6 +18,7 @@ interface Props {
   onRun: (input: unknown) => void;
   onCancel: () => void;
   onResume: (node: string, decision: { decision: "approve" | "reject"; value?: unknown; comment?: string }) => void;
+  onSelect: (node: string) => void;
 }
 
 function initialInput(doc: FlowDocument): string {
@@ -25,7 +26,7 @@ function initialInput(doc: FlowDocument): string {
   return JSON.stringify(exampleInput(input?.params?.example, input?.params?.schema as JSONSchema | undefined), null, 2);
 }
 
-export function RunPanel({ doc, state, selectedNode, canRun, runLabel, onRun, onCancel, onResume }: Props) {
+export function RunPanel({ doc, state, selectedNode, canRun, runLabel, onRun, onCancel, onResume, onSelect }: Props) {
   const [text, setText] = useState(() => initialInput(doc));
   const [touched, setTouched] = useState(false);
   const inputNode = doc.nodes.find((n) => n.type === "input");
@@ -74,6 +75,7 @@ export function RunPanel({ doc, state, selectedNode, canRun, runLabel, onRun, on
         </p>
       )}
       {view && <RunSummary flow={doc.id} view={view} run={run} />}
+      {view && <NodeStatuses doc={doc} view={view} onSelect={onSelect} selected={selectedNode} />}
       {run?.waiting &&
         view?.status === "waiting" &&
         Object.entries(run.waiting).map(([node, w]) => <Approval key={node} node={node} prompt={w.prompt ?? ""} data={w.data} onResume={onResume} />)}
@@ -111,6 +113,31 @@ function RunSummary({ flow, view, run }: { flow: string; view: RunView; run: Run
       </p>
       {(view.error || run?.error) && <p className="error">{run?.error ?? view.error}</p>}
     </section>
+  );
+}
+
+/** Every node's status in the run, as a list: the canvas's run view for keyboards and screen readers. */
+function NodeStatuses({ doc, view, onSelect, selected }: { doc: FlowDocument; view: RunView; onSelect: (node: string) => void; selected: string | undefined }) {
+  return (
+    <ul className="node-statuses" aria-label="nodes in this run">
+      {doc.nodes.map((n) => {
+        const r = view.nodes[n.id];
+        return (
+          <li key={n.id} className={n.id === selected ? "selected" : ""}>
+            <button type="button" className="link" onClick={() => onSelect(n.id)}>
+              {n.label || n.id}
+            </button>
+            {r ? <span className={`run-chip status-${r.status}`}>{r.status}</span> : <span className="muted small">not run</span>}
+            {r?.durationMs !== undefined && <span className="muted small">{formatDuration(r.durationMs)}</span>}
+            {r && r.tokens.input_tokens + r.tokens.output_tokens > 0 && (
+              <span className="muted small">
+                {r.tokens.input_tokens}/{r.tokens.output_tokens} tok
+              </span>
+            )}
+          </li>
+        );
+      })}
+    </ul>
   );
 }
 
