@@ -686,4 +686,25 @@ func TestBrowserRetryADeadLetterFromTheQueuesPage(t *testing.T) {
 	b.open(runLink)
 	b.waitText("#run-status", "succeeded")
 	b.waitText("#run-output", `"stock": 7`)
+
+	// The service fails again while the queues page is open: a new dead letter shows up
+	// without a reload; discarding it (after a confirmation) removes it.
+	healthy.Store(false)
+	b.open("/queues?flow=" + flowID)
+	b.waitText("#live-status", "live")
+	dialogs := b.acceptDialogs()
+	res, err := http.Post(base+"/api/flows/"+flowID+"/runs", "application/json", strings.NewReader(`{"input": {}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusAccepted {
+		t.Fatalf("start a run: %s", res.Status)
+	}
+	b.waitText("#dead-letters tbody", "503")
+	b.click(`#dead-letters button.danger`)
+	b.waitFor("the discarded dead letter to go", `document.querySelectorAll("#dead-letters tbody tr").length === 0`)
+	if got := strings.Join(dialogs(), "\n"); !strings.Contains(got, "Discard this dead letter?") {
+		t.Errorf("discard did not ask first; dialogs: %q", got)
+	}
 }
