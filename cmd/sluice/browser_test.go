@@ -53,9 +53,10 @@ func chromium(t *testing.T) string {
 // browser is one headless Chromium tab at 1280×800 with helpers that act as a person
 // does and wait for what a person would see.
 type browser struct {
-	t    *testing.T
-	ctx  context.Context
-	base string
+	t       *testing.T
+	ctx     context.Context
+	base    string
+	noShots bool // take no screenshots but of failures (a second pass over the same screens)
 }
 
 func newBrowser(t *testing.T, base string) *browser {
@@ -189,6 +190,9 @@ func (b *browser) typeInto(sel, text string) {
 
 // shot saves a screenshot of the window as name.png.
 func (b *browser) shot(name string) {
+	if b.noShots && name != "failure" {
+		return
+	}
 	buf, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		b.t.Logf("screenshot %s: %v", name, err)
@@ -267,12 +271,26 @@ func serveForBrowserEnv(t *testing.T, flowsDir string, env []string, extra ...st
 	return p.waitLine(t, servingLine, 30*time.Second)[1]
 }
 
+// The whole first session runs on the real Redis and on the embedded one that `make run`
+// starts without REDIS_URL.
 func TestBrowserBuildSaveRunAndInspectAFlow(t *testing.T) {
-	rdb := storetest.Real(t)
-	name, flowID := namedFlow(t, "Greeting")
-	storetest.DeleteFlowKeys(t, rdb, flowID)
-	base := serveForBrowser(t, t.TempDir())
+	t.Run("real", func(t *testing.T) {
+		rdb := storetest.Real(t)
+		name, flowID := namedFlow(t, "Greeting")
+		storetest.DeleteFlowKeys(t, rdb, flowID)
+		buildSaveRunAndInspect(t, serveForBrowser(t, t.TempDir()), name, flowID, true)
+	})
+	t.Run("embedded", func(t *testing.T) {
+		name, flowID := namedFlow(t, "Greeting")
+		buildSaveRunAndInspect(t, serveForBrowserEnv(t, t.TempDir(), []string{"REDIS_URL="}), name, flowID, false)
+	})
+}
+
+func buildSaveRunAndInspect(t *testing.T, base, name, flowID string, shots bool) {
 	b := newBrowser(t, base)
+	if !shots {
+		b.noShots = true
+	}
 
 	// The flows page: nothing yet; a new flow by name.
 	b.open("/")

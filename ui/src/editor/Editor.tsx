@@ -297,16 +297,18 @@ function Editor({ data }: { data: EditorData }) {
     return () => window.removeEventListener("keydown", onKey);
   }, [save, store, doCopy, doPaste]);
 
-  // Unsaved changes: the browser asks before leaving the page.
+  // Unsaved changes: the browser asks before leaving the page. A new flow nobody has
+  // edited yet (blank, or an example as it is) loses nothing.
+  const guard = isNew ? st.canUndo : dirty;
   useEffect(() => {
-    if (!dirty) return;
+    if (!guard) return;
     const onLeave = (e: BeforeUnloadEvent) => {
       e.preventDefault();
       e.returnValue = "";
     };
     window.addEventListener("beforeunload", onLeave);
     return () => window.removeEventListener("beforeunload", onLeave);
-  }, [dirty]);
+  }, [guard]);
 
   const showProblemTarget = useCallback(
     (t: { node?: string; edge?: string }) => {
