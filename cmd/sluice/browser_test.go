@@ -590,6 +590,14 @@ func TestBrowserRefusesAToolPortOnAStatePortAndSaysWhy(t *testing.T) {
 	b.open("/flows/new?name=Ports")
 	b.waitFor("the palette", `document.querySelectorAll(".palette-item").length > 0`)
 
+	// The palette's search narrows it down to what matches.
+	b.typeInto(".palette-search", "fan-out")
+	b.waitFor("only the fan-out", `[...document.querySelectorAll(".palette-item")].map(e => e.dataset.type).join() === "fanout"`)
+	b.typeInto(".palette-search", "no such thing")
+	b.waitText(".palette", "No component matches")
+	b.run("clear the search", chromedp.Focus(chromedp.CSS(".palette-search")), chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)), chromedp.KeyEvent(kb.Backspace))
+	b.waitFor("the whole palette again", `document.querySelectorAll(".palette-item").length > 5`)
+
 	// A component can be added from the keyboard: focus it in the palette and press Enter.
 	b.run("focus the transform in the palette", chromedp.Focus(chromedp.CSS(`.palette-item[data-type="transform"]`)))
 	b.run("press Enter", chromedp.KeyEvent("\r"))
