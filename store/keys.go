@@ -62,6 +62,11 @@ func (k Keys) Events() string { return k.prefix + "events" }
 // Results is the stream of finished runs (group "dispatch").
 func (k Keys) Results() string { return k.prefix + "results" }
 
+// DeliveryDead is the stream of result webhooks that could not be delivered.
+// (It belongs with the other key names in keys.go; it is here until that file's owner
+// moves it.)
+func (k Keys) DeliveryDead() string { return k.prefix + "delivery-dead" }
+
 // Waits is the sorted set of approvals with a timeout, by deadline (ms); members are
 // "RUN NODE".
 func (k Keys) Waits() string { return k.prefix + "waits" }

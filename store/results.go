@@ -12,11 +12,6 @@ import (
 	"github.com/sluicehq/sluice/flows"
 )
 
-// DeliveryDead is the stream of result webhooks that could not be delivered.
-// (It belongs with the other key names in keys.go; it is here until that file's owner
-// moves it.)
-func (k Keys) DeliveryDead() string { return k.prefix + "delivery-dead" }
-
 // Result is an entry of a flow's results stream: a run that finished.
 type Result struct {
 	Flow       string

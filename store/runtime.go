@@ -511,3 +511,27 @@ func (r *Redis) LoadStates(ctx context.Context, flow string, refs []StateRef) ([
 	}
 	return out, nil
 }
+
+// PruneConsumers deletes the consumers of a flow's node streams that have nothing
+// pending and have not read for longer than idle: names of worker processes that are
+// gone (consumer names carry the process id, so every restart adds one). It returns how
+// many it deleted. Consumers whose idle time the server does not report are kept.
+func (r *Redis) PruneConsumers(ctx context.Context, flow string, nodes []string, idle time.Duration) (int, error) {
+	k := FlowKeys(flow)
+	n := 0
+	for _, node := range nodes {
+		cs, err := r.Client.XInfoConsumers(ctx, k.In(node), Group).Result()
+		if err != nil {
+			continue // no stream or group yet
+		}
+		for _, c := range cs {
+			if c.Pending == 0 && c.Idle > idle {
+				if err := r.Client.XGroupDelConsumer(ctx, k.In(node), Group, c.Name).Err(); err != nil {
+					return n, err
+				}
+				n++
+			}
+		}
+	}
+	return n, nil
+}

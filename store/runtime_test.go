@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -43,4 +44,41 @@ func TestHeartbeatKeepsAStepsDeliveryCount(t *testing.T) {
 			t.Errorf("after heartbeats: delivered %d times to %s, want once to w-1", p[0].RetryCount, p[0].Consumer)
 		}
 	})
+}
+
+func TestPruneConsumersDeletesOnlyIdleOnesWithNothingPending(t *testing.T) {
+	r := storetest.Real(t) // the embedded Redis does not report idle times
+	ctx := context.Background()
+	flow := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, r, flow)
+	if err := r.PublishVersion(ctx, flow, "v1", []byte("{}"), []string{"a"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range []string{"r1", "r2", "r3"} {
+		if _, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: run, Version: "v1", State: []byte("{}"),
+			Checkpoint: (&store.Checkpoint{Kind: "input"}).Fields(), Entries: []string{"a"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// gone-1 still holds its entry; gone-2 finished its own; live reads now.
+	r.ReadGroup(ctx, flow, "gone-1", []string{"a"}, 1, 10*time.Millisecond)
+	acts, _ := r.ReadGroup(ctx, flow, "gone-2", []string{"a"}, 1, 10*time.Millisecond)
+	if len(acts) != 1 {
+		t.Fatalf("gone-2 read %d entries", len(acts))
+	}
+	r.Client.XAck(ctx, store.FlowKeys(flow).In("a"), store.Group, acts[0].ID)
+	time.Sleep(30 * time.Millisecond)
+	r.ReadGroup(ctx, flow, "live", []string{"a"}, 1, 10*time.Millisecond)
+	n, err := r.PruneConsumers(ctx, flow, []string{"a"}, 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, _ := r.Client.XInfoConsumers(ctx, store.FlowKeys(flow).In("a"), store.Group).Result()
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.Name)
+	}
+	if n != 1 || len(names) != 2 {
+		t.Errorf("pruned %d, left %v; want gone-2 deleted, gone-1 (pending) and live kept", n, names)
+	}
 }

@@ -121,8 +121,8 @@ func TestRunComplianceExampleRunsThreeAgentsOnSlicesOfTheDocument(t *testing.T) 
 	}
 	got := toolResults()
 	wantSlices := map[string]bool{
-		`["Spinach, stevia."]`: true,
-		`[{"page":1,"text":"Boosts immunity"}]`: true,
+		`["Spinach, stevia."]`:                      true,
+		`[{"page":1,"text":"Boosts immunity"}]`:     true,
 		`[{"format":"png","url":"s3://front.png"}]`: true,
 	}
 	if len(got) != 3 {

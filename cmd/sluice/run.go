@@ -171,6 +171,7 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL (required; env REDIS_URL)")
 	grace := fs.Duration("grace", 10*time.Second, "how long in-flight steps may finish after SIGTERM")
+	dispatch := fs.Bool("dispatch", true, "also deliver the flows' result webhooks (several workers may: each result is delivered once per webhook, at least once)")
 	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "info"), "debug, info, warn or error")
 	cf := addComponentFlags(fs)
 	fs.Usage = func() {
@@ -220,7 +221,16 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	w := e.NewWorker(engine.WorkerOptions{Flows: ids, Grace: *grace})
 	// Subflows are found next to the first flow file; the worker serves them too.
 	attach(ctx, env, rdb, e, &store.Library{Dir: filepath.Dir(files[0])}, w)
+	var dispatched chan error
+	if *dispatch {
+		dispatched = make(chan error, 1)
+		d := e.NewDispatcher(engine.DispatchOptions{Flows: func(context.Context) ([]string, error) { return ids, nil }})
+		go func() { dispatched <- d.Run(ctx) }()
+	}
 	err = w.Run(ctx)
+	if dispatched != nil {
+		<-dispatched
+	}
 	log.Info("worker stopped", "after", time.Since(start).Round(time.Millisecond))
 	return err
 }

@@ -216,13 +216,26 @@ func (f *flowWorker) readable() ([]string, int) {
 	return nodes, count
 }
 
+// consumerIdle is how long a consumer may go without reading before a worker deletes it
+// from its groups (when it has nothing pending): its process is gone.
+const consumerIdle = time.Hour
+
 func (f *flowWorker) readLoop(ctx context.Context) {
-	lastRefresh := time.Now()
+	lastRefresh, lastPrune := time.Now(), time.Time{}
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
 		if time.Since(lastRefresh) > f.w.opts.Refresh {
 			f.refresh(ctx)
 			lastRefresh = time.Now()
+		}
+		if time.Since(lastPrune) > 10*time.Minute {
+			lastPrune = time.Now()
+			f.mu.Lock()
+			nodes := append([]string(nil), f.nodes...)
+			f.mu.Unlock()
+			if n, err := f.e.rdb.PruneConsumers(ctx, f.flow, nodes, consumerIdle); err == nil && n > 0 {
+				f.e.log.Info("deleted consumers of stopped workers", "flow", f.flow, "consumers", n)
+			}
 		}
 		nodes, count := f.readable()
 		if len(nodes) == 0 {

@@ -14,12 +14,13 @@ func outputSpec() flows.Spec {
 		Category: "io",
 		Description: "Where a branch ends with a result. Its value (a jq expression over the state, the whole " +
 			"state by default) becomes the run's output. With several output nodes, the output is an object " +
-			"keyed by node id.",
+			"keyed by node id. An optional webhook receives the run's result when it finishes.",
 		Ports: []flows.Port{{Name: flows.PortIn, Direction: "in", Type: flows.PortState, Multiple: true, Required: true, Description: "the run state"}},
 		Params: json.RawMessage(`{
 			"type": "object", "additionalProperties": false,
 			"properties": {
-				"value": {"type": "string", "format": "jq", "default": ".", "description": "jq over the state: the run's output."}
+				"value": {"type": "string", "format": "jq", "default": ".", "description": "jq over the state: the run's output."},
+				"webhook": {"type": "string", "format": "uri", "pattern": "^https?://", "description": "When the run finishes, its result is POSTed here (at least once, signed, retried)."}
 			}
 		}`),
 		Example: json.RawMessage(`{"value": "{answer: .answer}"}`),
@@ -29,12 +30,14 @@ func outputSpec() flows.Spec {
 
 // Output ends a branch and records the run's output.
 type Output struct {
-	value *flows.JQ
+	value   *flows.JQ
+	webhook string
 }
 
 func newOutput(b *flows.Build) (flows.Component, error) {
 	var p struct {
-		Value string `json:"value"`
+		Value   string `json:"value"`
+		Webhook string `json:"webhook"`
 	}
 	if err := b.Decode(&p); err != nil {
 		return nil, err
@@ -43,7 +46,7 @@ func newOutput(b *flows.Build) (flows.Component, error) {
 	if err != nil {
 		return nil, &flows.Error{Code: flows.Invalid, Path: "params.value", Err: err}
 	}
-	return &Output{value: q}, nil
+	return &Output{value: q, webhook: p.Webhook}, nil
 }
 
 // Run evaluates the output value.
@@ -54,5 +57,9 @@ func (o *Output) Run(ctx context.Context, s *flows.Step) (*flows.Result, error) 
 	}
 	return &flows.Result{Output: v, Final: true}, nil
 }
+
+// Webhook is where the run's result is sent when it finishes ("" for nowhere); the
+// result dispatcher reads it.
+func (o *Output) Webhook() string { return o.webhook }
 
 var _ flows.Component = (*Output)(nil)
