@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -42,6 +43,15 @@ type process struct {
 	cmd   *exec.Cmd
 	lines chan string
 	done  chan error
+	mu    sync.Mutex
+	all   []string // every line, for tests that check the whole log
+}
+
+// allLines returns every stderr line so far.
+func (p *process) allLines() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.all...)
 }
 
 func start(t *testing.T, env []string, args ...string) *process {
@@ -59,6 +69,9 @@ func start(t *testing.T, env []string, args ...string) *process {
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			p.mu.Lock()
+			p.all = append(p.all, sc.Text())
+			p.mu.Unlock()
 			select {
 			case p.lines <- sc.Text():
 			default:
