@@ -178,6 +178,11 @@ func TestFaultPoisonPillIsDeadLetteredWhileOtherRunsFlow(t *testing.T) {
 	v.drained(p) // the pending lists are back to zero
 }
 
+func TestFaultPausedWorkersLateCommitIsRefused(t *testing.T) {
+	srv := storetest.StartServer(t, false)
+	pausedWorker(t, faultEnv(t, srv.URL()), srv.URL())
+}
+
 func TestFaultRedisKilledAndRestartedWithAOF(t *testing.T) {
 	srv := storetest.StartServer(t, true)
 	v := faultEnv(t, srv.URL())

@@ -155,9 +155,15 @@ func TestWorkerKilledMidStepAnotherWorkerFinishesTheRun(t *testing.T) {
 }
 
 func TestPausedWorkersLateCommitIsRefused(t *testing.T) {
-	r := storetest.Real(t)
-	v := newEnv(t, r)
+	pausedWorker(t, newEnv(t, storetest.Real(t)), storetest.URL())
+}
+
+// pausedWorker: a worker process stopped (SIGSTOP) past claim_after while another
+// finishes its step, then continued: its late commit is refused.
+func pausedWorker(t *testing.T, v *env, url string) {
+	r := v.r
 	p := v.compile(strings.NewReplacer("CLAIM", "300ms", "SLEEP", "1s").Replace(slowStep))
+	t.Setenv("REDIS_URL", url)
 	a := startChild(t, p.Flow)
 	id := v.start(p, `{}`)
 	waitFor(t, "the slow step to start in the worker process", 10*time.Second, func() bool { return v.calls(p, id, "slow") == 1 })
