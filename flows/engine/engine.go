@@ -131,9 +131,24 @@ func (e *Engine) Publish(ctx context.Context, p *flows.Plan) error {
 	}
 	e.mu.Lock()
 	e.published[key] = true
-	e.plans[key] = p
+	e.remember(key, p)
 	e.mu.Unlock()
 	return nil
+}
+
+// maxPlans bounds the compiled plans an engine keeps; one evicted is compiled again from
+// Redis when a run of its version next needs it.
+const maxPlans = 256
+
+// remember keeps a compiled plan; e.mu is held.
+func (e *Engine) remember(key string, p *flows.Plan) {
+	if _, ok := e.plans[key]; !ok && len(e.plans) >= maxPlans {
+		for k := range e.plans { // an arbitrary one: map order is random
+			delete(e.plans, k)
+			break
+		}
+	}
+	e.plans[key] = p
 }
 
 // forgetPublished makes the next Publish of plan write it to Redis again.
@@ -162,7 +177,7 @@ func (e *Engine) Plan(ctx context.Context, flow, version string) (*flows.Plan, e
 		return nil, flows.Permanent(fmt.Errorf("version %.12s of flow %q no longer compiles: %w", version, flow, err))
 	}
 	e.mu.Lock()
-	e.plans[key] = p
+	e.remember(key, p)
 	e.mu.Unlock()
 	return p, nil
 }

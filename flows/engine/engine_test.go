@@ -306,3 +306,23 @@ func TestUnfusedStepsGiveTheSameRun(t *testing.T) {
 		v.drained(p)
 	})
 }
+
+func TestAnEvictedPlanIsCompiledAgainFromRedis(t *testing.T) {
+	v := newEnv(t, storetest.Embedded(t))
+	ctx := context.Background()
+	var first *flows.Plan
+	for i := 0; i < 300; i++ { // more versions than an engine keeps compiled
+		p := v.compile(fmt.Sprintf(`{"sluice": 1, "id": "FLOW", "name": "version %d", "nodes": [{"id": "in", "type": "input"}, {"id": "out", "type": "output"}], "edges": [{"from": "in", "to": "out"}]}`, i))
+		if first == nil {
+			first = p
+		}
+	}
+	// A fresh engine has nothing compiled; this one has evicted some: both load the
+	// version's JSON from Redis.
+	for _, e := range []*engine.Engine{v.e, engine.New(v.r, v.reg, engine.Options{})} {
+		p, err := e.Plan(ctx, first.Flow, first.Version)
+		if err != nil || p.Version != first.Version || p.Doc.Name != "version 0" {
+			t.Fatalf("plan of the first version: %v %v", p, err)
+		}
+	}
+}
