@@ -476,11 +476,7 @@ func (r *Redis) DiscardDead(ctx context.Context, flow, id string) error {
 		return &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no dead letter %q", id)}
 	}
 	run, _ := msgs[0].Values["run"].(string)
-	pipe := r.Client.TxPipeline()
-	pipe.XDel(ctx, k.Dead(), id)
-	pipe.HIncrBy(ctx, k.Run(run), "dead", -1)
-	_, err = pipe.Exec(ctx)
-	return err
+	return discardDeadScript.Run(ctx, r.Client, []string{k.Dead(), k.Run(run)}, id).Err()
 }
 
 // sortedKeys returns a map's keys sorted.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/storetest"
 )
@@ -81,4 +82,29 @@ func TestPruneConsumersDeletesOnlyIdleOnesWithNothingPending(t *testing.T) {
 	if n != 1 || len(names) != 2 {
 		t.Errorf("pruned %d, left %v; want gone-2 deleted, gone-1 (pending) and live kept", n, names)
 	}
+}
+
+func TestDiscardingADeadLetterOfAnExpiredRunLeavesNoStrayKey(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		ctx := context.Background()
+		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
+		k := store.FlowKeys(flow)
+		id, err := r.Client.XAdd(ctx, &redis.XAddArgs{Stream: k.Dead(), Values: []any{"node", "a", "run", "gone", "error", "boom"}}).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.DiscardDead(ctx, flow, id); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := r.Client.XLen(ctx, k.Dead()).Result(); n != 0 {
+			t.Errorf("%d dead letters left, want 0", n)
+		}
+		if n, _ := r.Client.Exists(ctx, k.Run("gone")).Result(); n != 0 {
+			t.Error("discarding created a hash for the expired run")
+		}
+		if err := r.DiscardDead(ctx, flow, id); flows.ErrorCode(err) != flows.NotFound {
+			t.Errorf("discarding twice: %v, want not found", err)
+		}
+	})
 }

@@ -21,18 +21,19 @@ func mustScript(name string) *redis.Script {
 
 // The Lua scripts; each file's header documents its KEYS and ARGV.
 var (
-	commitScript    = mustScript("commit")
-	failScript      = mustScript("fail")
-	reclaimScript   = mustScript("reclaim")
-	heartbeatScript = mustScript("heartbeat")
-	startScript     = mustScript("start")
-	cancelScript    = mustScript("cancel")
-	resumeScript    = mustScript("resume")
-	retryDeadScript = mustScript("retry_dead")
-	turnScript      = mustScript("turn")
+	commitScript      = mustScript("commit")
+	failScript        = mustScript("fail")
+	reclaimScript     = mustScript("reclaim")
+	heartbeatScript   = mustScript("heartbeat")
+	startScript       = mustScript("start")
+	cancelScript      = mustScript("cancel")
+	resumeScript      = mustScript("resume")
+	retryDeadScript   = mustScript("retry_dead")
+	turnScript        = mustScript("turn")
+	discardDeadScript = mustScript("discard_dead")
 )
 
-var allScripts = []*redis.Script{commitScript, failScript, reclaimScript, heartbeatScript, startScript, cancelScript, resumeScript, retryDeadScript, turnScript,
+var allScripts = []*redis.Script{commitScript, failScript, reclaimScript, heartbeatScript, startScript, cancelScript, resumeScript, retryDeadScript, turnScript, discardDeadScript,
 	cacheStoreScript, cacheReleaseScript, cacheExtendScript}
 
 // LoadScripts loads every script into Redis's script cache, so pipelines can use EVALSHA.
@@ -49,9 +50,4 @@ func (r *Redis) LoadScripts(ctx context.Context) error {
 
 func isNoScript(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
-}
-
-// eval runs a script, loading it first if Redis lost its cache (after a restart).
-func (r *Redis) eval(ctx context.Context, s *redis.Script, keys []string, args ...any) (any, error) {
-	return s.Run(ctx, r.Client, keys, args...).Result()
 }

@@ -242,6 +242,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	node := fs.String("node", "", "the approval node (needed only when the run waits at several)")
 	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL (required; env REDIS_URL)")
 	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "warn"), "debug, info, warn or error")
+	cf := addComponentFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sluice resume [flags] FLOW.json RUN\n\nAnswers the approval a run waits at, then works on the run like 'sluice run' until it\n"+
 			"finishes or waits again, and prints its output.\n\nFlags:")
@@ -271,7 +272,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer rdb.Close()
-	env, err := (&componentFlags{providers: envOr("SLUICE_PROVIDERS", ""), httpAllow: envOr("SLUICE_HTTP_ALLOW", "")}).env(log)
+	env, err := cf.env(log)
 	if err != nil {
 		return err
 	}
@@ -280,6 +281,8 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	// Subflows are found next to the flow file, as for run.
+	attach(ctx, env, rdb, e, &store.Library{Dir: filepath.Dir(pos[0])})
 	if err := e.Resume(ctx, plan.Flow, pos[1], *node, decision); err != nil {
 		return err
 	}

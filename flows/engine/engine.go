@@ -69,9 +69,8 @@ type Engine struct {
 	plans     map[string]*flows.Plan // flow \x00 version -> plan
 	published map[string]bool        // flow \x00 version
 
-	commitOnce sync.Once
-	commits    *committer
-	events     *eventBatcher
+	commits *committer
+	events  *eventBatcher
 }
 
 // New returns an engine that keeps its state in rdb and builds components from reg.

@@ -359,7 +359,7 @@ func (f *flowWorker) process(a store.Activation, received time.Time) stepOutcome
 	if !ok {
 		return out
 	}
-	return f.commit(f.hard, j.plan, a, b, b.dur, received)
+	return f.commit(f.hard, j.plan, a, b, received)
 }
 
 // job is an activation ready to run.
@@ -553,7 +553,7 @@ func (f *flowWorker) runInline(acts []store.Activation, received time.Time) {
 			if errs[i] != nil {
 				// Unknown outcome: send it again through the commit queue (the fence
 				// makes a second commit of the same entry harmless).
-				f.commit(ctx, j.plan, j.a, builts[i], builts[i].dur, received)
+				f.commit(ctx, j.plan, j.a, builts[i], received)
 				continue
 			}
 			f.committed(j.a, builts[i], results[i], cdur, received)
@@ -635,7 +635,7 @@ const maxInlineBatches = 4
 
 // commit sends a built commit, retrying while Redis is unreachable, for at most
 // claim_after: after that another worker may own the entry anyway.
-func (f *flowWorker) commit(ctx context.Context, plan *flows.Plan, a store.Activation, b *built, _ time.Duration, received time.Time) stepOutcome {
+func (f *flowWorker) commit(ctx context.Context, plan *flows.Plan, a store.Activation, b *built, received time.Time) stepOutcome {
 	deadline := time.Now().Add(plan.Settings.ClaimAfter.D())
 	backoff := 20 * time.Millisecond
 	for {
