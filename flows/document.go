@@ -38,7 +38,17 @@ type Settings struct {
 	StepTimeout   Duration `json:"step_timeout,omitzero"`
 	CheckpointTTL Duration `json:"checkpoint_ttl,omitzero"`
 	KeepLast      int      `json:"keep_last,omitempty"`
+	MaxStateBytes int      `json:"max_state_bytes,omitempty"`
 }
+
+// Hard limits of settings, checked at validation.
+const (
+	// MaxMaxSteps caps max_steps: a looping run writes checkpoints as fast as Redis
+	// takes them, so the guard must trip in bounded time and space.
+	MaxMaxSteps = 10000
+	// DefaultMaxStateBytes is how large a run's state may grow unless a flow says.
+	DefaultMaxStateBytes = 1 << 20
+)
 
 // DefaultSettings are what a flow gets for the settings it leaves out.
 var DefaultSettings = Settings{
@@ -47,6 +57,7 @@ var DefaultSettings = Settings{
 	ClaimAfter:    Duration(30 * time.Second),
 	StepTimeout:   Duration(5 * time.Minute),
 	CheckpointTTL: Duration(24 * time.Hour),
+	MaxStateBytes: DefaultMaxStateBytes,
 }
 
 // WithDefaults returns s with every zero field replaced by its default.
@@ -66,6 +77,9 @@ func (s Settings) WithDefaults() Settings {
 	}
 	if s.CheckpointTTL == 0 {
 		s.CheckpointTTL = d.CheckpointTTL
+	}
+	if s.MaxStateBytes == 0 {
+		s.MaxStateBytes = d.MaxStateBytes
 	}
 	return s
 }

@@ -1,8 +1,11 @@
 package flows_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/flows"
 )
@@ -26,7 +29,7 @@ func TestTemplateRendersState(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := tpl.Execute(state)
+			got, err := tpl.Execute(context.Background(), state)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +58,7 @@ func TestTemplateErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tpl.Execute(map[string]any{"list": []any{1}}); err == nil || !strings.HasPrefix(err.Error(), "template: ") {
+	if _, err := tpl.Execute(context.Background(), map[string]any{"list": []any{1}}); err == nil || !strings.HasPrefix(err.Error(), "template: ") {
 		t.Errorf("index out of range: got %v, want a template: error", err)
 	}
 }
@@ -70,12 +73,34 @@ func TestTemplateOutputIsBounded(t *testing.T) {
 	for i := range rows {
 		rows[i] = row
 	}
-	out, err := tpl.Execute(map[string]any{"rows": rows})
+	out, err := tpl.Execute(context.Background(), map[string]any{"rows": rows})
 	if err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Fatalf("rendered %d bytes without an error (%v); want the output limit", len(out), err)
 	}
-	out, err = tpl.Execute(map[string]any{"rows": rows[:len(rows)-2]})
+	out, err = tpl.Execute(context.Background(), map[string]any{"rows": rows[:len(rows)-2]})
 	if err != nil || len(out) != (len(rows)-2)*len(row) {
 		t.Errorf("just under the limit: %d bytes, %v", len(out), err)
+	}
+}
+
+// A template that loops without writing anything stops at its deadline: the engine
+// cannot interrupt a component, so the template has to notice.
+func TestTemplateStopsWhenItsContextEnds(t *testing.T) {
+	for _, src := range []string{
+		"{{range 150000000}}{{end}}",
+		"{{range $i := 100000}}{{range 100000}}{{end}}{{end}}",
+		`{{define "r"}}{{range 1000}}{{end}}{{template "r" .}}{{end}}{{template "r" .}}`,
+		"{{range .xs}}{{else}}{{range 150000000}}{{end}}{{end}}",
+	} {
+		tpl, err := flows.ParseTemplate(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		_, err = tpl.Execute(ctx, map[string]any{})
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: got %v, want the deadline's error", src, err)
+		}
 	}
 }

@@ -78,6 +78,9 @@ func (e *Engine) Fork(ctx context.Context, flow, run, ckpt string, patch json.Ra
 		return "", err
 	}
 	stateJSON, _ := json.Marshal(state)
+	if err := flows.CheckJSON("the patched state", stateJSON, plan.Settings.MaxStateBytes); err != nil {
+		return "", &flows.Error{Code: flows.TooLarge, Flow: flow, Path: "patch", Err: err}
+	}
 	var upd json.RawMessage
 	if len(patch) > 0 {
 		upd = patch

@@ -80,6 +80,12 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	}
 	stateJSON, _ := json.Marshal(state)
 	inputJSON, _ := json.Marshal(in)
+	if err := flows.CheckJSON("the input", inputJSON, plan.Settings.MaxStateBytes); err != nil {
+		return "", &flows.Error{Code: flows.TooLarge, Flow: plan.Flow, Path: "input", Err: err}
+	}
+	if err := flows.CheckJSON("the initial state", stateJSON, plan.Settings.MaxStateBytes); err != nil {
+		return "", &flows.Error{Code: flows.TooLarge, Flow: plan.Flow, Path: "input", Err: err}
+	}
 	cp := store.Checkpoint{Kind: "input", Update: inputJSON}
 	fields := []string{"input", string(inputJSON)}
 	if opts.Webhook != "" {

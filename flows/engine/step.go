@@ -199,6 +199,9 @@ func (e *Engine) buildCommit(ctx context.Context, plan *flows.Plan, node *flows.
 	if err != nil {
 		return nil, flows.Permanent(fmt.Errorf("state is not JSON: %w", err))
 	}
+	if err := flows.CheckJSON("the state after this step", stateJSON, plan.Settings.MaxStateBytes); err != nil {
+		return nil, flows.Permanent(&flows.Error{Code: flows.TooLarge, Node: node.ID, Err: err})
+	}
 	cp := store.Checkpoint{Node: node.ID, Kind: "step", Parent: act.Ckpt, Attempt: act.Deliveries, Duration: dur,
 		Usage: res.Usage, StateBytes: res.StateBytes, Ports: res.Ports, Worker: consumer}
 	recorded := update
@@ -214,6 +217,9 @@ func (e *Engine) buildCommit(ctx context.Context, plan *flows.Plan, node *flows.
 	}
 	if len(recorded) > 0 {
 		cp.Update, _ = json.Marshal(recorded)
+		if err := flows.CheckJSON("the step's update", cp.Update, plan.Settings.MaxStateBytes); err != nil {
+			return nil, flows.Permanent(&flows.Error{Code: flows.TooLarge, Node: node.ID, Err: err})
+		}
 	}
 	if res.Output != nil {
 		cp.Output, err = json.Marshal(flows.JSONValue(res.Output))

@@ -114,7 +114,7 @@ type stateReader interface{ readsState() }
 
 // Run runs the tool loop, resuming from the turns an earlier attempt saved.
 func (a *Agent) Run(ctx context.Context, s *flows.Step) (*flows.Result, error) {
-	msgs, shown, err := prompt(s, a.system, a.user)
+	msgs, shown, err := prompt(ctx, s, a.system, a.user)
 	if err != nil {
 		return nil, err
 	}

@@ -128,9 +128,9 @@ func ParseDecision(raw json.RawMessage) (*Decision, error) {
 // Run parks the run the first time; resumed, it applies the decision.
 func (a *Approval) Run(ctx context.Context, s *flows.Step) (*flows.Result, error) {
 	if s.Resume == nil {
-		prompt, err := a.prompt.Execute(s.Input)
+		prompt, err := a.prompt.Execute(ctx, s.Input)
 		if err != nil {
-			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: s.Node, Path: "params.prompt", Err: err})
+			return nil, templateError(s.Node, "params.prompt", err)
 		}
 		data, err := a.data.First(ctx, s.Input, s.State)
 		if err != nil {

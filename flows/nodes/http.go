@@ -155,18 +155,16 @@ type httpRequest struct {
 
 // render fills the templates with data (the node's input or the tool's arguments).
 func (h *HTTP) render(ctx context.Context, node string, data any, state map[string]any) (*httpRequest, error) {
-	bad := func(path string, err error) error {
-		return flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node, Path: path, Err: err})
-	}
+	bad := func(path string, err error) error { return templateError(node, path, err) }
 	r := &httpRequest{Method: h.method, Headers: map[string]string{}}
 	var err error
-	if r.URL, err = h.url.Execute(data); err != nil {
+	if r.URL, err = h.url.Execute(ctx, data); err != nil {
 		return nil, bad("params.url", err)
 	}
 	r.URL = strings.TrimSpace(r.URL)
 	for _, hd := range h.headers {
 		if hd.tpl != nil {
-			v, err := hd.tpl.Execute(data)
+			v, err := hd.tpl.Execute(ctx, data)
 			if err != nil {
 				return nil, bad("params.headers."+hd.name, err)
 			}
@@ -180,7 +178,7 @@ func (h *HTTP) render(ctx context.Context, node string, data any, state map[stri
 	}
 	switch {
 	case h.body != nil:
-		if r.Body, err = h.body.Execute(data); err != nil {
+		if r.Body, err = h.body.Execute(ctx, data); err != nil {
 			return nil, bad("params.body", err)
 		}
 	case h.json != nil:

@@ -113,7 +113,7 @@ func nodeCacheTTL(b *flows.Build) time.Duration {
 }
 
 // prompt renders the system and user messages over the node's input.
-func prompt(step *flows.Step, system, user *flows.Template) ([]chatMessage, int, error) {
+func prompt(ctx context.Context, step *flows.Step, system, user *flows.Template) ([]chatMessage, int, error) {
 	var msgs []chatMessage
 	n := 0
 	for _, t := range []struct {
@@ -123,9 +123,9 @@ func prompt(step *flows.Step, system, user *flows.Template) ([]chatMessage, int,
 		if t.tpl == nil {
 			continue
 		}
-		text, err := t.tpl.Execute(step.Input)
+		text, err := t.tpl.Execute(ctx, step.Input)
 		if err != nil {
-			return nil, 0, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: step.Node, Path: t.path, Err: err})
+			return nil, 0, templateError(step.Node, t.path, err)
 		}
 		n += len(text)
 		msgs = append(msgs, chatMessage{Role: t.role, Content: text})
@@ -135,7 +135,7 @@ func prompt(step *flows.Step, system, user *flows.Template) ([]chatMessage, int,
 
 // Run asks the model and stores its reply.
 func (l *LLM) Run(ctx context.Context, s *flows.Step) (*flows.Result, error) {
-	msgs, shown, err := prompt(s, l.system, l.user)
+	msgs, shown, err := prompt(ctx, s, l.system, l.user)
 	if err != nil {
 		return nil, err
 	}

@@ -149,9 +149,9 @@ func (r *Router) chose(name string) *flows.Result {
 // classify asks the model for a route name. An answer that is not exactly one of the
 // names (ignoring case, quotes and a final period) takes the default route.
 func (r *Router) classify(ctx context.Context, s *flows.Step) (*flows.Result, error) {
-	text, err := r.prompt.Execute(s.Input)
+	text, err := r.prompt.Execute(ctx, s.Input)
 	if err != nil {
-		return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: s.Node, Path: "params.prompt", Err: err})
+		return nil, templateError(s.Node, "params.prompt", err)
 	}
 	req := r.model.request()
 	req.Messages = []chatMessage{{Role: "system", Content: r.system}, {Role: "user", Content: text}}

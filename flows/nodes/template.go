@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/sluicehq/sluice/flows"
 )
@@ -49,12 +50,22 @@ func newTemplate(b *flows.Build) (flows.Component, error) {
 }
 
 // Run renders the text; a template that fails on this state fails the step for good.
-func (t *Template) Run(_ context.Context, s *flows.Step) (*flows.Result, error) {
-	text, err := t.tpl.Execute(s.Input)
+func (t *Template) Run(ctx context.Context, s *flows.Step) (*flows.Result, error) {
+	text, err := t.tpl.Execute(ctx, s.Input)
 	if err != nil {
-		return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: s.Node, Path: "params.template", Err: err})
+		return nil, templateError(s.Node, "params.template", err)
 	}
 	return &flows.Result{Output: text, Update: map[string]any{t.as: text}}, nil
+}
+
+// templateError is how a template that fails to render fails its step: for good when the
+// template does not fit the data, like any bad input; as a plain error (retried like
+// any step that ran out of time) when the step's deadline or a cancel stopped it.
+func templateError(node, path string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return &flows.Error{Code: flows.Timeout, Node: node, Path: path, Err: err}
+	}
+	return flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node, Path: path, Err: err})
 }
 
 var _ flows.Component = (*Template)(nil)
