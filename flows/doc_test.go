@@ -53,7 +53,7 @@ func TestFlowFormatDocCoversEveryFieldAndCode(t *testing.T) {
 	d := flows.DefaultSettings
 	for name, v := range map[string]string{
 		"max_steps": fmt.Sprint(d.MaxSteps), "max_attempts": fmt.Sprint(d.MaxAttempts),
-		"claim_after": `"30s"`, "step_timeout": `"5m"`, "checkpoint_ttl": `"24h"`, "keep_last": "0",
+		"claim_after": `"30s"`, "step_timeout": `"5m"`, "checkpoint_ttl": `"24h"`, "keep_last": "0", "max_state_bytes": fmt.Sprint(d.MaxStateBytes),
 	} {
 		if !strings.Contains(doc, fmt.Sprintf("| `%s` | `%s` |", name, v)) {
 			t.Errorf("setting %s: the doc does not give its default %s", name, v)

@@ -169,7 +169,7 @@ func (r *Redis) RunStatus(ctx context.Context, flow, run string) (string, error)
 // CancelRun cancels a run that has not finished.
 func (r *Redis) CancelRun(ctx context.Context, flow, run string, ttl time.Duration) error {
 	k := FlowKeys(flow)
-	res, err := cancelScript.Run(ctx, r.Client, []string{k.Run(run), k.Ckpt(run), k.State(run), k.Frames(run), k.Events(), k.Results(), k.Waits()},
+	res, err := cancelScript.Run(ctx, r.Client, []string{k.Run(run), k.Ckpt(run), k.State(run), k.Frames(run), k.Events(), k.Results(), k.Waits(), k.Expiry()},
 		run, nowMS(), int64(ttl/time.Second), EventsMaxLen).Slice()
 	if err != nil {
 		return err
@@ -450,7 +450,7 @@ func (r *Redis) RetryDead(ctx context.Context, flow, id string) (string, error) 
 	}
 	node, _ := msgs[0].Values["node"].(string)
 	run, _ := msgs[0].Values["run"].(string)
-	res, err := retryDeadScript.Run(ctx, r.Client, []string{k.Dead(), k.In(node), k.Run(run), k.Events(), k.Ckpt(run), k.State(run), k.Frames(run)},
+	res, err := retryDeadScript.Run(ctx, r.Client, []string{k.Dead(), k.In(node), k.Run(run), k.Events(), k.Ckpt(run), k.State(run), k.Frames(run), k.Expiry()},
 		id, node, nowMS(), EventsMaxLen).Slice()
 	if err != nil {
 		return "", err
@@ -538,12 +538,26 @@ func (r *Redis) Touch(ctx context.Context, flow, run string, ttl time.Duration) 
 	if ttl <= 0 {
 		return nil
 	}
+	k := FlowKeys(flow)
 	pipe := r.Client.Pipeline()
-	for _, k := range FlowKeys(flow).RunKeys(run) {
-		pipe.Expire(ctx, k, ttl)
+	for _, key := range k.RunKeys(run) {
+		pipe.Expire(ctx, key, ttl)
 	}
+	pipe.ZAddXX(ctx, k.Expiry(), redis.Z{Score: float64(time.Now().Add(ttl).UnixMilli()), Member: run})
 	_, err := pipe.Exec(ctx)
 	return err
+}
+
+// PruneRuns removes up to limit runs whose keys have expired from the flow's run index
+// and returns how many it removed. Runs due that still exist (their retention was
+// refreshed by other means) are given their new deadline.
+func (r *Redis) PruneRuns(ctx context.Context, flow string, limit int) (int, error) {
+	k := FlowKeys(flow)
+	n, err := pruneScript.Run(ctx, r.Client, []string{k.Expiry(), k.Runs(), k.Prefix() + "run:"}, nowMS(), limit).Int()
+	if err != nil {
+		return 0, fmt.Errorf("prune runs of flow %q: %w", flow, err)
+	}
+	return n, nil
 }
 
 // RunBytes is the memory a run's keys take in Redis: MEMORY USAGE where the server has

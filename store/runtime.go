@@ -314,7 +314,7 @@ type CommitResult struct {
 func (c *Commit) keysArgs() ([]string, []any) {
 	k := FlowKeys(c.Act.Flow)
 	run := c.Act.Run
-	keys := []string{k.In(c.Act.Node), k.Run(run), k.Ckpt(run), k.State(run), k.Frames(run), k.Events(), k.Results(), k.Waits()}
+	keys := []string{k.In(c.Act.Node), k.Run(run), k.Ckpt(run), k.State(run), k.Frames(run), k.Events(), k.Results(), k.Waits(), k.Expiry()}
 	index := map[string]int{}
 	keyIndex := func(key string) string {
 		if i, ok := index[key]; ok {
@@ -442,7 +442,8 @@ func (r *Redis) Fail(ctx context.Context, f Failure) (status string, deliveries 
 	if f.Permanent {
 		perm = "1"
 	}
-	res, err := failScript.Run(ctx, r.Client, []string{k.In(f.Act.Node), k.Run(f.Act.Run), k.Dead(), k.Events(), k.Results()},
+	res, err := failScript.Run(ctx, r.Client, []string{k.In(f.Act.Node), k.Run(f.Act.Run), k.Dead(), k.Events(), k.Results(),
+		k.Ckpt(f.Act.Run), k.State(f.Act.Run), k.Frames(f.Act.Run), k.Expiry()},
 		Group, f.Consumer, f.Act.ID, f.Act.Run, f.Act.Node, f.Error, nowMS(), int64(f.TTL/time.Second), perm, f.MaxAttempts, EventsMaxLen).Slice()
 	if err != nil {
 		return "", 0, err

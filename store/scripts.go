@@ -31,9 +31,10 @@ var (
 	retryDeadScript   = mustScript("retry_dead")
 	turnScript        = mustScript("turn")
 	discardDeadScript = mustScript("discard_dead")
+	pruneScript       = mustScript("prune")
 )
 
-var allScripts = []*redis.Script{commitScript, failScript, reclaimScript, heartbeatScript, startScript, cancelScript, resumeScript, retryDeadScript, turnScript, discardDeadScript,
+var allScripts = []*redis.Script{commitScript, failScript, reclaimScript, heartbeatScript, startScript, cancelScript, resumeScript, retryDeadScript, turnScript, discardDeadScript, pruneScript,
 	cacheStoreScript, cacheReleaseScript, cacheExtendScript}
 
 // LoadScripts loads every script into Redis's script cache, so pipelines can use EVALSHA.

@@ -71,6 +71,7 @@ func (e *Engine) List(ctx context.Context, flow string, q ListQuery) ([]*store.R
 	if q.Status != "" && !validStatus(q.Status) {
 		return nil, 0, &flows.Error{Code: flows.Invalid, Path: "status", Message: fmt.Sprintf("unknown status %q: use queued, running, waiting, succeeded, failed or cancelled", q.Status)}
 	}
+	e.pruneRuns(ctx, flow) // what expired since the janitor last looked
 	if q.Status == "" {
 		ids, err := e.rdb.RunIDs(ctx, flow, q.Since, q.Until, int64(q.Offset), int64(q.Limit))
 		if err != nil {
@@ -121,6 +122,25 @@ func (e *Engine) countRuns(ctx context.Context, flow string, q ListQuery) (int64
 		max = strconv.FormatInt(q.Until.UnixMilli(), 10)
 	}
 	return e.rdb.Client.ZCount(ctx, store.FlowKeys(flow).Runs(), min, max).Result()
+}
+
+// pruneRuns removes the runs whose retention has passed from a flow's run index. Every
+// worker's sweeper calls it every pruneEvery, so the index stays as small as the runs
+// kept.
+func (e *Engine) pruneRuns(ctx context.Context, flow string) {
+	const batch = 1000
+	for {
+		n, err := e.rdb.PruneRuns(ctx, flow, batch)
+		if err != nil {
+			if ctx.Err() == nil {
+				e.log.Warn("cannot prune the run index", "flow", flow, "error", err)
+			}
+			return
+		}
+		if n < batch {
+			return
+		}
+	}
 }
 
 func validStatus(s string) bool {

@@ -3,8 +3,10 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
@@ -85,4 +87,58 @@ func TestATemplatePastItsTimeoutFailsAtTheDeadline(t *testing.T) {
 	if run.ErrorNode != "t" || !strings.Contains(run.Error, "timed out") {
 		t.Errorf("error %q at node %q, want a timeout at t", run.Error, run.ErrorNode)
 	}
+}
+
+// Expired runs leave the run index by themselves (every worker prunes it), failed runs'
+// checkpoints expire with them, and a listing's total and pages count only runs that
+// exist.
+func TestExpiredRunsLeaveTheRunIndexAndTheListingCountsRight(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		v := newEnv(t, r)
+		ctx := context.Background()
+		short := v.compile(`{"sluice": 1, "id": "FLOW", "settings": {"checkpoint_ttl": "1s", "max_attempts": 1},
+		 "nodes": [{"id": "in", "type": "input"}, {"id": "t", "type": "transform", "params": {"expr": "if .fail then error(\"no\") else {ok: true} end"}}, {"id": "out", "type": "output"}],
+		 "edges": [{"from": "in", "to": "t"}, {"from": "t", "to": "out"}]}`)
+		w := v.e.NewWorker(engine.WorkerOptions{Flows: []string{short.Flow}, Block: 200 * time.Millisecond, Prune: 100 * time.Millisecond})
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- w.Run(wctx) }()
+		defer func() { stop(); <-done }()
+		var runs []string
+		for i := 0; i < 12; i++ {
+			run := v.run(short, fmt.Sprintf(`{"fail": %v}`, i%4 == 0))
+			runs = append(runs, run.ID)
+		}
+		k := store.FlowKeys(short.Flow)
+		waitFor(t, "every run's keys expire and the index is empty", 20*time.Second, func() bool {
+			n, err := r.Client.ZCard(ctx, k.Runs()).Result()
+			if err != nil || n != 0 {
+				return false
+			}
+			for _, run := range runs {
+				if m, _ := r.Client.Exists(ctx, k.RunKeys(run)...).Result(); m != 0 {
+					return false
+				}
+			}
+			return true
+		})
+		list, total, err := v.e.List(ctx, short.Flow, engine.ListQuery{Limit: 5})
+		if err != nil || total != 0 || len(list) != 0 {
+			t.Errorf("listing after expiry: %d runs, total %d, %v; want none", len(list), total, err)
+		}
+		if n, _ := r.Client.ZCard(ctx, k.Expiry()).Result(); n != 0 {
+			t.Errorf("expiry index holds %d runs, want 0", n)
+		}
+
+		// Kept and expired runs mixed: the total and the pages count the kept ones.
+		keep := v.compile(`{"sluice": 1, "id": "FLOW", "nodes": [{"id": "in", "type": "input"}, {"id": "out", "type": "output"}], "edges": [{"from": "in", "to": "out"}]}`)
+		v.work(keep)
+		for i := 0; i < 7; i++ {
+			mustStatus(t, v.run(keep, `{}`), store.StatusSucceeded)
+		}
+		page, total, err := v.e.List(ctx, keep.Flow, engine.ListQuery{Limit: 5})
+		if err != nil || total != 7 || len(page) != 5 {
+			t.Errorf("first page: %d runs of %d, %v; want 5 of 7", len(page), total, err)
+		}
+	})
 }

@@ -26,6 +26,9 @@ type WorkerOptions struct {
 	Block time.Duration
 	// Refresh is how often the worker looks for new versions and nodes (default 2s).
 	Refresh time.Duration
+	// Prune is how often the worker removes expired runs from its flows' run index
+	// (default 30s).
+	Prune time.Duration
 }
 
 // Worker reads and runs activations of some flows until its context ends.
@@ -51,6 +54,9 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 	}
 	if opts.Refresh == 0 {
 		opts.Refresh = 2 * time.Second
+	}
+	if opts.Prune == 0 {
+		opts.Prune = 30 * time.Second
 	}
 	return &Worker{e: e, opts: opts, served: map[string]bool{}}
 }
@@ -144,6 +150,7 @@ type flowWorker struct {
 	wake     chan struct{}
 	// inlineSlots bounds the pipelines of inline steps in flight.
 	inlineSlots chan struct{}
+	lastPrune   time.Time // the sweeper's; when it last pruned the run index
 }
 
 func (f *flowWorker) run(ctx context.Context) {
@@ -741,6 +748,10 @@ func (f *flowWorker) sweepLoop(ctx context.Context) {
 
 func (f *flowWorker) sweep(ctx context.Context) {
 	f.e.decideExpired(ctx, f.flow)
+	if time.Since(f.lastPrune) > f.w.opts.Prune {
+		f.lastPrune = time.Now()
+		f.e.pruneRuns(ctx, f.flow)
+	}
 	f.mu.Lock()
 	nodes := append([]string(nil), f.nodes...)
 	settings := f.settings

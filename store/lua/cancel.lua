@@ -8,6 +8,7 @@
 -- KEYS[5] -> events stream
 -- KEYS[6] -> results stream
 -- KEYS[7] -> waits sorted set
+-- KEYS[8] -> expiry sorted set (finished runs by the time their keys expire)
 --
 -- ARGV[1] -> run id
 -- ARGV[2] -> now, unix ms
@@ -35,5 +36,6 @@ redis.call('XADD', KEYS[6], '*', 'run', run, 'status', 'cancelled')
 redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[4], '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"cancelled"}', 'ckpt', '', 'step', '')
 if ttl > 0 then
   for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ttl) end
+  redis.call('ZADD', KEYS[8], tonumber(now) + ttl * 1000, run)
 end
 return {'ok', live}

@@ -9,7 +9,8 @@
 -- KEYS[6] -> events stream
 -- KEYS[7] -> results stream
 -- KEYS[8] -> waits sorted set
--- KEYS[9..] -> streams the ops below add activations to, named by index into KEYS
+-- KEYS[9] -> expiry sorted set (finished runs by the time their keys expire)
+-- KEYS[10..] -> streams the ops below add activations to, named by index into KEYS
 --
 -- ARGV[1] -> consumer group
 -- ARGV[2] -> consumer name: the entry must still be pending for it (the fence)
@@ -80,6 +81,7 @@ end
 local function expire_run()
   if ttl > 0 then
     for i = 2, 5 do redis.call('EXPIRE', KEYS[i], ttl) end
+    redis.call('ZADD', KEYS[9], tonumber(now) + ttl * 1000, run)
   end
 end
 

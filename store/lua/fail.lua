@@ -7,6 +7,8 @@
 -- KEYS[3] -> dead-letter stream
 -- KEYS[4] -> events stream
 -- KEYS[5] -> results stream
+-- KEYS[6..8] -> checkpoint stream, state hash and frames hash of the run
+-- KEYS[9] -> expiry sorted set (finished runs by the time their keys expire)
 --
 -- ARGV[1] -> consumer group
 -- ARGV[2] -> consumer name: the entry must still be pending for it
@@ -68,6 +70,11 @@ if status then
     redis.call('XADD', KEYS[5], '*', 'run', run, 'status', 'failed')
     redis.call('XADD', KEYS[4], 'MAXLEN', '~', maxlen, '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"failed"}', 'ckpt', '', 'step', '')
   end
-  if ttl > 0 and live <= 0 then redis.call('EXPIRE', KEYS[2], ttl) end
+  if ttl > 0 and live <= 0 then
+    -- Nothing of the run is live: all of its keys expire together.
+    redis.call('EXPIRE', KEYS[2], ttl)
+    for i = 6, 8 do redis.call('EXPIRE', KEYS[i], ttl) end
+    redis.call('ZADD', KEYS[9], tonumber(now) + ttl * 1000, run)
+  end
 end
 return {'dead', deliveries, id}

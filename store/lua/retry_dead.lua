@@ -6,6 +6,7 @@
 -- KEYS[3] -> run hash
 -- KEYS[4] -> events stream
 -- KEYS[5..7] -> checkpoint stream, state hash and frames hash of the run
+-- KEYS[8] -> expiry sorted set: the reopened run no longer expires
 --
 -- ARGV[1] -> dead-letter id
 -- ARGV[2] -> node id the caller read from the dead letter (checked again here)
@@ -37,6 +38,7 @@ redis.call('HINCRBY', KEYS[3], 'dead', -1)
 for i = 3, 7 do
   if i ~= 4 then redis.call('PERSIST', KEYS[i]) end
 end
+redis.call('ZREM', KEYS[8], run)
 if status == 'failed' then
   redis.call('HSET', KEYS[3], 'status', 'running', 'updated_at', ARGV[3])
   redis.call('HDEL', KEYS[3], 'error', 'error_node', 'finished_at')
