@@ -57,6 +57,14 @@ func NewMetrics() *Metrics {
 	return m
 }
 
+// SetStateCache gives the metrics the engine's state cache figures.
+func (m *Metrics) SetStateCache(stats func() (entries, bytes int)) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sluice_state_cache_bytes", Help: "Estimated heap taken by the decoded states this process keeps."},
+		func() float64 { _, b := stats(); return float64(b) }))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sluice_state_cache_entries", Help: "Decoded states this process keeps."},
+		func() float64 { n, _ := stats(); return float64(n) }))
+}
+
 // SetCacheStats gives the metrics the components' cache counters.
 func (m *Metrics) SetCacheStats(f func() (hits, misses int64)) {
 	m.mu.Lock()

@@ -76,6 +76,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	metrics := server.NewMetrics()
 	metrics.SetCacheStats(func() (int64, int64) { st := env.CacheStats(); return st.Hits, st.Misses })
 	e := engine.New(rdb, registry(env), engine.Options{Logger: log, Observer: metrics})
+	metrics.SetStateCache(e.StateCacheStats)
 	var ws []*engine.Worker
 	for i := 0; i < *workers; i++ {
 		ws = append(ws, e.NewWorker(engine.WorkerOptions{}))

@@ -28,7 +28,8 @@ import (
 // Options configure an engine.
 type Options struct {
 	Logger *slog.Logger
-	// StateCacheBytes bounds the in-process cache of decoded states (default 64 MiB).
+	// StateCacheBytes bounds the heap the in-process cache of decoded states takes, as
+	// estimated from their shape (default 64 MiB).
 	StateCacheBytes int
 	// ConsumerPrefix names this process's consumers ("host-pid" by default); each
 	// worker appends "-n".
@@ -95,6 +96,10 @@ func New(rdb *store.Redis, reg *flows.Registry, opts Options) *Engine {
 	e.events = newEventBatcher(rdb, e.log)
 	return e
 }
+
+// StateCacheStats returns how many decoded states this process keeps and an estimate of
+// the heap they take.
+func (e *Engine) StateCacheStats() (entries, bytes int) { return e.cache.stats() }
 
 // Redis is the store the engine uses.
 func (e *Engine) Redis() *store.Redis { return e.rdb }

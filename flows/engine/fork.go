@@ -96,7 +96,7 @@ func (e *Engine) Fork(ctx context.Context, flow, run, ckpt string, patch json.Ra
 	if err != nil {
 		return "", err
 	}
-	e.cache.put(id, newCkpt, state, len(stateJSON))
+	e.cache.put(id, newCkpt, state)
 	return id, nil
 }
 

@@ -107,7 +107,7 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	if err != nil {
 		return "", err
 	}
-	e.cache.put(id, ckpt, state, len(stateJSON))
+	e.cache.put(id, ckpt, state)
 	return id, nil
 }
 

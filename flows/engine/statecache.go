@@ -2,6 +2,7 @@ package engine
 
 import (
 	"container/list"
+	"encoding/json"
 	"sync"
 )
 
@@ -9,6 +10,9 @@ import (
 // Checkpoints are immutable, so an entry never goes stale; when the process that
 // committed a step also runs the next one, the next step needs no read from Redis.
 // Cached states are shared: nothing may modify them.
+//
+// It is bounded by an estimate of the heap its decoded states take (heapSize), not by
+// their JSON size: a decoded state costs about ten times its JSON.
 type stateCache struct {
 	mu    sync.Mutex
 	max   int
@@ -38,11 +42,18 @@ func (c *stateCache) get(run, ckpt string) (map[string]any, bool) {
 	return el.Value.(*cacheEntry).state, true
 }
 
-func (c *stateCache) put(run, ckpt string, state map[string]any, size int) {
+func (c *stateCache) put(run, ckpt string, state map[string]any) {
+	key := run + "/" + ckpt
+	c.mu.Lock()
+	_, ok := c.items[key]
+	c.mu.Unlock()
+	if ok {
+		return
+	}
+	size := heapSize(state) + len(key) + 64
 	if size > c.max/4 {
 		return
 	}
-	key := run + "/" + ckpt
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.items[key]; ok {
@@ -56,5 +67,61 @@ func (c *stateCache) put(run, ckpt string, state map[string]any, size int) {
 		c.ll.Remove(last)
 		delete(c.items, e.key)
 		c.size -= e.size
+	}
+}
+
+// stats returns the number of cached states and their estimated heap bytes.
+func (c *stateCache) stats() (entries, bytes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.items), c.size
+}
+
+// heapSize estimates the heap a decoded JSON value takes, as Go lays it out: an
+// interface holding a string or number points to a boxed header; maps cost a slot of
+// key and value per entry plus their groups' control bytes and slack; slices a header
+// and 16 bytes per element. Values shared between states count once per state, so the
+// estimate errs on the high side.
+func heapSize(v any) int {
+	const iface, strHdr, sliceHdr, mapHdr, mapSlot = 16, 16, 24, 48, 40
+	switch x := v.(type) {
+	case map[string]any:
+		n := mapHdr + 8*33 // the first group: 8 slots of key and value, and their control bytes
+		if len(x) > 8 {
+			n += (len(x) - 8) * mapSlot
+		}
+		for k, e := range x {
+			n += roundAlloc(len(k)) + heapSize(e)
+		}
+		return n
+	case []any:
+		n := sliceHdr + cap(x)*iface
+		for _, e := range x {
+			n += heapSize(e)
+		}
+		return n
+	case string:
+		return strHdr + roundAlloc(len(x))
+	case json.Number:
+		return strHdr + roundAlloc(len(x))
+	case float64, int64, int:
+		return 8
+	default: // bool, nil: no allocation
+		return 0
+	}
+}
+
+// roundAlloc rounds a small allocation up to Go's size classes (8, 16, 24, 32, 48, 64,
+// ...), roughly.
+func roundAlloc(n int) int {
+	switch {
+	case n == 0:
+		return 0
+	case n <= 16:
+		return (n + 7) &^ 7
+	case n <= 128:
+		return (n + 15) &^ 15
+	default:
+		return (n + 63) &^ 63
 	}
 }

@@ -59,7 +59,7 @@ func (e *Engine) stateAt(ctx context.Context, flow, run, ckpt string) (map[strin
 	if err != nil {
 		return nil, flows.Permanent(fmt.Errorf("checkpoint %s: %w", ckpt, err))
 	}
-	e.cache.put(run, ckpt, s, len(b))
+	e.cache.put(run, ckpt, s)
 	return s, nil
 }
 

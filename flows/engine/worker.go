@@ -522,7 +522,7 @@ func (f *flowWorker) runInline(acts []store.Activation, received time.Time) {
 				}
 				if s, err := flows.DecodeState(b); err == nil {
 					states[missingAt[k]] = s
-					f.e.cache.put(missing[k].Run, missing[k].Ckpt, s, len(b))
+					f.e.cache.put(missing[k].Run, missing[k].Ckpt, s)
 				}
 			}
 		}
@@ -667,7 +667,7 @@ func (f *flowWorker) commit(ctx context.Context, plan *flows.Plan, a store.Activ
 func (f *flowWorker) committed(a store.Activation, b *built, res store.CommitResult, cdur time.Duration, received time.Time) stepOutcome {
 	switch res.Status {
 	case "ok":
-		f.e.cache.put(a.Run, res.Ckpt, b.newState, b.stateLen)
+		f.e.cache.put(a.Run, res.Ckpt, b.newState)
 		if o := f.e.opts.Observer; o != nil {
 			total := time.Since(received)
 			o.StepDone(a.Flow, a.Node, StepTiming{Run: b.dur, Commit: cdur, Total: total}, b.commit.Usage)
