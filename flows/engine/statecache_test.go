@@ -22,10 +22,10 @@ func TestHeapSizeTracksTheHeapOfDecodedStates(t *testing.T) {
 			b.WriteString(`"end": true}`)
 			return b.String()
 		}(),
-		"messages": `{"messages": [` + strings.Repeat(`{"role": "user", "content": "please summarise the ticket about the failing build"},`, 200) + `{"role": "system", "content": "x"}]}`,
-		"long text":       `{"doc": "` + strings.Repeat("lorem ipsum ", 5000) + `"}`,
-		"numbers":         `{"xs": [` + strings.Repeat("1.5, 2, 300000, ", 1000) + `4]}`,
-		"nested objects":  `{"a": ` + strings.Repeat(`{"b": [1, {"c": "d"}], "e": `, 100) + `null` + strings.Repeat("}", 100) + `}`,
+		"messages":       `{"messages": [` + strings.Repeat(`{"role": "user", "content": "please summarise the ticket about the failing build"},`, 200) + `{"role": "system", "content": "x"}]}`,
+		"long text":      `{"doc": "` + strings.Repeat("lorem ipsum ", 5000) + `"}`,
+		"numbers":        `{"xs": [` + strings.Repeat("1.5, 2, 300000, ", 1000) + `4]}`,
+		"nested objects": `{"a": ` + strings.Repeat(`{"b": [1, {"c": "d"}], "e": `, 100) + `null` + strings.Repeat("}", 100) + `}`,
 	}
 	for name, doc := range shapes {
 		t.Run(name, func(t *testing.T) {
