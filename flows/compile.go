@@ -39,6 +39,7 @@ type PlanNode struct {
 	Timeout     time.Duration
 	Concurrency int
 	CacheTTL    time.Duration
+	Retry       Retry      // with the defaults filled in
 	Edges       []PlanEdge // state edges out of this node, in document order
 	// Join is the join node where the branches this node starts meet, or "".
 	Join  string
@@ -180,6 +181,7 @@ func (c *checker) plan(data []byte, g *graph, entry string, joinOf map[string]st
 		if n.Cache != nil {
 			pn.CacheTTL = n.Cache.TTL.D()
 		}
+		pn.Retry = n.Retry.WithDefaults(p.Settings)
 		if n.Input != "" {
 			pn.Input, _ = CompileJQ(n.Input)
 		}

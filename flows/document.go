@@ -97,6 +97,47 @@ type Node struct {
 	Timeout     Duration        `json:"timeout,omitzero"`
 	Concurrency int             `json:"concurrency,omitempty"`
 	Cache       *Cache          `json:"cache,omitempty"`
+	Retry       *Retry          `json:"retry,omitempty"`
+}
+
+// Retry says how a node's failed steps are retried: after Initial, then each wait
+// Multiplier times the one before, at most Max, with ±20% jitter, until MaxAttempts
+// deliveries.
+type Retry struct {
+	MaxAttempts int      `json:"max_attempts,omitempty"`
+	Initial     Duration `json:"initial,omitzero"`
+	Max         Duration `json:"max,omitzero"`
+	Multiplier  float64  `json:"multiplier,omitempty"`
+}
+
+// DefaultRetry is the retry policy of nodes that do not set one: 1s then 2s, so a
+// dependency that is down for a few seconds does not dead-letter work.
+var DefaultRetry = Retry{Initial: Duration(time.Second), Max: Duration(time.Minute), Multiplier: 2}
+
+// WithDefaults fills what r leaves out from DefaultRetry, and max_attempts from the
+// flow's settings.
+func (r *Retry) WithDefaults(s Settings) Retry {
+	out := DefaultRetry
+	out.MaxAttempts = s.MaxAttempts
+	if r == nil {
+		return out
+	}
+	if r.MaxAttempts > 0 {
+		out.MaxAttempts = r.MaxAttempts
+	}
+	if r.Initial > 0 {
+		out.Initial = r.Initial
+	}
+	if r.Max > 0 {
+		out.Max = r.Max
+	}
+	if r.Multiplier >= 1 {
+		out.Multiplier = r.Multiplier
+	}
+	if out.Max < out.Initial {
+		out.Max = out.Initial
+	}
+	return out
 }
 
 // Position is where the editor draws a node; it is layout only and not part of the

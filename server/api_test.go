@@ -451,7 +451,7 @@ func TestQueuesShowLengthPendingLagAndConsumers(t *testing.T) {
 			t.Fatalf("queues before any read = %+v", q)
 		}
 		// A consumer reads two and sits on them.
-		acts, err := r.ReadGroup(ctx, id, "probe", []string{"in"}, 2, 0)
+		acts, err := r.ReadNodes(ctx, "probe", []store.NodeRef{{Flow: id, Node: "in"}}, 2, 0)
 		if err != nil || len(acts) != 2 {
 			t.Fatalf("read: %v %v", acts, err)
 		}

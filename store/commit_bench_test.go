@@ -30,11 +30,11 @@ func BenchmarkCommitOneStep(b *testing.B) {
 			r.Client.Del(ctx, keys...)
 		}
 	}()
-	if err := r.PublishVersion(ctx, flow, "v1", []byte("{}"), []string{"a", "b"}); err != nil {
+	if err := r.StoreVersion(ctx, flow, "v1", []byte("{}"), []string{"a", "b"}); err != nil {
 		b.Fatal(err)
 	}
 	state := []byte(`{"pad":"` + strings.Repeat("x", 240) + `"}`)
-	if _, err := r.StartRun(ctx, StartArgs{Flow: flow, Run: "r1", Version: "v1", State: state, Checkpoint: []string{"kind", "input"}, Entries: []string{"a"}}); err != nil {
+	if _, err := r.StartRun(ctx, StartArgs{Flow: flow, Run: "r1", Version: "v1", State: state, Checkpoint: Checkpoint{Kind: "input"}, Entries: []string{"a"}}); err != nil {
 		b.Fatal(err)
 	}
 	cons := "bench-1"
@@ -44,7 +44,7 @@ func BenchmarkCommitOneStep(b *testing.B) {
 		if i%2 == 1 {
 			node = "b"
 		}
-		acts, err := r.ReadGroup(ctx, flow, cons, []string{node}, 1, 0)
+		acts, err := r.ReadNodes(ctx, cons, []NodeRef{{Flow: flow, Node: node}}, 1, 0)
 		if err != nil || len(acts) != 1 {
 			b.Fatalf("read: %v %d", err, len(acts))
 		}
@@ -52,9 +52,10 @@ func BenchmarkCommitOneStep(b *testing.B) {
 		if node == "b" {
 			next = "a"
 		}
-		c := &Commit{Act: acts[0], Consumer: cons, MaxSteps: 1 << 30, State: state, Event: []byte(`{"status":"done"}`),
-			Checkpoint: (&Checkpoint{Node: node, Kind: "step", Parent: acts[0].Ckpt, Attempt: 1, Worker: cons}).Fields(),
-			Ops:        []Op{{Name: "xadd", Key: k.In(next), Args: []string{"KEY", "$", ""}}}}
+		c := &Commit{Act: acts[0], Consumer: cons, MaxSteps: 1 << 30,
+			Steps: []CommitStep{{Node: node, State: state, Event: []byte(`{"status":"done"}`),
+				Checkpoint: Checkpoint{Node: node, Kind: "step", Attempt: 1, Worker: cons}}},
+			Transitions: []Transition{Activate{Node: next}}}
 		res, errs := r.CommitBatch(ctx, []*Commit{c})
 		if errs[0] != nil || res[0].Status != "ok" {
 			b.Fatalf("commit: %v %+v", errs[0], res[0])

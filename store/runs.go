@@ -110,10 +110,10 @@ type RunCaller struct {
 // StartArgs creates a run.
 type StartArgs struct {
 	Flow, Run, Version string
-	State              []byte   // initial state JSON
-	Checkpoint         []string // field/value pairs of the first checkpoint
-	Entries            []string // nodes that get the first activations
-	Fields             []string // more run hash field/value pairs (input, parent_run, ...)
+	State              []byte     // initial state JSON
+	Checkpoint         Checkpoint // the first checkpoint (kind "input")
+	Entries            []string   // nodes that get the first activations
+	Fields             []string   // more run hash field/value pairs (input, parent_run, ...)
 }
 
 // StartRun creates a run and its first activations.
@@ -123,11 +123,7 @@ func (r *Redis) StartRun(ctx context.Context, a StartArgs) (string, error) {
 	for _, n := range a.Entries {
 		keys = append(keys, k.In(n))
 	}
-	args := []any{a.Run, a.Version, nowMS(), EventsMaxLen, a.State, len(a.Checkpoint) / 2}
-	for _, f := range a.Checkpoint {
-		args = append(args, f)
-	}
-	args = append(args, len(a.Fields)/2)
+	args := []any{a.Run, a.Version, strconv.FormatInt(nowMS(), 10), EventsMaxLen, a.State, a.Checkpoint.Node, a.Checkpoint.Parent, a.Checkpoint.body(), len(a.Fields) / 2}
 	for _, f := range a.Fields {
 		args = append(args, f)
 	}
@@ -198,135 +194,6 @@ func (r *Redis) ResumeRun(ctx context.Context, flow, run, node string, decision 
 		return &flows.Error{Code: flows.Conflict, Flow: flow, Node: node, Message: fmt.Sprintf("run %q is %s, not waiting at node %q", run, res[1], node)}
 	}
 	return nil
-}
-
-// LoadState returns the state JSON of a checkpoint.
-func (r *Redis) LoadState(ctx context.Context, flow, run, ckpt string) ([]byte, error) {
-	b, err := r.Client.HGet(ctx, FlowKeys(flow).State(run), ckpt).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("run %q has no checkpoint %q (expired or trimmed)", run, ckpt)}
-	}
-	return b, err
-}
-
-// Checkpoint is one committed step (or a run's start, or a fanout branch's seed).
-type Checkpoint struct {
-	ID         string          `json:"id"`
-	Node       string          `json:"node"`
-	Kind       string          `json:"kind"` // input, step, send, join, wait, resume, turn
-	Step       int             `json:"step"`
-	Parent     string          `json:"parent,omitempty"`
-	Attempt    int             `json:"attempt,omitempty"`
-	Update     json.RawMessage `json:"update,omitempty"`
-	Output     json.RawMessage `json:"output,omitempty"`
-	Ports      []string        `json:"ports,omitempty"`
-	Branches   []string        `json:"branches,omitempty"`
-	Duration   time.Duration   `json:"-"`
-	DurationMS float64         `json:"duration_ms"`
-	Usage      flows.Usage     `json:"usage"`
-	StateBytes int             `json:"state_bytes,omitempty"`
-	Worker     string          `json:"worker,omitempty"` // the consumer that ran the step
-	Time       time.Time       `json:"time"`
-	State      json.RawMessage `json:"state,omitempty"`
-}
-
-// ckptMeta is the part of a checkpoint the runtime never reads in Lua, kept in one
-// field ("m") so every entry of the stream has the same fields: Redis then stores the
-// field names once per stream node instead of once per entry.
-type ckptMeta struct {
-	Attempt    int      `json:"attempt,omitempty"`
-	Ports      []string `json:"ports,omitempty"`
-	Branches   []string `json:"branches,omitempty"`
-	DurUS      int64    `json:"dur_us,omitempty"`
-	InTok      int64    `json:"in_tok,omitempty"`
-	OutTok     int64    `json:"out_tok,omitempty"`
-	StateBytes int      `json:"sbytes,omitempty"`
-	Worker     string   `json:"worker,omitempty"`
-	Entry      string   `json:"entry,omitempty"` // for turns: the activation they belong to
-}
-
-// Fields encodes the checkpoint for the checkpoint stream; the commit adds step and
-// time. Every checkpoint has the same fields, in the same order.
-func (c *Checkpoint) Fields() []string {
-	m := ckptMeta{Attempt: c.Attempt, Ports: c.Ports, Branches: c.Branches, DurUS: c.Duration.Microseconds(),
-		InTok: c.Usage.InputTokens, OutTok: c.Usage.OutputTokens, StateBytes: c.StateBytes, Worker: c.Worker}
-	meta, _ := json.Marshal(m)
-	return []string{"node", c.Node, "kind", c.Kind, "parent", c.Parent, "update", string(c.Update), "output", string(c.Output), "m", string(meta)}
-}
-
-func parseCheckpoint(m redis.XMessage) Checkpoint {
-	s := func(k string) string { v, _ := m.Values[k].(string); return v }
-	n := func(k string) int64 { x, _ := strconv.ParseInt(s(k), 10, 64); return x }
-	c := Checkpoint{ID: m.ID, Node: s("node"), Kind: s("kind"), Parent: s("parent"), Step: int(n("step"))}
-	if v := s("update"); v != "" {
-		c.Update = json.RawMessage(v)
-	}
-	if v := s("output"); v != "" {
-		c.Output = json.RawMessage(v)
-	}
-	var meta ckptMeta
-	if v := s("m"); v != "" {
-		_ = json.Unmarshal([]byte(v), &meta)
-	}
-	c.Attempt, c.Ports, c.Branches, c.Worker = meta.Attempt, meta.Ports, meta.Branches, meta.Worker
-	c.Duration = time.Duration(meta.DurUS) * time.Microsecond
-	c.DurationMS = float64(meta.DurUS) / 1000
-	c.Usage = flows.Usage{InputTokens: meta.InTok, OutputTokens: meta.OutTok}
-	c.StateBytes = meta.StateBytes
-	c.Time = msTime(s("ts"))
-	return c
-}
-
-// entryOf is the activation a turn belongs to.
-func entryOf(m redis.XMessage) string {
-	v, _ := m.Values["m"].(string)
-	var meta ckptMeta
-	_ = json.Unmarshal([]byte(v), &meta)
-	return meta.Entry
-}
-
-// Checkpoints returns up to count checkpoints of a run from id start ("-" for the first)
-// on, in commit order, without their states.
-func (r *Redis) Checkpoints(ctx context.Context, flow, run, start string, count int64) ([]Checkpoint, error) {
-	if start == "" {
-		start = "-"
-	}
-	var msgs []redis.XMessage
-	var err error
-	if count > 0 {
-		msgs, err = r.Client.XRangeN(ctx, FlowKeys(flow).Ckpt(run), start, "+", count).Result()
-	} else {
-		msgs, err = r.Client.XRange(ctx, FlowKeys(flow).Ckpt(run), start, "+").Result()
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Checkpoint, len(msgs))
-	for i, m := range msgs {
-		out[i] = parseCheckpoint(m)
-	}
-	return out, nil
-}
-
-// GetCheckpoint returns one checkpoint with its state.
-func (r *Redis) GetCheckpoint(ctx context.Context, flow, run, id string) (*Checkpoint, error) {
-	k := FlowKeys(flow)
-	pipe := r.Client.Pipeline()
-	rng := pipe.XRange(ctx, k.Ckpt(run), id, id)
-	st := pipe.HGet(ctx, k.State(run), id)
-	_, _ = pipe.Exec(ctx)
-	msgs, err := rng.Result()
-	if err != nil {
-		return nil, err
-	}
-	if len(msgs) == 0 {
-		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("run %q has no checkpoint %q", run, id)}
-	}
-	c := parseCheckpoint(msgs[0])
-	if b, err := st.Bytes(); err == nil {
-		c.State = b
-	}
-	return &c, nil
 }
 
 // Frame is an open fork of a run as its frames hash records it.
@@ -619,4 +486,62 @@ func (r *Redis) RunIDs(ctx context.Context, flow string, since, until time.Time,
 		min = strconv.FormatInt(since.UnixMilli(), 10)
 	}
 	return r.Client.ZRevRangeByScore(ctx, FlowKeys(flow).Runs(), &redis.ZRangeBy{Min: min, Max: max, Offset: offset, Count: count}).Result()
+}
+
+// FlowProbe is what a sweeper needs to know of a flow to decide whether anything is due.
+type FlowProbe struct {
+	WaitDue   int64 // unix ms of the earliest approval deadline; 0 for none
+	ExpiryDue int64 // unix ms of the earliest run expiry; 0 for none
+}
+
+// ProbeFlow reads the earliest approval deadline and run expiry of a flow in one round
+// trip.
+func (r *Redis) ProbeFlow(ctx context.Context, flow string) (FlowProbe, error) {
+	k := FlowKeys(flow)
+	pipe := r.Client.Pipeline()
+	w := pipe.ZRangeWithScores(ctx, k.Waits(), 0, 0)
+	e := pipe.ZRangeWithScores(ctx, k.Expiry(), 0, 0)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return FlowProbe{}, err
+	}
+	var p FlowProbe
+	if z := w.Val(); len(z) > 0 {
+		p.WaitDue = max(int64(z[0].Score), 1)
+	}
+	if z := e.Val(); len(z) > 0 {
+		p.ExpiryDue = max(int64(z[0].Score), 1)
+	}
+	return p, nil
+}
+
+// RunStatuses reads the statuses of some runs of a flow in one round trip ("" for a run
+// that is gone).
+func (r *Redis) RunStatuses(ctx context.Context, flow string, runs []string) ([]string, error) {
+	k := FlowKeys(flow)
+	pipe := r.Client.Pipeline()
+	cmds := make([]*redis.StringCmd, len(runs))
+	for i, id := range runs {
+		cmds[i] = pipe.HGet(ctx, k.Run(id), "status")
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([]string, len(runs))
+	for i, c := range cmds {
+		out[i], _ = c.Result()
+	}
+	return out, nil
+}
+
+// CountRuns counts a flow's runs created between since and until (zero times are open
+// ends).
+func (r *Redis) CountRuns(ctx context.Context, flow string, since, until time.Time) (int64, error) {
+	min, max := "-inf", "+inf"
+	if !since.IsZero() {
+		min = strconv.FormatInt(since.UnixMilli(), 10)
+	}
+	if !until.IsZero() {
+		max = strconv.FormatInt(until.UnixMilli(), 10)
+	}
+	return r.Client.ZCount(ctx, FlowKeys(flow).Runs(), min, max).Result()
 }

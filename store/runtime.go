@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -49,9 +48,9 @@ func activationFrom(flow, node string, m redis.XMessage, deliveries int) Activat
 
 func nowMS() int64 { return time.Now().UnixMilli() }
 
-// PublishVersion stores a version's flow JSON (once; versions are immutable), records
-// its node ids, makes it the flow's current version, and creates the consumer groups.
-func (r *Redis) PublishVersion(ctx context.Context, flow, version string, doc []byte, nodes []string) error {
+// StoreVersion stores a version's flow JSON (once; versions are immutable), records its
+// node ids and creates the consumer groups. It does not make the version current.
+func (r *Redis) StoreVersion(ctx context.Context, flow, version string, doc []byte, nodes []string) error {
 	k := FlowKeys(flow)
 	pipe := r.Client.Pipeline()
 	pipe.SetNX(ctx, k.Version(version), doc, 0)
@@ -62,12 +61,36 @@ func (r *Redis) PublishVersion(ctx context.Context, flow, version string, doc []
 		}
 		pipe.SAdd(ctx, k.Nodes(), members...)
 	}
-	pipe.Set(ctx, k.Current(), version, 0)
 	pipe.SAdd(ctx, flowsKey, flow)
+	pipe.Incr(ctx, generationKey)
 	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("publish version of flow %q: %w", flow, err)
+		return fmt.Errorf("store version of flow %q: %w", flow, err)
 	}
 	return r.EnsureGroups(ctx, flow, nodes)
+}
+
+// SetCurrent makes a stored version the one new runs of flow start on.
+func (r *Redis) SetCurrent(ctx context.Context, flow, version string) error {
+	pipe := r.Client.Pipeline()
+	pipe.Set(ctx, FlowKeys(flow).Current(), version, 0)
+	pipe.Incr(ctx, generationKey)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("make version %.12s of flow %q current: %w", version, flow, err)
+	}
+	return nil
+}
+
+// generationKey counts changes to stored and current versions: workers read it to know
+// when to look for new nodes and settings, instead of reading every flow.
+const generationKey = "sluice:generation"
+
+// Generation returns the version generation ("" when Redis has none: it restarted).
+func (r *Redis) Generation(ctx context.Context) (string, error) {
+	g, err := r.Client.Get(ctx, generationKey).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return g, err
 }
 
 // flowsKey is the set of flow ids that have data in Redis.
@@ -114,18 +137,22 @@ func (r *Redis) FlowNodes(ctx context.Context, flow string) ([]string, error) {
 	return r.Client.SMembers(ctx, FlowKeys(flow).Nodes()).Result()
 }
 
-// ReadGroup reads new activations for consumer from the streams of nodes, with a
-// finite block. counts limits how many entries each node may get (its free capacity);
-// nodes with no capacity are not read. A missing group (Redis restarted empty) is
-// recreated and the read returns nothing.
-func (r *Redis) ReadGroup(ctx context.Context, flow, consumer string, nodes []string, count int, block time.Duration) ([]Activation, error) {
+// NodeRef names one node's stream.
+type NodeRef struct{ Flow, Node string }
+
+// ReadNodes reads new activations for consumer from the streams of nodes (of any flows),
+// with a finite block; count limits how many entries each stream may give. A missing
+// group (Redis restarted empty) is created again and the read returns nothing.
+func (r *Redis) ReadNodes(ctx context.Context, consumer string, nodes []NodeRef, count int, block time.Duration) ([]Activation, error) {
 	if len(nodes) == 0 || count <= 0 {
 		return nil, nil
 	}
-	k := FlowKeys(flow)
 	streams := make([]string, 0, 2*len(nodes))
+	byKey := make(map[string]NodeRef, len(nodes))
 	for _, n := range nodes {
-		streams = append(streams, k.In(n))
+		key := FlowKeys(n.Flow).In(n.Node)
+		streams = append(streams, key)
+		byKey[key] = n
 	}
 	for range nodes {
 		streams = append(streams, ">")
@@ -135,17 +162,25 @@ func (r *Redis) ReadGroup(ctx context.Context, flow, consumer string, nodes []st
 		return nil, nil
 	}
 	if err != nil {
-		if strings.HasPrefix(err.Error(), "NOGROUP") {
-			return nil, r.EnsureGroups(ctx, flow, nodes)
+		if isNoGroup(err) {
+			perFlow := map[string][]string{}
+			for _, n := range nodes {
+				perFlow[n.Flow] = append(perFlow[n.Flow], n.Node)
+			}
+			for f, ns := range perFlow {
+				if err := r.EnsureGroups(ctx, f, ns); err != nil {
+					return nil, err
+				}
+			}
+			return nil, nil
 		}
 		return nil, err
 	}
 	var out []Activation
-	prefix := k.In("")
 	for _, s := range res {
-		node := strings.TrimPrefix(s.Stream, prefix)
+		n := byKey[s.Stream]
 		for _, m := range s.Messages {
-			out = append(out, activationFrom(flow, node, m, 1))
+			out = append(out, activationFrom(n.Flow, n.Node, m, 1))
 		}
 	}
 	return out, nil
@@ -261,169 +296,6 @@ func (r *Redis) Heartbeat(ctx context.Context, flow, node, consumer string, ids 
 	return heartbeatScript.Run(ctx, r.Client, []string{FlowKeys(flow).In(node)}, args...).Err()
 }
 
-// Op is one change a commit makes besides the checkpoint: see commit.lua. Key, when
-// set, is a stream the op needs in KEYS; the commit puts its index in place of "KEY" in
-// Args.
-type Op struct {
-	Name string
-	Key  string
-	Args []string
-}
-
-// Commit is everything one step commits.
-type Commit struct {
-	Act          Activation
-	Consumer     string
-	MaxSteps     int
-	TTL          time.Duration
-	KeepLast     int
-	Checkpoint   []string // field/value pairs
-	State        []byte
-	Usage        flows.Usage
-	Final        []byte // output node's value, or nil
-	Wait         []byte // approval's wait record, or nil
-	WaitDeadline int64  // unix ms, 0 for none
-	Event        []byte
-	// Fused are further steps committed with this one: each ran the single successor of
-	// the step before it, in this process, without an activation of its own. Wait and Ops
-	// follow the last step.
-	Fused []CommitStep
-	Ops   []Op
-}
-
-// CommitStep is one fused step of a commit. A "parent" of "$prev" in its checkpoint is
-// the checkpoint of the step before.
-type CommitStep struct {
-	Node       string
-	Checkpoint []string
-	State      []byte
-	Usage      flows.Usage
-	Final      []byte
-	Event      []byte
-}
-
-// CommitResult says what a commit did.
-type CommitResult struct {
-	Status    string // "ok", "stale", "dropped", "max_steps"
-	Ckpt      string
-	Step      int
-	Live      int
-	RunStatus string
-}
-
-func (c *Commit) keysArgs() ([]string, []any) {
-	k := FlowKeys(c.Act.Flow)
-	run := c.Act.Run
-	keys := []string{k.In(c.Act.Node), k.Run(run), k.Ckpt(run), k.State(run), k.Frames(run), k.Events(), k.Results(), k.Waits(), k.Expiry()}
-	index := map[string]int{}
-	keyIndex := func(key string) string {
-		if i, ok := index[key]; ok {
-			return strconv.Itoa(i)
-		}
-		keys = append(keys, key)
-		index[key] = len(keys)
-		return strconv.Itoa(len(keys))
-	}
-	args := []any{Group, c.Consumer, c.Act.ID, run, nowMS(), c.MaxSteps, int64(c.TTL / time.Second), c.KeepLast, EventsMaxLen,
-		c.Act.Depth, 1 + len(c.Fused)}
-	step := func(s CommitStep) {
-		args = append(args, s.Node, len(s.Checkpoint)/2)
-		for _, f := range s.Checkpoint {
-			args = append(args, f)
-		}
-		args = append(args, s.State, s.Usage.InputTokens, s.Usage.OutputTokens, bytesOrEmpty(s.Final), bytesOrEmpty(s.Event))
-	}
-	step(CommitStep{Node: c.Act.Node, Checkpoint: c.Checkpoint, State: c.State, Usage: c.Usage, Final: c.Final, Event: c.Event})
-	for _, s := range c.Fused {
-		step(s)
-	}
-	args = append(args, bytesOrEmpty(c.Wait), c.WaitDeadline, len(c.Ops))
-	for _, op := range c.Ops {
-		args = append(args, op.Name)
-		for _, a := range op.Args {
-			if a == "KEY" {
-				a = keyIndex(op.Key)
-			}
-			args = append(args, a)
-		}
-	}
-	return keys, args
-}
-
-func bytesOrEmpty(b []byte) any {
-	if b == nil {
-		return ""
-	}
-	return b
-}
-
-// CommitBatch sends the commits in one pipeline and returns their results in order.
-// A commit whose result is unknown (the connection failed) carries an error; it is safe
-// to send again, since the fence refuses a second commit of the same entry.
-func (r *Redis) CommitBatch(ctx context.Context, commits []*Commit) ([]CommitResult, []error) {
-	results := make([]CommitResult, len(commits))
-	errs := make([]error, len(commits))
-	for attempt := 0; attempt < 2; attempt++ {
-		pipe := r.Client.Pipeline()
-		cmds := make([]*redis.Cmd, len(commits))
-		for i, c := range commits {
-			if attempt > 0 && !isNoScript(errs[i]) {
-				continue
-			}
-			keys, args := c.keysArgs()
-			cmds[i] = commitScript.EvalSha(ctx, pipe, keys, args...)
-		}
-		_, _ = pipe.Exec(ctx)
-		retry := false
-		for i, cmd := range cmds {
-			if cmd == nil {
-				continue
-			}
-			res, err := cmd.Slice()
-			errs[i] = err
-			if isNoScript(err) {
-				retry = true
-				continue
-			}
-			if err == nil {
-				results[i] = parseCommitResult(res)
-			}
-		}
-		if !retry {
-			break
-		}
-		if err := r.LoadScripts(ctx); err != nil {
-			break
-		}
-	}
-	return results, errs
-}
-
-func parseCommitResult(res []any) CommitResult {
-	var cr CommitResult
-	if len(res) > 0 {
-		cr.Status, _ = res[0].(string)
-	}
-	switch cr.Status {
-	case "ok":
-		cr.Ckpt, _ = res[1].(string)
-		s, _ := res[2].(int64)
-		l, _ := res[3].(int64)
-		cr.Step, cr.Live = int(s), int(l)
-		cr.RunStatus, _ = res[4].(string)
-	case "dropped":
-		if len(res) > 1 {
-			cr.RunStatus, _ = res[1].(string)
-		}
-	case "max_steps":
-		if len(res) > 1 {
-			d, _ := res[1].(int64)
-			cr.Step = int(d)
-		}
-	}
-	return cr
-}
-
 // Failure is a failed step to record.
 type Failure struct {
 	Act         Activation
@@ -432,19 +304,27 @@ type Failure struct {
 	Permanent   bool
 	MaxAttempts int
 	TTL         time.Duration
+	// Attempt is what the run's history records of the attempt (kind "error" is set
+	// here): its duration and worker.
+	Attempt Checkpoint
 }
 
 // Fail records a failed step: "retry" (the entry stays pending), "dead" (moved to the
-// dead letters, the run failed) or "stale" (the entry is no longer ours).
+// dead letters, the run failed), "dropped" (the run was cancelled or is gone: the entry
+// is acknowledged) or "stale" (the entry is no longer ours). Every attempt but a stale
+// or dropped one leaves a checkpoint of kind "error" in the run's history.
 func (r *Redis) Fail(ctx context.Context, f Failure) (status string, deliveries int, err error) {
 	k := FlowKeys(f.Act.Flow)
 	perm := "0"
 	if f.Permanent {
 		perm = "1"
 	}
+	rec := f.Attempt
+	rec.Kind, rec.Error, rec.Attempt, rec.Entry = KindError, f.Error, f.Act.Deliveries, f.Act.ID
 	res, err := failScript.Run(ctx, r.Client, []string{k.In(f.Act.Node), k.Run(f.Act.Run), k.Dead(), k.Events(), k.Results(),
 		k.Ckpt(f.Act.Run), k.State(f.Act.Run), k.Frames(f.Act.Run), k.Expiry()},
-		Group, f.Consumer, f.Act.ID, f.Act.Run, f.Act.Node, f.Error, nowMS(), int64(f.TTL/time.Second), perm, f.MaxAttempts, EventsMaxLen).Slice()
+		Group, f.Consumer, f.Act.ID, f.Act.Run, f.Act.Node, f.Error, nowMS(), int64(f.TTL/time.Second), perm, f.MaxAttempts, EventsMaxLen,
+		f.Act.Ckpt, rec.body()).Slice()
 	if err != nil {
 		return "", 0, err
 	}
@@ -454,63 +334,6 @@ func (r *Redis) Fail(ctx context.Context, f Failure) (status string, deliveries 
 		deliveries = int(n)
 	}
 	return status, deliveries, nil
-}
-
-// SaveTurn records a turn of a running step in its run's checkpoint history. It fails
-// with a Conflict error when the step is no longer this consumer's.
-func (r *Redis) SaveTurn(ctx context.Context, a Activation, consumer string, turn []byte) (string, error) {
-	k := FlowKeys(a.Flow)
-	res, err := turnScript.Run(ctx, r.Client, []string{k.In(a.Node), k.Ckpt(a.Run), k.Events()},
-		Group, consumer, a.ID, a.Run, a.Node, a.Ckpt, turn, nowMS(), EventsMaxLen).Slice()
-	if err != nil {
-		return "", err
-	}
-	if res[0] != "ok" {
-		return "", &flows.Error{Code: flows.Conflict, Flow: a.Flow, Node: a.Node, Message: "another worker has taken this step over"}
-	}
-	id, _ := res[1].(string)
-	return id, nil
-}
-
-// Turns returns the turns saved by earlier attempts of an activation, oldest first.
-func (r *Redis) Turns(ctx context.Context, a Activation) ([]json.RawMessage, error) {
-	msgs, err := r.Client.XRange(ctx, FlowKeys(a.Flow).Ckpt(a.Run), a.Ckpt, "+").Result()
-	if err != nil {
-		return nil, err
-	}
-	var out []json.RawMessage
-	for _, m := range msgs {
-		if m.Values["kind"] == "turn" && m.Values["node"] == a.Node && entryOf(m) == a.ID {
-			s, _ := m.Values["update"].(string)
-			out = append(out, json.RawMessage(s))
-		}
-	}
-	return out, nil
-}
-
-// StateRef names one checkpoint's state.
-type StateRef struct{ Run, Ckpt string }
-
-// LoadStates reads several checkpoints' states of a flow in one round trip. A missing
-// state is nil in the result.
-func (r *Redis) LoadStates(ctx context.Context, flow string, refs []StateRef) ([][]byte, error) {
-	k := FlowKeys(flow)
-	pipe := r.Client.Pipeline()
-	cmds := make([]*redis.StringCmd, len(refs))
-	for i, ref := range refs {
-		cmds[i] = pipe.HGet(ctx, k.State(ref.Run), ref.Ckpt)
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, err
-	}
-	out := make([][]byte, len(refs))
-	for i, c := range cmds {
-		b, err := c.Bytes()
-		if err == nil {
-			out[i] = b
-		}
-	}
-	return out, nil
 }
 
 // PruneConsumers deletes the consumers of a flow's node streams that have nothing

@@ -17,14 +17,14 @@ func TestHeartbeatKeepsAStepsDeliveryCount(t *testing.T) {
 		ctx := context.Background()
 		flow := storetest.FlowID(t)
 		storetest.DeleteFlowKeys(t, r, flow)
-		if err := r.PublishVersion(ctx, flow, "v1", []byte("{}"), []string{"a"}); err != nil {
+		if err := r.StoreVersion(ctx, flow, "v1", []byte("{}"), []string{"a"}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: "r1", Version: "v1", State: []byte("{}"),
-			Checkpoint: (&store.Checkpoint{Kind: "input"}).Fields(), Entries: []string{"a"}}); err != nil {
+			Checkpoint: store.Checkpoint{Kind: "input"}, Entries: []string{"a"}}); err != nil {
 			t.Fatal(err)
 		}
-		acts, err := r.ReadGroup(ctx, flow, "w-1", []string{"a"}, 1, 0)
+		acts, err := r.ReadNodes(ctx, "w-1", []store.NodeRef{{Flow: flow, Node: "a"}}, 1, 0)
 		if err != nil || len(acts) != 1 {
 			t.Fatalf("read: %v %v", acts, err)
 		}
@@ -52,24 +52,24 @@ func TestPruneConsumersDeletesOnlyIdleOnesWithNothingPending(t *testing.T) {
 	ctx := context.Background()
 	flow := storetest.FlowID(t)
 	storetest.DeleteFlowKeys(t, r, flow)
-	if err := r.PublishVersion(ctx, flow, "v1", []byte("{}"), []string{"a"}); err != nil {
+	if err := r.StoreVersion(ctx, flow, "v1", []byte("{}"), []string{"a"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, run := range []string{"r1", "r2", "r3"} {
 		if _, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: run, Version: "v1", State: []byte("{}"),
-			Checkpoint: (&store.Checkpoint{Kind: "input"}).Fields(), Entries: []string{"a"}}); err != nil {
+			Checkpoint: store.Checkpoint{Kind: "input"}, Entries: []string{"a"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// gone-1 still holds its entry; gone-2 finished its own; live reads now.
-	r.ReadGroup(ctx, flow, "gone-1", []string{"a"}, 1, 10*time.Millisecond)
-	acts, _ := r.ReadGroup(ctx, flow, "gone-2", []string{"a"}, 1, 10*time.Millisecond)
+	r.ReadNodes(ctx, "gone-1", []store.NodeRef{{Flow: flow, Node: "a"}}, 1, 10*time.Millisecond)
+	acts, _ := r.ReadNodes(ctx, "gone-2", []store.NodeRef{{Flow: flow, Node: "a"}}, 1, 10*time.Millisecond)
 	if len(acts) != 1 {
 		t.Fatalf("gone-2 read %d entries", len(acts))
 	}
 	r.Client.XAck(ctx, store.FlowKeys(flow).In("a"), store.Group, acts[0].ID)
 	time.Sleep(30 * time.Millisecond)
-	r.ReadGroup(ctx, flow, "live", []string{"a"}, 1, 10*time.Millisecond)
+	r.ReadNodes(ctx, "live", []store.NodeRef{{Flow: flow, Node: "a"}}, 1, 10*time.Millisecond)
 	n, err := r.PruneConsumers(ctx, flow, []string{"a"}, 20*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)

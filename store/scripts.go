@@ -32,9 +32,10 @@ var (
 	turnScript        = mustScript("turn")
 	discardDeadScript = mustScript("discard_dead")
 	pruneScript       = mustScript("prune")
+	dropScript        = mustScript("drop")
 )
 
-var allScripts = []*redis.Script{commitScript, failScript, reclaimScript, heartbeatScript, startScript, cancelScript, resumeScript, retryDeadScript, turnScript, discardDeadScript, pruneScript,
+var allScripts = []*redis.Script{commitScript, failScript, reclaimScript, heartbeatScript, startScript, cancelScript, resumeScript, retryDeadScript, turnScript, discardDeadScript, pruneScript, dropScript,
 	cacheStoreScript, cacheReleaseScript, cacheExtendScript}
 
 // LoadScripts loads every script into Redis's script cache, so pipelines can use EVALSHA.

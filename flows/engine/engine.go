@@ -9,7 +9,6 @@
 package engine
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/binary"
@@ -58,20 +57,21 @@ type StepTiming struct {
 
 // Engine runs plans. One engine serves any number of flows and workers.
 type Engine struct {
-	rdb    *store.Redis
-	reg    *flows.Registry
-	log    *slog.Logger
-	opts   Options
-	cache  *stateCache
-	prefix string
-	seq    atomic.Int64
-
-	mu        sync.Mutex
-	plans     map[string]*flows.Plan // flow \x00 version -> plan
-	published map[string]bool        // flow \x00 version
+	rdb      *store.Redis
+	reg      *flows.Registry
+	log      *slog.Logger
+	opts     Options
+	cache    *stateCache
+	versions *versions
+	prefix   string
+	seq      atomic.Int64
 
 	commits *committer
 	events  *eventBatcher
+	watch   *runWatcher
+
+	mu      sync.Mutex
+	workers map[*Worker]bool // running workers, told when a run is cancelled here
 }
 
 // New returns an engine that keeps its state in rdb and builds components from reg.
@@ -91,9 +91,10 @@ func New(rdb *store.Redis, reg *flows.Registry, opts Options) *Engine {
 		opts.ConsumerPrefix = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	e := &Engine{rdb: rdb, reg: reg, log: opts.Logger, opts: opts, cache: newStateCache(opts.StateCacheBytes),
-		prefix: opts.ConsumerPrefix, plans: map[string]*flows.Plan{}, published: map[string]bool{}}
+		versions: newVersions(), prefix: opts.ConsumerPrefix, workers: map[*Worker]bool{}}
 	e.commits = newCommitter(rdb, e.log)
 	e.events = newEventBatcher(rdb, e.log)
+	e.watch = newRunWatcher(rdb, e.log)
 	return e
 }
 
@@ -106,101 +107,6 @@ func (e *Engine) Redis() *store.Redis { return e.rdb }
 
 // Registry is the component registry the engine compiles with.
 func (e *Engine) Registry() *flows.Registry { return e.reg }
-
-// Compile validates and compiles a document with the engine's registry.
-func (e *Engine) Compile(doc []byte) (*flows.Plan, flows.Problems, error) {
-	p, probs := flows.Compile(doc, e.reg, e.opts.Limits)
-	if p == nil {
-		id := ""
-		if d, err := flows.DecodeState(doc); err == nil {
-			id, _ = d["id"].(string)
-		}
-		return nil, probs, &flows.InvalidError{Flow: id, Problems: probs}
-	}
-	return p, probs, nil
-}
-
-// Publish stores the plan's version in Redis (so any worker can load it), makes it the
-// flow's current version and creates its consumer groups. It is idempotent.
-func (e *Engine) Publish(ctx context.Context, p *flows.Plan) error {
-	key := p.Flow + "\x00" + p.Version
-	e.mu.Lock()
-	done := e.published[key]
-	e.mu.Unlock()
-	if done {
-		return nil
-	}
-	if err := e.rdb.PublishVersion(ctx, p.Flow, p.Version, p.Source, p.NodeIDs()); err != nil {
-		return err
-	}
-	e.mu.Lock()
-	e.published[key] = true
-	e.remember(key, p)
-	e.mu.Unlock()
-	return nil
-}
-
-// maxPlans bounds the compiled plans an engine keeps; one evicted is compiled again from
-// Redis when a run of its version next needs it.
-const maxPlans = 256
-
-// remember keeps a compiled plan; e.mu is held.
-func (e *Engine) remember(key string, p *flows.Plan) {
-	if _, ok := e.plans[key]; !ok && len(e.plans) >= maxPlans {
-		for k := range e.plans { // an arbitrary one: map order is random
-			delete(e.plans, k)
-			break
-		}
-	}
-	e.plans[key] = p
-}
-
-// forgetPublished makes the next Publish of plan write it to Redis again.
-func (e *Engine) forgetPublished(p *flows.Plan) {
-	e.mu.Lock()
-	delete(e.published, p.Flow+"\x00"+p.Version)
-	e.mu.Unlock()
-}
-
-// Plan returns the plan of a flow version, compiling the JSON stored in Redis the first
-// time. Runs continue on the version they started with.
-func (e *Engine) Plan(ctx context.Context, flow, version string) (*flows.Plan, error) {
-	key := flow + "\x00" + version
-	e.mu.Lock()
-	p := e.plans[key]
-	e.mu.Unlock()
-	if p != nil {
-		return p, nil
-	}
-	doc, err := e.rdb.VersionDoc(ctx, flow, version)
-	if err != nil {
-		return nil, err
-	}
-	p, _, err = e.Compile(doc)
-	if err != nil {
-		return nil, flows.Permanent(fmt.Errorf("version %.12s of flow %q no longer compiles: %w", version, flow, err))
-	}
-	e.mu.Lock()
-	e.remember(key, p)
-	e.mu.Unlock()
-	return p, nil
-}
-
-// cachedPlan returns a plan already compiled in this process, or nil.
-func (e *Engine) cachedPlan(flow, version string) *flows.Plan {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.plans[flow+"\x00"+version]
-}
-
-// CurrentPlan returns the plan of the flow's current version in Redis.
-func (e *Engine) CurrentPlan(ctx context.Context, flow string) (*flows.Plan, error) {
-	v, err := e.rdb.CurrentVersion(ctx, flow)
-	if err != nil {
-		return nil, err
-	}
-	return e.Plan(ctx, flow, v)
-}
 
 func (e *Engine) consumerName() string {
 	return fmt.Sprintf("%s-%d", e.prefix, e.seq.Add(1))

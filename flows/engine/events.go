@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -16,16 +15,11 @@ import (
 type eventBatcher struct {
 	rdb *store.Redis
 	log *slog.Logger
-	ch  chan liveEvent
-}
-
-type liveEvent struct {
-	flow, run, node, kind string
-	data                  []byte
+	ch  chan store.LiveEvent
 }
 
 func newEventBatcher(rdb *store.Redis, log *slog.Logger) *eventBatcher {
-	return &eventBatcher{rdb: rdb, log: log, ch: make(chan liveEvent, 4096)}
+	return &eventBatcher{rdb: rdb, log: log, ch: make(chan store.LiveEvent, 4096)}
 }
 
 // emit queues an event; it never blocks.
@@ -35,24 +29,19 @@ func (b *eventBatcher) emit(flow, run, node, kind string, data any) {
 		return
 	}
 	select {
-	case b.ch <- liveEvent{flow: flow, run: run, node: node, kind: kind, data: raw}:
+	case b.ch <- store.LiveEvent{Flow: flow, Run: run, Node: node, Type: kind, Data: raw}:
 	default:
 	}
 }
 
 func (b *eventBatcher) run(ctx context.Context) {
-	var batch []liveEvent
+	var batch []store.LiveEvent
 	flush := func() {
 		if len(batch) == 0 {
 			return
 		}
 		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		pipe := b.rdb.Client.Pipeline()
-		for _, ev := range batch {
-			pipe.XAdd(fctx, &redis.XAddArgs{Stream: store.FlowKeys(ev.flow).Events(), MaxLen: store.EventsMaxLen, Approx: true,
-				Values: []any{"type", ev.kind, "run", ev.run, "node", ev.node, "data", ev.data, "ckpt", "", "step", ""}})
-		}
-		if _, err := pipe.Exec(fctx); err != nil {
+		if err := b.rdb.AppendEvents(fctx, batch); err != nil {
 			b.log.Debug("live events dropped", "count", len(batch), "error", err)
 		}
 		cancel()

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -31,14 +32,22 @@ func TestStepThatFailsTwiceIsRetriedAndCommitsOnce(t *testing.T) {
 		if got := v.calls(p, run.ID, "work"); got != 3 {
 			t.Errorf("work was called %d times, want 3 (two failures, one success)", got)
 		}
+		// The history has each failed attempt with its error, then the one commit.
 		var work []store.Checkpoint
+		var errs []string
 		for _, c := range v.checkpoints(p, run.ID) {
-			if c.Node == "work" {
+			switch {
+			case c.Node == "work" && c.Kind == store.KindError:
+				errs = append(errs, fmt.Sprintf("%d:%s", c.Attempt, c.Error))
+			case c.Node == "work":
 				work = append(work, c)
 			}
 		}
 		if len(work) != 1 || work[0].Attempt != 3 {
 			t.Errorf("work checkpoints %+v, want exactly one, from attempt 3", work)
+		}
+		if got := strings.Join(errs, ", "); got != "1:scripted failure 1, 2:scripted failure 2" {
+			t.Errorf("failed attempts in the history: %s, want both with their errors", got)
 		}
 		v.drained(p)
 	})

@@ -45,7 +45,7 @@ func (e *Engine) Fork(ctx context.Context, flow, run, ckpt string, patch json.Ra
 	if err != nil {
 		return "", err
 	}
-	if c.Kind == "turn" || c.State == nil {
+	if !c.IsState() || c.State == nil {
 		return "", &flows.Error{Code: flows.Invalid, Flow: flow, Path: "checkpoint", Message: fmt.Sprintf("%s is a turn of a step, not a checkpoint of the state", ckpt)}
 	}
 	var plan *flows.Plan
@@ -73,8 +73,8 @@ func (e *Engine) Fork(ctx context.Context, flow, run, ckpt string, patch json.Ra
 	if err != nil {
 		return "", err
 	}
-	e.forgetPublished(plan) // a fork is rare: make sure its version is in Redis
-	if err := e.Publish(ctx, plan); err != nil {
+	e.forgetStored(plan) // a fork is rare: make sure its version is in Redis
+	if err := e.StoreVersion(ctx, plan); err != nil {
 		return "", err
 	}
 	stateJSON, _ := json.Marshal(state)
@@ -91,7 +91,7 @@ func (e *Engine) Fork(ctx context.Context, flow, run, ckpt string, patch json.Ra
 		in = json.RawMessage("{}")
 	}
 	newCkpt, err := e.rdb.StartRun(ctx, store.StartArgs{Flow: flow, Run: id, Version: plan.Version, State: stateJSON,
-		Checkpoint: cp.Fields(), Entries: entries,
+		Checkpoint: cp, Entries: entries,
 		Fields: []string{"input", string(in), "parent_run", run, "parent_ckpt", ckpt}})
 	if err != nil {
 		return "", err
@@ -117,7 +117,7 @@ func forkEntries(ctx context.Context, plan *flows.Plan, c *store.Checkpoint, sta
 	if node == nil {
 		return nil, &flows.Error{Code: flows.Invalid, Path: "checkpoint", Message: fmt.Sprintf("this version has no node %q", c.Node)}
 	}
-	succ, err := successors(ctx, node, &flows.Result{Ports: c.Ports}, state)
+	succ, err := successors(ctx, node, c.Ports, state)
 	if err != nil {
 		return nil, err
 	}

@@ -114,14 +114,7 @@ func (e *Engine) List(ctx context.Context, flow string, q ListQuery) ([]*store.R
 }
 
 func (e *Engine) countRuns(ctx context.Context, flow string, q ListQuery) (int64, error) {
-	min, max := "-inf", "+inf"
-	if !q.Since.IsZero() {
-		min = strconv.FormatInt(q.Since.UnixMilli(), 10)
-	}
-	if !q.Until.IsZero() {
-		max = strconv.FormatInt(q.Until.UnixMilli(), 10)
-	}
-	return e.rdb.Client.ZCount(ctx, store.FlowKeys(flow).Runs(), min, max).Result()
+	return e.rdb.CountRuns(ctx, flow, q.Since, q.Until)
 }
 
 // pruneRuns removes the runs whose retention has passed from a flow's run index. Every

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
 	"sync"
 
 	"github.com/sluicehq/sluice/flows"
@@ -11,23 +10,25 @@ import (
 
 // LibrarySync publishes the flows of a library directory and makes workers serve them:
 // a saved file's new version is live at the next Sync, without a restart. Files that do
-// not compile are skipped (and reported); their previous version keeps running.
+// not compile are skipped (and reported once); their previous version keeps running.
+// Compiling an unchanged file costs nothing: the engine's version cache knows it.
 type LibrarySync struct {
 	e       *Engine
 	lib     *store.Library
 	workers []*Worker
 
-	mu   sync.Mutex
-	seen map[string][32]byte // flow id -> hash of the file last published
+	mu        sync.Mutex
+	published map[string]string // flow id -> the version this sync last made current
+	reported  map[string]bool   // flow id -> its problems were reported (until it compiles)
 }
 
 // NewLibrarySync returns a sync of lib into workers (none: publish only).
 func (e *Engine) NewLibrarySync(lib *store.Library, workers ...*Worker) *LibrarySync {
-	return &LibrarySync{e: e, lib: lib, workers: workers, seen: map[string][32]byte{}}
+	return &LibrarySync{e: e, lib: lib, workers: workers, published: map[string]string{}, reported: map[string]bool{}}
 }
 
 // Sync publishes every changed flow file and returns the problems of those that do not
-// compile, by flow id.
+// compile and were not reported before, by flow id.
 func (s *LibrarySync) Sync(ctx context.Context) (map[string]flows.Problems, error) {
 	files, err := s.lib.List()
 	if err != nil {
@@ -35,32 +36,32 @@ func (s *LibrarySync) Sync(ctx context.Context) (map[string]flows.Problems, erro
 	}
 	bad := map[string]flows.Problems{}
 	for _, f := range files {
-		sum := sha256.Sum256(f.Data)
+		p, _, cerr := s.e.Compile(f.Data)
 		s.mu.Lock()
-		same := s.seen[f.ID] == sum
+		same := cerr == nil && p.Flow == f.ID && s.published[f.ID] == p.Version
+		reported := s.reported[f.ID]
 		s.mu.Unlock()
 		if same {
 			continue
 		}
 		if _, probs, err := s.Publish(ctx, f.ID, f.Data); err != nil {
 			if probs != nil {
-				bad[f.ID] = probs
+				if !reported {
+					bad[f.ID] = probs
+				}
 				s.mu.Lock()
-				s.seen[f.ID] = sum // report once per content
+				s.reported[f.ID] = true
 				s.mu.Unlock()
 				continue
 			}
 			return bad, err
 		}
-		s.mu.Lock()
-		s.seen[f.ID] = sum
-		s.mu.Unlock()
 	}
 	return bad, nil
 }
 
-// Publish compiles one flow document, publishes its version and has the workers serve
-// it. The document's id must be the file's id.
+// Publish compiles one flow document, publishes its version (makes it current) and has
+// the workers serve it. The document's id must be the file's id.
 func (s *LibrarySync) Publish(ctx context.Context, id string, doc []byte) (*flows.Plan, flows.Problems, error) {
 	p, probs, err := s.e.Compile(doc)
 	if err != nil {
@@ -74,6 +75,10 @@ func (s *LibrarySync) Publish(ctx context.Context, id string, doc []byte) (*flow
 	if err := s.e.Publish(ctx, p); err != nil {
 		return nil, probs, err
 	}
+	s.mu.Lock()
+	s.published[id] = p.Version
+	delete(s.reported, id)
+	s.mu.Unlock()
 	for _, w := range s.workers {
 		w.Add(p.Flow)
 	}

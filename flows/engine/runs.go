@@ -52,7 +52,8 @@ func InitialState(plan *flows.Plan, input any) (map[string]any, error) {
 }
 
 // Start creates a run of plan with input (JSON; empty means {}) and returns its id. The
-// plan is published first, so workers anywhere can load it.
+// plan's version is stored first, so workers anywhere can load it; starting a run does
+// not make its version current.
 func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMessage, opts StartOptions) (string, error) {
 	var in any = map[string]any{}
 	if len(input) > 0 {
@@ -75,7 +76,7 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	if err != nil {
 		return "", err
 	}
-	if err := e.Publish(ctx, plan); err != nil {
+	if err := e.StoreVersion(ctx, plan); err != nil {
 		return "", err
 	}
 	stateJSON, _ := json.Marshal(state)
@@ -86,7 +87,7 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	if err := flows.CheckJSON("the initial state", stateJSON, plan.Settings.MaxStateBytes); err != nil {
 		return "", &flows.Error{Code: flows.TooLarge, Flow: plan.Flow, Path: "input", Err: err}
 	}
-	cp := store.Checkpoint{Kind: "input", Update: inputJSON}
+	cp := store.Checkpoint{Kind: "input", Update: inputJSON, Output: nil}
 	fields := []string{"input", string(inputJSON)}
 	if opts.Webhook != "" {
 		fields = append(fields, "webhook", opts.Webhook)
@@ -95,12 +96,12 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 		fields = append(fields, "caller_flow", c.Flow, "caller_run", c.Run, "caller_node", c.Node)
 	}
 	args := store.StartArgs{Flow: plan.Flow, Run: id, Version: plan.Version, State: stateJSON,
-		Checkpoint: cp.Fields(), Entries: []string{plan.Entry}, Fields: fields}
+		Checkpoint: cp, Entries: []string{plan.Entry}, Fields: fields}
 	ckpt, err := e.rdb.StartRun(ctx, args)
 	if flows.ErrorCode(err) == flows.NotFound {
-		// The version this process published is gone: Redis restarted empty.
-		e.forgetPublished(plan)
-		if err = e.Publish(ctx, plan); err == nil {
+		// The version this process stored is gone: Redis restarted empty.
+		e.forgetStored(plan)
+		if err = e.StoreVersion(ctx, plan); err == nil {
 			ckpt, err = e.rdb.StartRun(ctx, args)
 		}
 	}
@@ -131,9 +132,17 @@ func (e *Engine) Get(ctx context.Context, flow, run string) (*store.Run, error) 
 }
 
 // Wait returns the run once it has finished or waits for a person, or when ctx ends
-// (with ctx's error and the run as it was last seen).
+// (with ctx's error and the run as it was last seen). It is woken by the run's status
+// events, not by reading the run over and over.
 func (e *Engine) Wait(ctx context.Context, flow, run string) (*store.Run, error) {
-	delay := 2 * time.Millisecond
+	if !flows.ValidID(flow) || !flows.ValidID(run) {
+		return e.Get(ctx, flow, run)
+	}
+	wake, stop, err := e.watch.register(ctx, flow, run)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
 	for {
 		r, err := e.Get(ctx, flow, run)
 		if err != nil {
@@ -145,14 +154,16 @@ func (e *Engine) Wait(ctx context.Context, flow, run string) (*store.Run, error)
 		select {
 		case <-ctx.Done():
 			return r, ctx.Err()
-		case <-time.After(delay):
+		case <-wake:
+		case <-time.After(waitSafety):
 		}
-		delay = min(2*delay, 100*time.Millisecond)
 	}
 }
 
-// Cancel cancels a run that has not finished. Its pending activations are dropped when
-// a worker next picks them up.
+// Cancel cancels a run that has not finished: its steps in flight in this process stop
+// at once (in other processes within about a second: see cancelWatch), its queued
+// activations are acknowledged without running, no retry runs, its approvals are
+// withdrawn and the subflow runs it started are cancelled too.
 func (e *Engine) Cancel(ctx context.Context, flow, run string) error {
 	ttl := flows.DefaultSettings.CheckpointTTL.D()
 	if r, err := e.Get(ctx, flow, run); err == nil {
@@ -163,6 +174,7 @@ func (e *Engine) Cancel(ctx context.Context, flow, run string) error {
 	if err := e.rdb.CancelRun(ctx, flow, run, ttl); err != nil {
 		return err
 	}
+	e.cancelLocal(flow, run)
 	e.cancelChildren(ctx, flow, run, 0)
 	return nil
 }
@@ -187,6 +199,7 @@ func (e *Engine) cancelChildren(ctx context.Context, flow, run string, depth int
 		}
 		child := t.Subflow
 		if err := e.rdb.CancelRun(ctx, child.Flow, child.Run, e.ttlOf(ctx, child.Flow, "")); err == nil {
+			e.cancelLocal(child.Flow, child.Run)
 			e.cancelChildren(ctx, child.Flow, child.Run, depth+1)
 		}
 	}

@@ -5,24 +5,150 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/debug"
-	"strconv"
-	"time"
 
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/store"
 )
+
+// A step goes through stages, one concern each, in this order:
+//
+//	read.go       the reader: XREADGROUP over the served nodes' streams, and one round
+//	              trip for the batch's states and run statuses
+//	step.go       gate: the plan and node, the state (or a join's merged branches), and
+//	              whether the run may go on (a cancelled or lost run's step is dropped)
+//	execute.go    execute: the component under its deadline, with panic recovery, the
+//	              live "running" event and the run's cancellation
+//	build.go      transition: the state update, the checkpoint and the transitions
+//	fuse.go       fusion of pure successors into the same commit
+//	commit.go     commit: batched commit scripts, and what their replies mean
+//	retry.go      the retry policy around all of it
+//
+// The worker (worker.go) owns the goroutines; the sweeper (sweep.go) and heartbeats
+// (heartbeat.go) look after steps of processes that died.
 
 // stepOutcome is what happened to one activation, for the worker's bookkeeping.
 type stepOutcome int
 
 const (
 	outcomeCommitted stepOutcome = iota
-	outcomeStale                 // someone else committed it, or the run was gone
+	outcomeStale                 // someone else committed it, or the run was gone or cancelled
 	outcomeRetry                 // failed; still pending for another attempt
 	outcomeDead                  // moved to the dead letters
 	outcomeLeft                  // left pending (shutdown, Redis unreachable)
 )
+
+// job is an activation that passed the gate: ready to run.
+type job struct {
+	a     store.Activation
+	plan  *flows.Plan
+	node  *flows.PlanNode
+	state map[string]any
+	join  *joined
+	step  *flows.Step
+}
+
+// place is where the job's step sits, for routing.
+func (j *job) place() stepPlace {
+	return stepPlace{Entry: j.a.ID, Tokens: parseTokens(j.a.Tok), Join: j.a.Join, Depth: j.a.Depth}
+}
+
+// pure reports whether a node's steps need no I/O (jq, templates): they run without a
+// status check (the commit drops a cancelled run's step anyway) and are fused.
+func pure(n *flows.PlanNode) bool {
+	if n == nil || n.Spec == nil || n.Spec.Name == flows.JoinType {
+		return false
+	}
+	in, ok := n.Component.(flows.Inliner)
+	return ok && in.Inline()
+}
+
+// preloaded is what the reader fetched for an activation in its batch round trip.
+type preloaded struct {
+	state  map[string]any // nil: not loaded (a join, a cache miss that failed)
+	status string         // the run's status; "" unknown or gone
+	known  bool           // status was read
+}
+
+// gate loads what a step needs and decides whether it may run: its plan and node, its
+// state, and — for a step with side effects — that its run is still going. ok is false
+// when the activation was failed, dropped or left.
+func (w *Worker) gate(a store.Activation, pre preloaded) (*job, stepOutcome, bool) {
+	ctx, e := w.hard, w.e
+	plan, err := e.Plan(ctx, a.Flow, a.Version)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return nil, outcomeLeft, false
+		}
+		if flows.ErrorCode(err) == flows.NotFound {
+			err = flows.Permanent(err)
+		}
+		return nil, w.fail(a, nil, nil, err, 0), false
+	}
+	node := plan.Nodes[a.Node]
+	if node == nil {
+		return nil, w.fail(a, plan, nil, flows.Permanent(fmt.Errorf("version %.12s has no node %q", a.Version, a.Node)), 0), false
+	}
+	if !pure(node) {
+		status := pre.status
+		if !pre.known {
+			if status, err = e.rdb.RunStatus(ctx, a.Flow, a.Run); err != nil {
+				if ctx.Err() != nil {
+					return nil, outcomeLeft, false
+				}
+				return nil, w.fail(a, plan, node, err, 0), false
+			}
+		}
+		if status == "" || status == store.StatusCancelled || store.Finished(status) && status != store.StatusFailed {
+			// A cancelled or lost run: acknowledged without running.
+			return nil, w.drop(a, plan, nil), false
+		}
+	}
+	var join *joined
+	state := pre.state
+	if state == nil {
+		join, state, err = e.loadState(ctx, plan, a)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, outcomeLeft, false
+		}
+		if flows.ErrorCode(err) == flows.NotFound {
+			// The run's state is gone (expired, or Redis lost it): nothing can resume it.
+			if st, _ := e.rdb.RunStatus(ctx, a.Flow, a.Run); st == "" || store.Finished(st) {
+				return nil, w.drop(a, plan, nil), false
+			}
+			err = flows.Permanent(err)
+		}
+		return nil, w.fail(a, plan, node, err, 0), false
+	}
+	step := &flows.Step{Flow: a.Flow, Run: a.Run, Node: a.Node, Version: a.Version, Depth: a.Depth, Attempt: a.Deliveries, State: state, Input: state, Tools: node.Tools}
+	if a.Resume != "" {
+		step.Resume = []byte(a.Resume)
+	}
+	if node.Input != nil {
+		in, err := node.Input.First(ctx, state, state)
+		if err != nil {
+			return nil, w.fail(a, plan, node, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: a.Node, Path: "input", Err: err}), 0), false
+		}
+		step.Input = in
+	}
+	step.Emit = func(kind string, data any) { e.events.emit(a.Flow, a.Run, a.Node, kind, data) }
+	step.SaveTurn = func(ctx context.Context, turn any) error {
+		b, err := json.Marshal(flows.JSONValue(turn))
+		if err != nil {
+			return fmt.Errorf("turn is not JSON: %w", err)
+		}
+		_, err = e.rdb.SaveTurn(ctx, a, w.consumer, b)
+		return err
+	}
+	if a.Deliveries > 1 {
+		// A retry: pick up the turns the earlier attempts saved.
+		if step.Turns, err = e.rdb.Turns(ctx, a); err != nil {
+			return nil, w.fail(a, plan, node, err, 0), false
+		}
+	}
+	return &job{a: a, plan: plan, node: node, state: state, join: join, step: step}, 0, true
+}
 
 // loadState returns the state an activation reads: its checkpoint's, or for a join the
 // state at the fork with every arriving branch's updates merged in branch order.
@@ -94,7 +220,9 @@ func (e *Engine) joinState(ctx context.Context, plan *flows.Plan, act store.Acti
 	}
 	byID := make(map[string]*store.Checkpoint, len(cps))
 	for i := range cps {
-		byID[cps[i].ID] = &cps[i]
+		if cps[i].IsState() {
+			byID[cps[i].ID] = &cps[i]
+		}
 	}
 	state, delta := base, map[string]any{}
 	seen := map[string]bool{}
@@ -130,18 +258,13 @@ func (e *Engine) joinState(ctx context.Context, plan *flows.Plan, act store.Acti
 	return &joined{state: state, arrivals: arrivals, delta: delta}, nil
 }
 
-// runComponent runs a component, turning a panic into an error.
-func runComponent(ctx context.Context, c flows.Component, s *flows.Step) (res *flows.Result, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("component panicked: %v\n%s", r, truncate(string(debug.Stack()), 2000))
-		}
-	}()
-	res, err = c.Run(ctx, s)
-	if err == nil && res == nil {
-		res = &flows.Result{}
+// isPermanent decides how a failed step is recorded.
+func isPermanent(err error) bool {
+	if flows.IsPermanent(err) {
+		return true
 	}
-	return res, err
+	var fe *flows.Error
+	return errors.As(err, &fe) && fe.Code == flows.Invalid
 }
 
 func truncate(s string, n int) string {
@@ -149,256 +272,4 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-// built is a step's result turned into a commit.
-type built struct {
-	commit   *store.Commit
-	newState map[string]any
-	stateLen int
-	dur      time.Duration // the component's run time
-	fused    []fusedStep   // steps fused into this commit after the first
-}
-
-// fusedStep is what the observer hears of a fused step.
-type fusedStep struct {
-	node  string
-	dur   time.Duration
-	usage flows.Usage
-}
-
-// buildCommit computes the state update, the successors and the fork bookkeeping of a
-// finished step.
-func (e *Engine) buildCommit(ctx context.Context, plan *flows.Plan, node *flows.PlanNode, act store.Activation, consumer string,
-	state map[string]any, join *joined, res *flows.Result, dur time.Duration) (*built, error) {
-	update := res.Update
-	if node.Output != nil {
-		v, err := node.Output.First(ctx, flows.JSONValue(res.Output), state)
-		if err != nil {
-			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Path: "output", Err: err})
-		}
-		m, ok := v.(map[string]any)
-		if v != nil && !ok {
-			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Path: "output",
-				Message: fmt.Sprintf("the output mapping must produce an object (the state update), got %s", flows.TypeName(v))})
-		}
-		update = m
-	}
-	if update != nil {
-		update = flows.JSONValue(update).(map[string]any)
-	}
-	newState := state
-	if len(update) > 0 {
-		var err error
-		newState, err = plan.Reducers.Apply(state, update)
-		if err != nil {
-			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Err: err})
-		}
-	}
-	stateJSON, err := json.Marshal(newState)
-	if err != nil {
-		return nil, flows.Permanent(fmt.Errorf("state is not JSON: %w", err))
-	}
-	if err := flows.CheckJSON("the state after this step", stateJSON, plan.Settings.MaxStateBytes); err != nil {
-		return nil, flows.Permanent(&flows.Error{Code: flows.TooLarge, Node: node.ID, Err: err})
-	}
-	cp := store.Checkpoint{Node: node.ID, Kind: "step", Parent: act.Ckpt, Attempt: act.Deliveries, Duration: dur,
-		Usage: res.Usage, StateBytes: res.StateBytes, Ports: res.Ports, Worker: consumer}
-	recorded := update
-	if join != nil {
-		cp.Kind, cp.Branches = "join", join.arrivals
-		if len(join.delta) > 0 {
-			if recorded, err = plan.Reducers.Apply(join.delta, update); err != nil {
-				return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Err: err})
-			}
-		}
-	} else if act.Resume != "" {
-		cp.Kind = "resume"
-	}
-	if len(recorded) > 0 {
-		cp.Update, _ = json.Marshal(recorded)
-		if err := flows.CheckJSON("the step's update", cp.Update, plan.Settings.MaxStateBytes); err != nil {
-			return nil, flows.Permanent(&flows.Error{Code: flows.TooLarge, Node: node.ID, Err: err})
-		}
-	}
-	if res.Output != nil {
-		cp.Output, err = json.Marshal(flows.JSONValue(res.Output))
-		if err != nil {
-			return nil, flows.Permanent(fmt.Errorf("output is not JSON: %w", err))
-		}
-	}
-	c := &store.Commit{
-		Act: act, Consumer: consumer, MaxSteps: plan.Settings.MaxSteps, TTL: plan.Settings.CheckpointTTL.D(),
-		KeepLast: plan.Settings.KeepLast, State: stateJSON, Usage: res.Usage,
-	}
-	if res.Final {
-		c.Final = cp.Output
-		if c.Final == nil {
-			c.Final = []byte("null")
-		}
-	}
-	toks := parseTokens(act.Tok)
-	if act.Join != "" {
-		c.Ops = append(c.Ops, store.Op{Name: "delframe", Args: []string{act.Join}})
-	}
-	if res.Wait != nil {
-		cp.Kind = "wait"
-		w := map[string]any{"prompt": res.Wait.Prompt, "data": flows.JSONValue(res.Wait.Data), "tok": toks.String(), "on_timeout": res.Wait.OnTimeout, "depth": act.Depth}
-		if res.Wait.Timeout > 0 {
-			deadline := time.Now().Add(res.Wait.Timeout.D())
-			c.WaitDeadline = deadline.UnixMilli()
-			w["deadline"] = deadline.UTC().Format(time.RFC3339Nano)
-		}
-		c.Wait, _ = json.Marshal(w)
-	} else {
-		succ, err := successors(ctx, node, res, newState)
-		if err != nil {
-			return nil, err
-		}
-		e.route(plan, node, act, toks, succ, res, newState, c)
-	}
-	c.Checkpoint = cp.Fields()
-	ev := map[string]any{"status": "done", "duration_ms": float64(dur.Microseconds()) / 1000, "kind": cp.Kind}
-	if res.Usage.InputTokens > 0 || res.Usage.OutputTokens > 0 {
-		ev["usage"] = res.Usage
-	}
-	if res.Wait != nil {
-		ev["status"] = "waiting"
-		ev["prompt"] = res.Wait.Prompt
-	}
-	if len(res.Ports) > 0 {
-		ev["ports"] = res.Ports
-	}
-	c.Event, _ = json.Marshal(ev)
-	return &built{commit: c, newState: newState, stateLen: len(stateJSON)}, nil
-}
-
-// successors returns the nodes a step activates: the edges of its chosen ports whose
-// conditions hold on the new state.
-func successors(ctx context.Context, node *flows.PlanNode, res *flows.Result, state map[string]any) ([]string, error) {
-	chosen := func(port string) bool {
-		if res.Ports == nil {
-			return true
-		}
-		for _, p := range res.Ports {
-			if p == port {
-				return true
-			}
-		}
-		return false
-	}
-	var out []string
-	for _, e := range node.Edges {
-		if !chosen(e.Port) {
-			continue
-		}
-		if e.Condition != nil {
-			ok, err := e.Condition.Truthy(ctx, state, state)
-			if err != nil {
-				return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Path: "edges " + e.Key + " condition", Err: err})
-			}
-			if !ok {
-				continue
-			}
-		}
-		out = append(out, e.To)
-	}
-	return out, nil
-}
-
-// route adds the ops that activate succ: plain activations, forks (a new frame, or more
-// branches of the current one when the fork meets at the same join), arrivals at the
-// current frame's join, and a token given back when the branch ends here.
-func (e *Engine) route(plan *flows.Plan, node *flows.PlanNode, act store.Activation, toks tokens, succ []string, res *flows.Result, state map[string]any, c *store.Commit) {
-	k := store.FlowKeys(act.Flow)
-	joinOf := func(t tokens) string {
-		top, ok := t.top()
-		if !ok {
-			return ""
-		}
-		if fn := plan.Nodes[frameNode(top.frame)]; fn != nil {
-			return fn.Join
-		}
-		return ""
-	}
-	// Fanout: one branch per item per successor; each item gets a seed checkpoint.
-	fans := node.Spec != nil && node.Spec.Fans
-	type child struct{ to, ref string }
-	var children []child
-	if fans {
-		for i, item := range res.Items {
-			seed, _ := item.(map[string]any)
-			seedState, err := plan.Reducers.Apply(state, seed)
-			if err != nil {
-				seedState = state
-			}
-			upd, _ := json.Marshal(seed)
-			st, _ := json.Marshal(seedState)
-			c.Ops = append(c.Ops, store.Op{Name: "send", Args: []string{string(upd), string(st)}})
-			for _, to := range succ {
-				children = append(children, child{to: to, ref: "$" + strconv.Itoa(i+1)})
-			}
-		}
-	} else {
-		for _, to := range succ {
-			children = append(children, child{to: to, ref: "$"})
-		}
-	}
-
-	curJoin := joinOf(toks)
-	emit := func(t tokens, ch child) {
-		if top, ok := t.top(); ok && ch.to == joinOf(t) {
-			c.Ops = append(c.Ops, store.Op{Name: "arrive", Key: k.In(ch.to), Args: []string{top.frame, top.branch, ch.ref, "KEY"}})
-			return
-		}
-		c.Ops = append(c.Ops, store.Op{Name: "xadd", Key: k.In(ch.to), Args: []string{"KEY", ch.ref, t.String()}})
-	}
-
-	if !fans && len(children) <= 1 {
-		if len(children) == 0 {
-			if top, ok := toks.top(); ok && curJoin != "" {
-				c.Ops = append(c.Ops, store.Op{Name: "giveback", Key: k.In(curJoin), Args: []string{top.frame, "KEY"}})
-			}
-			return
-		}
-		emit(toks, children[0])
-		return
-	}
-
-	// A fork.
-	join := node.Join
-	switch {
-	case join != "" && join != curJoin:
-		frame := node.ID + "~" + act.ID
-		c.Ops = append(c.Ops, store.Op{Name: "open", Key: k.In(join), Args: []string{frame, strconv.Itoa(len(children)), toks.String(), "$", "KEY"}})
-		for i, ch := range children {
-			emit(toks.with(token{frame: frame, branch: strconv.Itoa(i)}), ch)
-		}
-	case curJoin != "":
-		// More branches of the current frame: they meet at its join too.
-		top, _ := toks.top()
-		if len(children) == 0 {
-			c.Ops = append(c.Ops, store.Op{Name: "giveback", Key: k.In(curJoin), Args: []string{top.frame, "KEY"}})
-			return
-		}
-		c.Ops = append(c.Ops, store.Op{Name: "split", Args: []string{top.frame, strconv.Itoa(len(children) - 1)}})
-		outer := toks.pop()
-		for i, ch := range children {
-			emit(outer.with(token{frame: top.frame, branch: top.branch + "." + strconv.Itoa(i)}), ch)
-		}
-	default:
-		// Branches that never meet: each runs on its own.
-		for _, ch := range children {
-			emit(toks, ch)
-		}
-	}
-}
-
-// permanentOrRetry decides how a failed step is recorded.
-func isPermanent(err error) bool {
-	if flows.IsPermanent(err) {
-		return true
-	}
-	var fe *flows.Error
-	return errors.As(err, &fe) && fe.Code == flows.Invalid
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,14 +36,13 @@ type Subflows struct {
 	own     *Worker
 	ownCtx  context.Context
 	served  map[string]bool
-	seen    map[string][32]byte // flow -> hash of the library file last published
-	depth   map[string]int      // child run -> nesting depth, for runs started here
+	depth   map[string]int // child run -> nesting depth, for runs started here
 }
 
 // NewSubflows returns the subflow runner of e. Until Bind is called it uses Redis only
 // and a worker of its own that lives as long as ctx of the first run needs.
 func (e *Engine) NewSubflows() *Subflows {
-	return &Subflows{e: e, served: map[string]bool{}, seen: map[string][32]byte{}, depth: map[string]int{}}
+	return &Subflows{e: e, served: map[string]bool{}, depth: map[string]int{}}
 }
 
 // Bind gives the runner a flow library to find child flows in (nil: Redis only) and the
@@ -184,8 +182,8 @@ func statusOf(r *store.Run) string {
 	return r.Status
 }
 
-// plan returns the child flow's plan: the library file's version (published when it
-// changed), else the current version in Redis.
+// plan returns the child flow's plan: the library file's version (stored in Redis, not
+// made current: only saving a flow does that), else the current version in Redis.
 func (s *Subflows) plan(ctx context.Context, flow string) (*flows.Plan, error) {
 	s.mu.Lock()
 	lib := s.lib
@@ -194,7 +192,6 @@ func (s *Subflows) plan(ctx context.Context, flow string) (*flows.Plan, error) {
 		data, err := lib.Load(flow)
 		switch {
 		case err == nil:
-			sum := sha256.Sum256(data)
 			p, probs, err := s.e.Compile(data)
 			if err != nil {
 				return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Path: "params.flow",
@@ -204,16 +201,8 @@ func (s *Subflows) plan(ctx context.Context, flow string) (*flows.Plan, error) {
 				return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Path: "params.flow",
 					Message: fmt.Sprintf("file %s.json holds flow %q", flow, p.Flow)})
 			}
-			s.mu.Lock()
-			changed := s.seen[flow] != sum
-			s.mu.Unlock()
-			if changed {
-				if err := s.e.Publish(ctx, p); err != nil {
-					return nil, err
-				}
-				s.mu.Lock()
-				s.seen[flow] = sum
-				s.mu.Unlock()
+			if err := s.e.StoreVersion(ctx, p); err != nil {
+				return nil, err
 			}
 			return p, nil
 		case flows.ErrorCode(err) != flows.NotFound:

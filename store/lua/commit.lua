@@ -10,7 +10,7 @@
 -- KEYS[7] -> results stream
 -- KEYS[8] -> waits sorted set
 -- KEYS[9] -> expiry sorted set (finished runs by the time their keys expire)
--- KEYS[10..] -> streams the ops below add activations to, named by index into KEYS
+-- KEYS[10..] -> streams the transitions below add activations to, named by index
 --
 -- ARGV[1] -> consumer group
 -- ARGV[2] -> consumer name: the entry must still be pending for it (the fence)
@@ -18,34 +18,35 @@
 -- ARGV[4] -> run id
 -- ARGV[5] -> now, unix ms
 -- ARGV[6] -> max_steps: the deepest an activation may be (the loop guard)
--- ARGV[7] -> seconds a finished run is kept (0: forever)
--- ARGV[8] -> keep_last: checkpoints kept when the run finishes (0: all)
+-- ARGV[7] -> seconds a finished run is kept ("0": forever)
+-- ARGV[8] -> keep_last: checkpoints kept when the run finishes ("0": all)
 -- ARGV[9] -> events stream MAXLEN (approximate)
 -- ARGV[10] -> depth of the consumed activation: steps along its line since the run started
--- ARGV[11] -> s, the number of steps committed (the first ran the consumed activation, each
---             further one the single successor of the one before)
--- then, per step:
---   node id
---   n, the number of checkpoint field/value pairs, then the 2n values; a "parent" of
---     "$prev" is the checkpoint of the step before
---   state JSON after the step
---   input tokens, output tokens spent by the step
---   output JSON of a final (output) node, or ""
---   event data JSON
--- then, for the last step:
---   wait record JSON of an approval that parks the run, or ""; then its deadline ms (0: none)
---   m, the number of ops, then the ops, each a name and its arguments:
---     send   UPDATE STATE           a fanout seed checkpoint; its id becomes the next ref
---     open   FRAME N TOK REF KEY    a fork with N branches; TOK is the stack outside it,
---                                   REF its base checkpoint, KEY the join's stream index
---     split  FRAME N                the current branch of FRAME became N branches
---     xadd   KEY REF TOK            an activation on KEYS[KEY] reading checkpoint REF
---     arrive FRAME BRANCH REF KEY   a branch reached FRAME's join with checkpoint REF
---     giveback FRAME KEY            a branch of FRAME ended elsewhere
---     delframe FRAME                the join of FRAME ran: forget the fork
---   A REF is "$" (the last step's checkpoint) or "$k" (the k-th send of this commit).
---   Activations added here are one deeper than the last step; a join's activation is
---   one deeper than the step that opened its fork.
+-- ARGV[11] -> depth of the activations this commit adds (ARGV[10] + the steps committed)
+-- ARGV[12] -> s, the number of steps committed (the first ran the consumed activation,
+--             each further one the single successor of the one before)
+-- ARGV[13], ARGV[14] -> input and output tokens the steps spent ("0" for none)
+-- ARGV[15] -> the steps' live events: a JSON array, one object per step
+-- then, per step, 5 values:
+--   node id; parent checkpoint id ("" for the step before); the checkpoint's packed
+--   body (see store/checkpoints.go); the state JSON after the step; the JSON output of
+--   a final (output) node, or ""
+-- then t, the number of transitions, then each: an op code and its arguments.
+--   A KEY REF TOK             activate: an activation on KEYS[KEY] reading REF
+--   S BODY STATE              a fanout seed checkpoint after the last step; it becomes ref k
+--   O FRAME N TOK REF KEY     open a fork with N branches; TOK is the stack outside it,
+--                             REF its base checkpoint, KEY the join's stream
+--   P FRAME N                 the current branch of FRAME became N+1 branches
+--   R FRAME BRANCH REF KEY    a branch reached FRAME's join with checkpoint REF
+--   G FRAME KEY               a branch of FRAME ended elsewhere
+--   C FRAME                   the join of FRAME ran: forget the fork
+--   W RECORD DEADLINE         the last step parks the run for a person (deadline ms, 0: none)
+--   A REF is "0" (the last step's checkpoint) or "k" (the k-th seed of this commit).
+--
+-- Events: one entry per commit, type "steps", its data the steps' events, its ckpt the
+-- checkpoint ids comma-separated, its step the first step's number, and its node the
+-- run's new status when it changed ("" otherwise). The store splits it into one event
+-- per step (and one for the run) when reading.
 --
 -- Returns {"ok", last checkpoint id, step number, live activations, run status}, or
 -- {"stale"} when the fence fails, {"dropped", status} for a cancelled or lost run,
@@ -53,13 +54,10 @@
 
 local group, consumer, entry, run = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local now = ARGV[5]
-local ttl = tonumber(ARGV[7])
-local keep = tonumber(ARGV[8])
 local maxlen = ARGV[9]
 local depth = tonumber(ARGV[10])
-local nsteps = tonumber(ARGV[11])
-local nextdepth = tostring(depth + nsteps)
-local node = ARGV[12] -- the consumed entry's node; then the step being committed
+local nextdepth = ARGV[11]
+local nsteps = tonumber(ARGV[12])
 
 local p = redis.call('XPENDING', KEYS[1], group, entry, entry, 1)
 if #p == 0 or p[1][2] ~= consumer then
@@ -78,34 +76,14 @@ local function consume()
   redis.call('XDEL', KEYS[1], entry)
 end
 
+-- expire_run starts the retention of a run nothing is live in (its frames are gone).
 local function expire_run()
-  if ttl > 0 then
-    for i = 2, 5 do redis.call('EXPIRE', KEYS[i], ttl) end
-    redis.call('ZADD', KEYS[9], tonumber(now) + ttl * 1000, run)
+  if ARGV[7] ~= '0' then
+    redis.call('EXPIRE', KEYS[2], ARGV[7])
+    redis.call('EXPIRE', KEYS[3], ARGV[7])
+    redis.call('EXPIRE', KEYS[4], ARGV[7])
+    redis.call('ZADD', KEYS[9], tonumber(now) + tonumber(ARGV[7]) * 1000, run)
   end
-end
-
-local function runevent(st)
-  redis.call('XADD', KEYS[6], 'MAXLEN', '~', maxlen, '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"' .. st .. '"}', 'ckpt', '', 'step', '')
-end
-
--- finish ends the run: status, result entry, retention.
-local function finish(st)
-  set[#set + 1] = 'status'; set[#set + 1] = st
-  set[#set + 1] = 'finished_at'; set[#set + 1] = now
-  redis.call('XADD', KEYS[7], '*', 'run', run, 'status', st)
-  redis.call('DEL', KEYS[5])
-  if keep > 0 then
-    local n = redis.call('XLEN', KEYS[3])
-    if n > keep then
-      local old = redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', n - keep)
-      for _, e in ipairs(old) do
-        redis.call('HDEL', KEYS[4], e[1])
-        redis.call('XDEL', KEYS[3], e[1])
-      end
-    end
-  end
-  runevent(st)
 end
 
 if not status or status == 'cancelled' or status == 'succeeded' then
@@ -119,52 +97,66 @@ if not status or status == 'cancelled' or status == 'succeeded' then
   return {'dropped', status or 'lost'}
 end
 
+local newstatus = status
+local function finish(st)
+  newstatus = st
+  set[#set + 1] = 'status'; set[#set + 1] = st
+  set[#set + 1] = 'finished_at'; set[#set + 1] = now
+  redis.call('XADD', KEYS[7], '*', 'run', run, 'status', st)
+  redis.call('DEL', KEYS[5])
+  local keep = tonumber(ARGV[8])
+  if keep > 0 then
+    local n = redis.call('XLEN', KEYS[3])
+    if n > keep then
+      local old = redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', n - keep)
+      for _, e in ipairs(old) do
+        redis.call('HDEL', KEYS[4], e[1])
+        redis.call('XDEL', KEYS[3], e[1])
+      end
+    end
+  end
+end
+
 if depth > tonumber(ARGV[6]) then
   consume()
   set[#set + 1] = 'live'; set[#set + 1] = live - 1
   if status ~= 'failed' then
     set[#set + 1] = 'error'
     set[#set + 1] = 'the run went more than max_steps (' .. ARGV[6] .. ') steps deep: a loop that does not end?'
-    set[#set + 1] = 'error_node'; set[#set + 1] = node
+    set[#set + 1] = 'error_node'; set[#set + 1] = ARGV[16]
     finish('failed')
+    redis.call('XADD', KEYS[6], 'MAXLEN', '~', maxlen, '*', 'type', 'steps', 'run', run, 'node', 'failed', 'data', '[]', 'ckpt', '', 'step', '')
     expire_run()
   end
   redis.call('HSET', KEYS[2], unpack(set))
   return {'max_steps', depth}
 end
--- The steps: a checkpoint, its state and an event each.
-local i = 12
+
+-- The steps: a checkpoint and its state each.
+local i = 16
 local ckpt = ''
-for _ = 1, nsteps do
+local ids, states = {}, {}
+local node
+local first = steps + 1
+for s = 1, nsteps do
   node = ARGV[i]
-  local n = tonumber(ARGV[i + 1])
-  local fields = {}
-  for j = i + 2, i + 1 + 2 * n do
-    local v = ARGV[j]
-    if v == '$prev' then v = ckpt end
-    fields[#fields + 1] = v
-  end
-  local a = i + 2 + 2 * n
+  local parent = ARGV[i + 1]
+  if parent == '' then parent = ckpt end
   steps = steps + 1
-  fields[#fields + 1] = 'step'; fields[#fields + 1] = steps
-  fields[#fields + 1] = 'ts'; fields[#fields + 1] = now
-  ckpt = redis.call('XADD', KEYS[3], '*', unpack(fields))
-  redis.call('HSET', KEYS[4], ckpt, ARGV[a])
-  local tin, tout = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-  if tin > 0 then redis.call('HINCRBY', KEYS[2], 'in_tokens', tin) end
-  if tout > 0 then redis.call('HINCRBY', KEYS[2], 'out_tokens', tout) end
-  if ARGV[a + 3] ~= '' then set[#set + 1] = 'out:' .. node; set[#set + 1] = ARGV[a + 3] end
-  redis.call('XADD', KEYS[6], 'MAXLEN', '~', maxlen, '*', 'type', 'step', 'run', run, 'node', node, 'data', ARGV[a + 4], 'ckpt', ckpt, 'step', steps)
-  i = a + 5
+  ckpt = redis.call('XADD', KEYS[3], '*', 'n', node, 'p', parent, 'c', ARGV[i + 2], 's', tostring(steps), 't', now)
+  ids[s] = ckpt
+  states[#states + 1] = ckpt; states[#states + 1] = ARGV[i + 3]
+  if ARGV[i + 4] ~= '' then set[#set + 1] = 'out:' .. node; set[#set + 1] = ARGV[i + 4] end
+  i = i + 5
 end
-local wait, deadline = ARGV[i], tonumber(ARGV[i + 1])
-local m = tonumber(ARGV[i + 2])
-i = i + 3
+redis.call('HSET', KEYS[4], unpack(states))
+if ARGV[13] ~= '0' then redis.call('HINCRBY', KEYS[2], 'in_tokens', ARGV[13]) end
+if ARGV[14] ~= '0' then redis.call('HINCRBY', KEYS[2], 'out_tokens', ARGV[14]) end
 
 local refs = {}
 local function ref(x)
-  if x == '$' then return ckpt end
-  return refs[tonumber(string.sub(x, 2))]
+  if x == '0' then return ckpt end
+  return refs[tonumber(x)]
 end
 
 local delta = -1
@@ -179,51 +171,51 @@ local function done(frame, key)
   if want and d == want then fire(frame, key) end
 end
 
-for _ = 1, m do
+local arity = {A = 3, S = 2, O = 5, P = 2, R = 4, G = 2, C = 1, W = 2}
+local nt = tonumber(ARGV[i])
+i = i + 1
+for _ = 1, nt do
   local op = ARGV[i]
-  if op == 'xadd' then
+  local n = arity[op]
+  if not n then
+    return redis.error_reply('commit.lua: unknown transition ' .. tostring(op))
+  end
+  if i + n > #ARGV then
+    return redis.error_reply('commit.lua: transition ' .. op .. ' needs ' .. n .. ' arguments')
+  end
+  if op == 'A' then
     redis.call('XADD', KEYS[tonumber(ARGV[i + 1])], '*', 'run', run, 'v', version, 'ckpt', ref(ARGV[i + 2]), 'tok', ARGV[i + 3], 'd', nextdepth)
     delta = delta + 1
-    i = i + 4
-  elseif op == 'send' then
-    local id = redis.call('XADD', KEYS[3], '*', 'node', node, 'kind', 'send', 'parent', ckpt, 'update', ARGV[i + 1], 'output', '', 'm', '', 'step', steps, 'ts', now)
+  elseif op == 'S' then
+    local id = redis.call('XADD', KEYS[3], '*', 'n', node, 'p', ckpt, 'c', ARGV[i + 1], 's', tostring(steps), 't', now)
     redis.call('HSET', KEYS[4], id, ARGV[i + 2])
     refs[#refs + 1] = id
-    i = i + 3
-  elseif op == 'open' then
+  elseif op == 'O' then
     local frame, count = ARGV[i + 1], tonumber(ARGV[i + 2])
-    redis.call('HSET', KEYS[5], frame .. ':n', count, frame .. ':d', 0, frame .. ':tok', ARGV[i + 3], frame .. ':base', ref(ARGV[i + 4]), frame .. ':depth', nextdepth)
+    redis.call('HSET', KEYS[5], frame .. ':n', ARGV[i + 2], frame .. ':d', '0', frame .. ':tok', ARGV[i + 3], frame .. ':base', ref(ARGV[i + 4]), frame .. ':depth', nextdepth)
     if count == 0 then fire(frame, tonumber(ARGV[i + 5])) end
-    i = i + 6
-  elseif op == 'split' then
-    redis.call('HINCRBY', KEYS[5], ARGV[i + 1] .. ':n', tonumber(ARGV[i + 2]))
-    i = i + 3
-  elseif op == 'arrive' then
+  elseif op == 'P' then
+    redis.call('HINCRBY', KEYS[5], ARGV[i + 1] .. ':n', ARGV[i + 2])
+  elseif op == 'R' then
     redis.call('HSET', KEYS[5], ARGV[i + 1] .. ':b:' .. ARGV[i + 2], ref(ARGV[i + 3]))
     done(ARGV[i + 1], tonumber(ARGV[i + 4]))
-    i = i + 5
-  elseif op == 'giveback' then
+  elseif op == 'G' then
     done(ARGV[i + 1], tonumber(ARGV[i + 2]))
-    i = i + 3
-  elseif op == 'delframe' then
+  elseif op == 'C' then
     local prefix = ARGV[i + 1] .. ':'
     for _, f in ipairs(redis.call('HKEYS', KEYS[5])) do
       if string.sub(f, 1, #prefix) == prefix then redis.call('HDEL', KEYS[5], f) end
     end
-    i = i + 2
-  else
-    return redis.error_reply('commit.lua: unknown op ' .. tostring(op))
+  elseif op == 'W' then
+    -- The activation stays live while it waits for a person.
+    delta = delta + 1
+    parked = parked + 1
+    set[#set + 1] = 'parked'; set[#set + 1] = parked
+    set[#set + 1] = 'wait:' .. node; set[#set + 1] = ARGV[i + 1]
+    set[#set + 1] = 'waitckpt:' .. node; set[#set + 1] = ckpt
+    if ARGV[i + 2] ~= '0' then redis.call('ZADD', KEYS[8], ARGV[i + 2], run .. ' ' .. node) end
   end
-end
-
-if wait ~= '' then
-  -- The activation stays live while it waits for a person.
-  delta = delta + 1
-  parked = parked + 1
-  set[#set + 1] = 'parked'; set[#set + 1] = parked
-  set[#set + 1] = 'wait:' .. node; set[#set + 1] = wait
-  set[#set + 1] = 'waitckpt:' .. node; set[#set + 1] = ckpt
-  if deadline > 0 then redis.call('ZADD', KEYS[8], deadline, run .. ' ' .. node) end
+  i = i + n + 1
 end
 
 consume()
@@ -232,17 +224,15 @@ set[#set + 1] = 'steps'; set[#set + 1] = steps
 set[#set + 1] = 'live'; set[#set + 1] = live
 set[#set + 1] = 'last_ckpt'; set[#set + 1] = ckpt
 if status == 'queued' then set[#set + 1] = 'started_at'; set[#set + 1] = now end
-local newstatus = status
 if status ~= 'failed' then
   if live <= 0 then
     -- Nothing is live, but a branch in the dead letters means the run did not succeed.
     if dead > 0 then
-      newstatus = 'failed'
       set[#set + 1] = 'error'; set[#set + 1] = dead .. ' activation(s) of this run are in the dead letters'
+      finish('failed')
     else
-      newstatus = 'succeeded'
+      finish('succeeded')
     end
-    finish(newstatus)
   elseif live <= parked then
     newstatus = 'waiting'
   else
@@ -250,11 +240,13 @@ if status ~= 'failed' then
   end
   if newstatus ~= status and newstatus ~= 'succeeded' and newstatus ~= 'failed' then
     set[#set + 1] = 'status'; set[#set + 1] = newstatus
-    runevent(newstatus)
   end
 elseif live <= 0 then
   redis.call('DEL', KEYS[5])
 end
+local changed = ''
+if newstatus ~= status then changed = newstatus end
+redis.call('XADD', KEYS[6], 'MAXLEN', '~', maxlen, '*', 'type', 'steps', 'run', run, 'node', changed, 'data', ARGV[15], 'ckpt', table.concat(ids, ','), 'step', tostring(first))
 redis.call('HSET', KEYS[2], unpack(set))
 if live <= 0 then expire_run() end
 return {'ok', ckpt, steps, live, newstatus}

@@ -6,7 +6,7 @@
 -- KEYS[3] -> state hash of the run
 -- KEYS[4] -> runs sorted set
 -- KEYS[5] -> events stream
--- KEYS[6] -> the version's flow JSON (must exist: versions are published first)
+-- KEYS[6] -> the version's flow JSON (must exist: versions are stored first)
 -- KEYS[7..] -> streams of the first nodes
 --
 -- ARGV[1] -> run id
@@ -14,8 +14,8 @@
 -- ARGV[3] -> now, unix ms
 -- ARGV[4] -> events stream MAXLEN (approximate)
 -- ARGV[5] -> state JSON
--- ARGV[6] -> checkpoint: n field/value pairs, followed by the 2n values
--- then: k, and k more field/value pairs for the run hash (input, parent run, ...)
+-- ARGV[6], ARGV[7], ARGV[8] -> the first checkpoint's node, parent and packed body
+-- ARGV[9] -> k, then k field/value pairs for the run hash (input, parent run, ...)
 --
 -- Returns {"ok", checkpoint id}, {"exists"} or {"no_version"}.
 
@@ -23,22 +23,13 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return {'exists'} end
 if redis.call('EXISTS', KEYS[6]) == 0 then return {'no_version'} end
 local run, version, now = ARGV[1], ARGV[2], ARGV[3]
 
-local n = tonumber(ARGV[6])
-local fields = {}
-for i = 7, 6 + 2 * n do fields[#fields + 1] = ARGV[i] end
-fields[#fields + 1] = 'step'; fields[#fields + 1] = '0'
-fields[#fields + 1] = 'ts'; fields[#fields + 1] = now
-local ckpt = redis.call('XADD', KEYS[2], '*', unpack(fields))
+local ckpt = redis.call('XADD', KEYS[2], '*', 'n', ARGV[6], 'p', ARGV[7], 'c', ARGV[8], 's', '0', 't', now)
 redis.call('HSET', KEYS[3], ckpt, ARGV[5])
 
-local a = 7 + 2 * n
-local k = tonumber(ARGV[a])
-local extra = {}
-for i = a + 1, a + 2 * k do extra[#extra + 1] = ARGV[i] end
-local live = #KEYS - 6
-redis.call('HSET', KEYS[1], 'status', 'queued', 'version', version, 'created_at', now, 'updated_at', now,
-  'live', live, 'parked', 0, 'steps', 0, 'last_ckpt', ckpt, 'in_tokens', 0, 'out_tokens', 0)
-if #extra > 0 then redis.call('HSET', KEYS[1], unpack(extra)) end
+local fields = {'status', 'queued', 'version', version, 'created_at', now, 'updated_at', now,
+  'live', tostring(#KEYS - 6), 'parked', '0', 'steps', '0', 'last_ckpt', ckpt, 'in_tokens', '0', 'out_tokens', '0'}
+for i = 10, 9 + 2 * tonumber(ARGV[9]) do fields[#fields + 1] = ARGV[i] end
+redis.call('HSET', KEYS[1], unpack(fields))
 for i = 7, #KEYS do
   redis.call('XADD', KEYS[i], '*', 'run', run, 'v', version, 'ckpt', ckpt, 'tok', '', 'd', '1')
 end

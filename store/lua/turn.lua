@@ -10,18 +10,16 @@
 -- ARGV[3] -> entry id
 -- ARGV[4] -> run id
 -- ARGV[5] -> node id
--- ARGV[6] -> the step's input checkpoint id
--- ARGV[7] -> turn JSON
--- ARGV[8] -> now, unix ms
--- ARGV[9] -> events stream MAXLEN (approximate)
+-- ARGV[6] -> the step's input checkpoint id (the turn's parent)
+-- ARGV[7] -> the checkpoint's packed body (kind "turn"; see store/checkpoints.go)
+-- ARGV[8] -> turn JSON, for the live event
+-- ARGV[9] -> now, unix ms
+-- ARGV[10] -> events stream MAXLEN (approximate)
 --
 -- Returns {"ok", checkpoint id} or {"stale"}.
 
 local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
 if #p == 0 or p[1][2] ~= ARGV[2] then return {'stale'} end
--- The same fields as every checkpoint (see store.Checkpoint.Fields).
-local meta = cjson.encode({entry = ARGV[3], worker = ARGV[2], attempt = tonumber(p[1][4])})
-local id = redis.call('XADD', KEYS[2], '*', 'node', ARGV[5], 'kind', 'turn', 'parent', ARGV[6], 'update', ARGV[7],
-  'output', '', 'm', meta, 'step', '', 'ts', ARGV[8])
-redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[9], '*', 'type', 'turn', 'run', ARGV[4], 'node', ARGV[5], 'data', ARGV[7], 'ckpt', id, 'step', '')
+local id = redis.call('XADD', KEYS[2], '*', 'n', ARGV[5], 'p', ARGV[6], 'c', ARGV[7], 's', '', 't', ARGV[9])
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[10], '*', 'type', 'turn', 'run', ARGV[4], 'node', ARGV[5], 'data', ARGV[8], 'ckpt', id, 'step', '')
 return {'ok', id}

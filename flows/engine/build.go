@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/store"
+)
+
+// built is a finished step turned into what its commit records.
+type built struct {
+	step     store.CommitStep
+	trans    []store.Transition
+	newState map[string]any
+	dur      time.Duration // the component's run time
+	usage    flows.Usage
+}
+
+// build computes a finished step's state update, checkpoint and transitions: the
+// output mapping and reducers give the new state (within max_state_bytes), the chosen
+// ports and edge conditions the successors, and transitions what that does to the run.
+func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.Result, dur time.Duration) (*built, error) {
+	plan, node, state := j.plan, j.node, j.state
+	update := res.Update
+	if node.Output != nil {
+		v, err := node.Output.First(ctx, flows.JSONValue(res.Output), state)
+		if err != nil {
+			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Path: "output", Err: err})
+		}
+		m, ok := v.(map[string]any)
+		if v != nil && !ok {
+			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Path: "output",
+				Message: fmt.Sprintf("the output mapping must produce an object (the state update), got %s", flows.TypeName(v))})
+		}
+		update = m
+	}
+	if update != nil {
+		update = flows.JSONValue(update).(map[string]any)
+	}
+	newState := state
+	if len(update) > 0 {
+		var err error
+		if newState, err = plan.Reducers.Apply(state, update); err != nil {
+			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Err: err})
+		}
+	}
+	stateJSON, err := json.Marshal(newState)
+	if err != nil {
+		return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Message: "the state is not JSON", Err: err})
+	}
+	if err := flows.CheckJSON("the state after this step", stateJSON, plan.Settings.MaxStateBytes); err != nil {
+		return nil, flows.Permanent(&flows.Error{Code: flows.TooLarge, Node: node.ID, Err: err})
+	}
+	cp := store.Checkpoint{Node: node.ID, Kind: "step", Parent: j.a.Ckpt, Attempt: j.a.Deliveries, Duration: dur,
+		Usage: res.Usage, StateBytes: res.StateBytes, Ports: res.Ports, Worker: consumer}
+	recorded := update
+	switch {
+	case j.join != nil:
+		cp.Kind, cp.Branches = "join", j.join.arrivals
+		if len(j.join.delta) > 0 {
+			if recorded, err = plan.Reducers.Apply(j.join.delta, update); err != nil {
+				return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Err: err})
+			}
+		}
+	case j.a.Resume != "":
+		cp.Kind = "resume"
+	}
+	if res.Wait != nil {
+		cp.Kind = "wait"
+	}
+	if len(recorded) > 0 {
+		if cp.Update, err = json.Marshal(recorded); err != nil {
+			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Message: "the update is not JSON", Err: err})
+		}
+		if err := flows.CheckJSON("the step's update", cp.Update, plan.Settings.MaxStateBytes); err != nil {
+			return nil, flows.Permanent(&flows.Error{Code: flows.TooLarge, Node: node.ID, Err: err})
+		}
+	}
+	if res.Output != nil {
+		if cp.Output, err = json.Marshal(flows.JSONValue(res.Output)); err != nil {
+			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Message: "the output is not JSON", Err: err})
+		}
+	}
+	b := &built{newState: newState, dur: dur, usage: res.Usage,
+		step: store.CommitStep{Node: node.ID, Checkpoint: cp, State: stateJSON}}
+	if res.Final {
+		b.step.Final = cp.Output
+		if b.step.Final == nil {
+			b.step.Final = []byte("null")
+		}
+	}
+	var succ []string
+	if res.Wait == nil {
+		if succ, err = successors(ctx, node, res.Ports, newState); err != nil {
+			return nil, err
+		}
+	}
+	if b.trans, err = transitions(plan, node, j.place(), res, newState, succ, time.Now()); err != nil {
+		return nil, err
+	}
+	ev := map[string]any{"status": "done", "duration_ms": float64(dur.Microseconds()) / 1000, "kind": cp.Kind}
+	if res.Usage.InputTokens > 0 || res.Usage.OutputTokens > 0 {
+		ev["usage"] = res.Usage
+	}
+	if res.Wait != nil {
+		ev["status"] = "waiting"
+		ev["prompt"] = res.Wait.Prompt
+	}
+	if len(res.Ports) > 0 {
+		ev["ports"] = res.Ports
+	}
+	b.step.Event, _ = json.Marshal(ev)
+	return b, nil
+}
+
+// newCommit is the commit of a built step (and of the steps fused after it).
+func (w *Worker) newCommit(j *job, b *built) *store.Commit {
+	s := j.plan.Settings
+	return &store.Commit{Act: j.a, Consumer: w.consumer, MaxSteps: s.MaxSteps, TTL: s.CheckpointTTL.D(), KeepLast: s.KeepLast,
+		Steps: []store.CommitStep{b.step}, Transitions: b.trans}
+}

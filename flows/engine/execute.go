@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/sluicehq/sluice/flows"
+)
+
+// runFunc runs a job's component.
+type runFunc func(ctx context.Context, j *job) (*flows.Result, error)
+
+// middleware wraps a runFunc with one concern, as watermill's router middlewares wrap
+// handlers.
+type middleware func(runFunc) runFunc
+
+// component is the innermost runFunc: the node's component itself.
+func component(ctx context.Context, j *job) (*flows.Result, error) {
+	res, err := j.node.Component.Run(ctx, j.step)
+	if err == nil && res == nil {
+		res = &flows.Result{}
+	}
+	return res, err
+}
+
+// chain applies middlewares, the first one outermost.
+func chain(f runFunc, mws ...middleware) runFunc {
+	for i := len(mws) - 1; i >= 0; i-- {
+		f = mws[i](f)
+	}
+	return f
+}
+
+// withDeadline runs the step under its node's timeout and says so when it ran out.
+func withDeadline(next runFunc) runFunc {
+	return func(ctx context.Context, j *job) (*flows.Result, error) {
+		sctx, cancel := context.WithTimeout(ctx, j.node.Timeout)
+		defer cancel()
+		res, err := next(sctx, j)
+		if err != nil && ctx.Err() == nil && errors.Is(sctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("step timed out after %s: %w", j.node.Timeout, err)
+		}
+		return res, err
+	}
+}
+
+// withRecover turns a panic in the component into an error.
+func withRecover(next runFunc) runFunc {
+	return func(ctx context.Context, j *job) (res *flows.Result, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				res, err = nil, fmt.Errorf("component panicked: %v\n%s", r, truncate(string(debug.Stack()), 2000))
+			}
+		}()
+		return next(ctx, j)
+	}
+}
+
+// withAnnounce tells the live views that a step is running once it has taken a moment.
+func (e *Engine) withAnnounce(next runFunc) runFunc {
+	return func(ctx context.Context, j *job) (*flows.Result, error) {
+		a := j.a
+		t := time.AfterFunc(50*time.Millisecond, func() {
+			e.events.emit(a.Flow, a.Run, a.Node, "start", map[string]any{"status": "running", "attempt": a.Deliveries})
+		})
+		defer t.Stop()
+		return next(ctx, j)
+	}
+}
+
+// errRunCancelled is the cause of a step's context when its run was cancelled.
+var errRunCancelled = errors.New("the run was cancelled")
+
+// withCancel registers the step as in flight, so that cancelling its run (here, or in
+// another process, seen by the cancel watch) cancels its context with errRunCancelled.
+func (w *Worker) withCancel(next runFunc) runFunc {
+	return func(ctx context.Context, j *job) (*flows.Result, error) {
+		sctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		w.inflight.setCancel(j.a, cancel)
+		defer w.inflight.setCancel(j.a, nil)
+		return next(sctx, j)
+	}
+}
+
+// execute runs a job through the middlewares and builds its commit. It reports the
+// component's time; err is the step's failure.
+func (w *Worker) execute(j *job) (*built, error) {
+	run := w.run
+	if pure(j.node) {
+		run = w.runPure
+	}
+	started := time.Now()
+	res, err := run(w.hard, j)
+	dur := time.Since(started)
+	if err != nil {
+		return nil, err
+	}
+	return w.e.build(w.hard, j, w.consumer, res, dur)
+}

@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/store"
+)
+
+// maxFused bounds how many steps one commit carries.
+const maxFused = 16
+
+// fusedStep is what the observer hears of a step fused into another's commit.
+type fusedStep struct {
+	node  string
+	dur   time.Duration
+	usage flows.Usage
+}
+
+// fuse runs, right after a pure step, its single successor when that is a pure step too
+// (and the successor's, and so on), and adds them to the same commit: one checkpoint,
+// state and event per step, as if each had been its own activation, but no stream
+// entry, read or round trip in between. Such steps have no side effects, so if the
+// worker dies before the commit, running them all again is harmless. Fusing stops at a
+// fork, a join, an approval that parks, the end of the branch, a step that fails (it then
+// runs on its own and fails as usual), or max_steps.
+func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
+	if !pure(j.node) {
+		return nil
+	}
+	var fused []fusedStep
+	a, state := j.a, b.newState
+	for k := 1; k <= maxFused; k++ {
+		if len(c.Transitions) != 1 {
+			return fused
+		}
+		act, ok := c.Transitions[0].(store.Activate)
+		if !ok || act.From != 0 {
+			return fused
+		}
+		node := j.plan.Nodes[act.Node]
+		if !pure(node) || a.Depth+k > j.plan.Settings.MaxSteps {
+			return fused
+		}
+		na := store.Activation{Flow: a.Flow, Node: act.Node, ID: a.ID, Run: a.Run, Version: a.Version,
+			Tok: act.Tokens, Depth: a.Depth + k, Deliveries: 1}
+		nj := &job{a: na, plan: j.plan, node: node, state: state,
+			step: &flows.Step{Flow: a.Flow, Run: a.Run, Node: act.Node, Version: a.Version, Depth: na.Depth, Attempt: 1, State: state, Input: state, Tools: node.Tools,
+				Emit: func(kind string, data any) { w.e.events.emit(a.Flow, a.Run, act.Node, kind, data) }}}
+		if node.Input != nil {
+			in, err := node.Input.First(w.hard, state, state)
+			if err != nil {
+				return fused // it runs on its own, and fails there
+			}
+			nj.step.Input = in
+		}
+		nb, err := w.execute(nj)
+		if err != nil {
+			return fused
+		}
+		nb.step.Checkpoint.Parent = "" // the step before, in the same commit
+		c.Steps = append(c.Steps, nb.step)
+		c.Transitions = nb.trans
+		state = nb.newState
+		b.newState = nb.newState
+		fused = append(fused, fusedStep{node: act.Node, dur: nb.dur, usage: nb.usage})
+	}
+	return fused
+}

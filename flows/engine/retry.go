@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/store"
+)
+
+// withRetries runs an activation's step and, while it fails and its node's retry policy
+// allows, runs it again after the policy's backoff. The entry stays in flight meanwhile,
+// so its heartbeat keeps other workers from claiming it; if this process stops, another
+// worker's sweeper takes it after claim_after. A run cancelled during the backoff is not
+// retried: its entry is dropped.
+func (w *Worker) withRetries(a store.Activation, pre preloaded, received time.Time) stepOutcome {
+	for {
+		out, policy := w.process(a, pre, received)
+		if out != outcomeRetry {
+			return out
+		}
+		d := backoff(policy, a.Deliveries, rand.Float64())
+		select {
+		case <-w.hard.Done():
+			return outcomeLeft
+		case <-time.After(d):
+		}
+		ctx, cancel := context.WithTimeout(w.hard, 5*time.Second)
+		next, ok, err := w.e.rdb.Reclaim(ctx, a, w.consumer)
+		cancel()
+		if err != nil {
+			return outcomeLeft
+		}
+		if !ok {
+			return outcomeStale
+		}
+		w.inflight.update(next)
+		a, pre, received = next, preloaded{}, time.Now()
+	}
+}
+
+// backoff is the wait before the attempt after delivery n (1 for the first): initial,
+// times multiplier for each attempt since, at most max, with ±20% jitter (r in [0, 1)).
+func backoff(p flows.Retry, n int, r float64) time.Duration {
+	d := float64(p.Initial.D()) * math.Pow(p.Multiplier, float64(max(n-1, 0)))
+	d = min(d, float64(p.Max.D()))
+	d *= 0.8 + 0.4*r
+	return time.Duration(d)
+}
+
+// process runs one activation to a commit, a recorded failure, or leaves it pending. It
+// returns the node's retry policy for the caller's backoff.
+func (w *Worker) process(a store.Activation, pre preloaded, received time.Time) (stepOutcome, flows.Retry) {
+	j, out, ok := w.gate(a, pre)
+	if !ok {
+		return out, flows.DefaultRetry
+	}
+	started := time.Now()
+	b, err := w.execute(j)
+	if err != nil {
+		if w.hard.Err() != nil {
+			return outcomeLeft, j.node.Retry
+		}
+		if w.inflight.wasCancelled(a) {
+			// The run was cancelled while the step ran: record it and let go.
+			return w.drop(a, j.plan, &store.Checkpoint{Node: a.Node, Attempt: a.Deliveries, Duration: time.Since(started), Worker: w.consumer}), j.node.Retry
+		}
+		return w.fail(a, j.plan, j.node, err, time.Since(started)), j.node.Retry
+	}
+	c := w.newCommit(j, b)
+	var fused []fusedStep
+	if !w.e.opts.NoFuse {
+		fused = w.fuse(j, c, b)
+	}
+	return w.commit(j.plan, c, b, fused, received), j.node.Retry
+}

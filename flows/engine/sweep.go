@@ -1,0 +1,202 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/store"
+)
+
+// The sweeper looks after what no live worker will: steps whose worker died or hangs,
+// approvals whose timeout passed, runs whose retention ended, consumers of stopped
+// processes. It is built so that an idle flow costs almost nothing:
+//
+//   - Steps of dead workers: every worker records that it is alive (heartbeat.go); the
+//     sweeper claims pending entries (XAUTOCLAIM, min-idle claim_after) over every
+//     served stream only when some worker stopped recording, when this worker left a
+//     step pending itself (Redis was unreachable for its commit), and otherwise every
+//     fullSweepEvery as a safety net.
+//   - Approvals and retention: one probe per flow every opts.Prune reads the earliest
+//     approval deadline and the earliest expiry; the sweeper acts when one is due, and
+//     a worker that parks a run with a deadline tells its sweeper at once.
+
+// fullSweepEvery is how often a worker claims over all its streams even though no
+// worker seems to have died (one that died before it ever recorded itself, say).
+const fullSweepEvery = 5 * time.Minute
+
+// consumerIdle is how long a consumer may go without reading before a worker deletes it
+// from its groups (when it has nothing pending): its process is gone.
+const consumerIdle = time.Hour
+
+// janitor is a flow's sweeper schedule in one worker.
+type janitor struct {
+	nextProbe      time.Time
+	waitDue        int64 // unix ms of the earliest approval deadline known; 0 none
+	expiryDue      int64 // unix ms of the earliest run expiry known; 0 none
+	prunedConsumer time.Time
+}
+
+func (w *Worker) sweepLoop(ctx context.Context) {
+	var lastFull time.Time // zero: the first sweep claims over everything
+	for {
+		every := min(max(w.claimAfter()/4, 50*time.Millisecond), 5*time.Second)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+		now := time.Now()
+		shortest, longest := w.claimAfterRange()
+		dead, err := w.e.rdb.DeadWorkers(ctx, now.Add(-shortest), w.consumer)
+		if err != nil && ctx.Err() == nil {
+			w.e.log.Warn("sweeper: cannot read which workers are alive", "error", err)
+		}
+		w.mu.Lock()
+		left := w.leftAt
+		w.mu.Unlock()
+		ownLeft := !left.IsZero() && now.Sub(left) > longest
+		if len(dead) > 0 || ownLeft || now.Sub(lastFull) > fullSweepEvery {
+			if w.claimAll(ctx) {
+				lastFull = now
+				if ownLeft {
+					w.mu.Lock()
+					if w.leftAt == left {
+						w.leftAt = time.Time{}
+					}
+					w.mu.Unlock()
+				}
+				// A worker silent for three times the longest claim_after has no entry
+				// left that this complete sweep did not claim: forget it.
+				if gone, err := w.e.rdb.DeadWorkers(ctx, now.Add(-3*longest), w.consumer); err == nil && len(gone) > 0 {
+					_ = w.e.rdb.ForgetWorkers(ctx, gone)
+				}
+			}
+		}
+		for _, id := range w.flowsServed() {
+			w.tend(ctx, id)
+		}
+	}
+}
+
+// claimAll claims the entries of every served stream that have been pending longer
+// than their flow's claim_after, as many as each node has room for, and runs them. It
+// reports whether it got through everything (no node was out of room).
+func (w *Worker) claimAll(ctx context.Context) bool {
+	complete := true
+	for _, id := range w.flowsServed() {
+		w.mu.Lock()
+		s := w.served[id]
+		if s == nil {
+			w.mu.Unlock()
+			continue
+		}
+		nodes := append([]string(nil), s.nodes...)
+		settings := s.settings
+		limits := s.limits
+		w.mu.Unlock()
+		for _, n := range nodes {
+			limit := flows.DefaultConcurrency
+			if l, ok := limits[n]; ok && l > 0 {
+				limit = l
+			}
+			free := limit - w.inflight.count(id, n)
+			if free <= 0 {
+				complete = false
+				continue
+			}
+			acts, deleted, err := w.e.rdb.AutoClaim(ctx, id, n, w.consumer, settings.ClaimAfter.D(), free)
+			if err != nil {
+				if ctx.Err() == nil {
+					w.e.log.Warn("sweeper: claim failed", "flow", id, "node", n, "error", err)
+				}
+				return false
+			}
+			if len(acts) >= free {
+				complete = false
+			}
+			if len(deleted) > 0 {
+				w.e.log.Warn("sweeper: pending entries had been deleted; their runs cannot continue", "flow", id, "node", n, "entries", deleted)
+			}
+			for _, a := range acts {
+				w.e.log.Info("sweeper: took over a pending step", "flow", id, "run", a.Run, "node", n, "entry", a.ID, "delivery", a.Deliveries)
+				maxAttempts := settings.MaxAttempts
+				if node := w.planNode(a); node != nil {
+					maxAttempts = node.Retry.MaxAttempts
+				}
+				if a.Deliveries > maxAttempts {
+					w.deadAfterCrashes(a)
+					continue
+				}
+				w.start(a, preloaded{})
+			}
+		}
+	}
+	return complete
+}
+
+// deadAfterCrashes moves an entry that was delivered more than max_attempts times
+// without ever recording an error (its workers crashed or hung) to the dead letters.
+func (w *Worker) deadAfterCrashes(a store.Activation) {
+	last := ""
+	if r, err := w.e.rdb.GetRun(w.hard, a.Flow, a.Run); err == nil && r.LastError != "" {
+		last = "; last error: " + r.LastError
+	}
+	w.fail(a, nil, nil, flows.Permanent(fmt.Errorf("the step did not finish after %d deliveries (its workers stopped or timed out)%s", a.Deliveries-1, last)), 0)
+}
+
+// tend does a flow's janitorial work that is due: approvals whose timeout passed, runs
+// whose retention ended, consumers of stopped processes.
+func (w *Worker) tend(ctx context.Context, id string) {
+	w.mu.Lock()
+	s := w.served[id]
+	if s == nil {
+		w.mu.Unlock()
+		return
+	}
+	j := s.janitor
+	nodes := append([]string(nil), s.nodes...)
+	w.mu.Unlock()
+	now := time.Now()
+	nowMS := now.UnixMilli()
+	if !now.Before(j.nextProbe) {
+		p, err := w.e.rdb.ProbeFlow(ctx, id)
+		if err != nil {
+			return
+		}
+		j.waitDue, j.expiryDue, j.nextProbe = p.WaitDue, p.ExpiryDue, now.Add(w.opts.Prune)
+	}
+	if j.waitDue > 0 && j.waitDue <= nowMS {
+		w.e.decideExpired(ctx, id)
+		j.waitDue, j.nextProbe = 0, now // look again at once: there may be more
+	}
+	if j.expiryDue > 0 && j.expiryDue <= nowMS {
+		w.e.pruneRuns(ctx, id)
+		j.expiryDue, j.nextProbe = 0, now
+	}
+	if now.Sub(j.prunedConsumer) > 10*time.Minute {
+		j.prunedConsumer = now
+		if n, err := w.e.rdb.PruneConsumers(ctx, id, nodes, consumerIdle); err == nil && n > 0 {
+			w.e.log.Info("deleted consumers of stopped workers", "flow", id, "consumers", n)
+		}
+	}
+	w.mu.Lock()
+	if s := w.served[id]; s != nil {
+		// A deadline learned meanwhile (a park committed here) is kept.
+		if s.janitor.waitDue > 0 && (j.waitDue == 0 || s.janitor.waitDue < j.waitDue) {
+			j.waitDue = s.janitor.waitDue
+		}
+		s.janitor = j
+	}
+	w.mu.Unlock()
+}
+
+// parked tells the sweeper that a run of flow waits for an approval until deadline.
+func (w *Worker) parked(flow string, deadline int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s := w.served[flow]; s != nil && (s.janitor.waitDue == 0 || deadline < s.janitor.waitDue) {
+		s.janitor.waitDue = deadline
+	}
+}

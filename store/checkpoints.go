@@ -1,0 +1,270 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice/flows"
+)
+
+// Checkpoint is one entry of a run's history: a committed step, the run's start, a
+// fanout branch's seed, a turn of a long step, a failed attempt or an interrupted step.
+type Checkpoint struct {
+	ID   string `json:"id"`
+	Node string `json:"node"`
+	// Kind is input, step, send, join, wait, resume, turn, error (a failed attempt) or
+	// interrupted (a step the run's cancel stopped).
+	Kind       string          `json:"kind"`
+	Step       int             `json:"step"`
+	Parent     string          `json:"parent,omitempty"`
+	Attempt    int             `json:"attempt,omitempty"`
+	Update     json.RawMessage `json:"update,omitempty"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	Ports      []string        `json:"ports,omitempty"`
+	Branches   []string        `json:"branches,omitempty"`
+	Duration   time.Duration   `json:"-"`
+	DurationMS float64         `json:"duration_ms"`
+	Usage      flows.Usage     `json:"usage"`
+	StateBytes int             `json:"state_bytes,omitempty"`
+	Worker     string          `json:"worker,omitempty"` // the consumer that ran the step
+	Time       time.Time       `json:"time"`
+	State      json.RawMessage `json:"state,omitempty"`
+	// Entry is, for a turn or a failed attempt, the activation (stream entry) it belongs to.
+	Entry string `json:"-"`
+}
+
+// IsState reports whether the checkpoint records a state a run can continue from (not
+// a turn, a failed attempt or an interrupted step).
+func (c *Checkpoint) IsState() bool {
+	switch c.Kind {
+	case KindTurn, KindError, KindInterrupted:
+		return false
+	}
+	return true
+}
+
+// Checkpoint kinds that record no state.
+const (
+	KindTurn        = "turn"
+	KindError       = "error"
+	KindInterrupted = "interrupted"
+)
+
+// ckptBody is a checkpoint as its stream entry keeps it: everything but the node, the
+// parent, the step number and the time is packed in one field ("c"), so that every entry
+// of the stream has the same five fields (Redis then stores the field names once per
+// stream node) and a commit passes one argument per checkpoint instead of a dozen.
+type ckptBody struct {
+	Kind       string          `json:"k"`
+	Update     json.RawMessage `json:"u,omitempty"`
+	Output     json.RawMessage `json:"o,omitempty"`
+	Error      string          `json:"e,omitempty"`
+	Attempt    int             `json:"a,omitempty"`
+	Ports      []string        `json:"ports,omitempty"`
+	Branches   []string        `json:"br,omitempty"`
+	DurUS      int64           `json:"us,omitempty"`
+	InTok      int64           `json:"in,omitempty"`
+	OutTok     int64           `json:"out,omitempty"`
+	StateBytes int             `json:"sb,omitempty"`
+	Worker     string          `json:"w,omitempty"`
+	Entry      string          `json:"x,omitempty"`
+}
+
+// body encodes the checkpoint's packed field.
+func (c *Checkpoint) body() []byte {
+	b, _ := json.Marshal(ckptBody{Kind: c.Kind, Update: c.Update, Output: c.Output, Error: c.Error, Attempt: c.Attempt,
+		Ports: c.Ports, Branches: c.Branches, DurUS: c.Duration.Microseconds(), InTok: c.Usage.InputTokens,
+		OutTok: c.Usage.OutputTokens, StateBytes: c.StateBytes, Worker: c.Worker, Entry: c.Entry})
+	return b
+}
+
+// The fields of a checkpoint stream entry.
+const (
+	ckptNode   = "n"
+	ckptParent = "p"
+	ckptBodyF  = "c"
+	ckptStep   = "s"
+	ckptTime   = "t"
+)
+
+func parseCheckpoint(m redis.XMessage) Checkpoint {
+	s := func(k string) string { v, _ := m.Values[k].(string); return v }
+	raw := s(ckptBodyF)
+	if raw == "" {
+		return parseOldCheckpoint(m)
+	}
+	c := Checkpoint{ID: m.ID, Node: s(ckptNode), Parent: s(ckptParent)}
+	c.Step, _ = strconv.Atoi(s(ckptStep))
+	c.Time = msTime(s(ckptTime))
+	var b ckptBody
+	_ = json.Unmarshal([]byte(raw), &b)
+	c.Kind, c.Update, c.Output, c.Error, c.Attempt = b.Kind, b.Update, b.Output, b.Error, b.Attempt
+	c.Ports, c.Branches, c.Worker, c.Entry, c.StateBytes = b.Ports, b.Branches, b.Worker, b.Entry, b.StateBytes
+	c.Duration = time.Duration(b.DurUS) * time.Microsecond
+	c.DurationMS = float64(b.DurUS) / 1000
+	c.Usage = flows.Usage{InputTokens: b.InTok, OutputTokens: b.OutTok}
+	return c
+}
+
+// parseOldCheckpoint reads a checkpoint written before the body was packed into one
+// field (node, kind, parent, update, output, m, step, ts).
+func parseOldCheckpoint(m redis.XMessage) Checkpoint {
+	s := func(k string) string { v, _ := m.Values[k].(string); return v }
+	c := Checkpoint{ID: m.ID, Node: s("node"), Kind: s("kind"), Parent: s("parent")}
+	c.Step, _ = strconv.Atoi(s("step"))
+	if v := s("update"); v != "" {
+		c.Update = json.RawMessage(v)
+	}
+	if v := s("output"); v != "" {
+		c.Output = json.RawMessage(v)
+	}
+	var meta struct {
+		Attempt    int      `json:"attempt"`
+		Ports      []string `json:"ports"`
+		Branches   []string `json:"branches"`
+		DurUS      int64    `json:"dur_us"`
+		InTok      int64    `json:"in_tok"`
+		OutTok     int64    `json:"out_tok"`
+		StateBytes int      `json:"sbytes"`
+		Worker     string   `json:"worker"`
+		Entry      string   `json:"entry"`
+	}
+	_ = json.Unmarshal([]byte(s("m")), &meta)
+	c.Attempt, c.Ports, c.Branches, c.Worker, c.Entry = meta.Attempt, meta.Ports, meta.Branches, meta.Worker, meta.Entry
+	c.Duration = time.Duration(meta.DurUS) * time.Microsecond
+	c.DurationMS = float64(meta.DurUS) / 1000
+	c.Usage = flows.Usage{InputTokens: meta.InTok, OutputTokens: meta.OutTok}
+	c.StateBytes = meta.StateBytes
+	c.Time = msTime(s("ts"))
+	return c
+}
+
+// Checkpoints returns up to count checkpoints of a run from id start ("-" for the first)
+// on, in commit order, without their states.
+func (r *Redis) Checkpoints(ctx context.Context, flow, run, start string, count int64) ([]Checkpoint, error) {
+	if start == "" {
+		start = "-"
+	}
+	var msgs []redis.XMessage
+	var err error
+	if count > 0 {
+		msgs, err = r.Client.XRangeN(ctx, FlowKeys(flow).Ckpt(run), start, "+", count).Result()
+	} else {
+		msgs, err = r.Client.XRange(ctx, FlowKeys(flow).Ckpt(run), start, "+").Result()
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Checkpoint, len(msgs))
+	for i, m := range msgs {
+		out[i] = parseCheckpoint(m)
+	}
+	return out, nil
+}
+
+// GetCheckpoint returns one checkpoint with its state.
+func (r *Redis) GetCheckpoint(ctx context.Context, flow, run, id string) (*Checkpoint, error) {
+	k := FlowKeys(flow)
+	pipe := r.Client.Pipeline()
+	rng := pipe.XRange(ctx, k.Ckpt(run), id, id)
+	st := pipe.HGet(ctx, k.State(run), id)
+	_, _ = pipe.Exec(ctx)
+	msgs, err := rng.Result()
+	if err != nil {
+		return nil, err
+	}
+	if len(msgs) == 0 {
+		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("run %q has no checkpoint %q", run, id)}
+	}
+	c := parseCheckpoint(msgs[0])
+	if b, err := st.Bytes(); err == nil {
+		c.State = b
+	}
+	return &c, nil
+}
+
+// LoadState returns the state JSON of a checkpoint.
+func (r *Redis) LoadState(ctx context.Context, flow, run, ckpt string) ([]byte, error) {
+	b, err := r.Client.HGet(ctx, FlowKeys(flow).State(run), ckpt).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("run %q has no checkpoint %q (expired or trimmed)", run, ckpt)}
+	}
+	return b, err
+}
+
+// StateRef names one checkpoint's state.
+type StateRef struct{ Run, Ckpt string }
+
+// StepInput is what a step needs from Redis before it runs: the state of the checkpoint
+// it reads (nil when it is gone) and its run's status ("" when the run is gone).
+type StepInput struct {
+	State  []byte
+	Status string
+}
+
+// LoadStepInputs reads, for several activations of a flow, their checkpoints' states
+// (only where want[i]) and their runs' statuses, in one round trip.
+func (r *Redis) LoadStepInputs(ctx context.Context, flow string, refs []StateRef, want []bool) ([]StepInput, error) {
+	k := FlowKeys(flow)
+	pipe := r.Client.Pipeline()
+	states := make([]*redis.StringCmd, len(refs))
+	statuses := make([]*redis.StringCmd, len(refs))
+	for i, ref := range refs {
+		if want[i] {
+			states[i] = pipe.HGet(ctx, k.State(ref.Run), ref.Ckpt)
+		}
+		statuses[i] = pipe.HGet(ctx, k.Run(ref.Run), "status")
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([]StepInput, len(refs))
+	for i := range refs {
+		if states[i] != nil {
+			if b, err := states[i].Bytes(); err == nil {
+				out[i].State = b
+			}
+		}
+		out[i].Status, _ = statuses[i].Result()
+	}
+	return out, nil
+}
+
+// SaveTurn records a turn of a running step in its run's checkpoint history. It fails
+// with a Conflict error when the step is no longer this consumer's.
+func (r *Redis) SaveTurn(ctx context.Context, a Activation, consumer string, turn []byte) (string, error) {
+	k := FlowKeys(a.Flow)
+	c := Checkpoint{Kind: KindTurn, Update: turn, Attempt: a.Deliveries, Worker: consumer, Entry: a.ID}
+	res, err := turnScript.Run(ctx, r.Client, []string{k.In(a.Node), k.Ckpt(a.Run), k.Events()},
+		Group, consumer, a.ID, a.Run, a.Node, a.Ckpt, c.body(), turn, nowMS(), EventsMaxLen).Slice()
+	if err != nil {
+		return "", err
+	}
+	if res[0] != "ok" {
+		return "", &flows.Error{Code: flows.Conflict, Flow: a.Flow, Node: a.Node, Message: "another worker has taken this step over"}
+	}
+	id, _ := res[1].(string)
+	return id, nil
+}
+
+// Turns returns the turns saved by earlier attempts of an activation, oldest first.
+func (r *Redis) Turns(ctx context.Context, a Activation) ([]json.RawMessage, error) {
+	msgs, err := r.Client.XRange(ctx, FlowKeys(a.Flow).Ckpt(a.Run), a.Ckpt, "+").Result()
+	if err != nil {
+		return nil, err
+	}
+	var out []json.RawMessage
+	for _, m := range msgs {
+		c := parseCheckpoint(m)
+		if c.Kind == KindTurn && c.Node == a.Node && c.Entry == a.ID {
+			out = append(out, c.Update)
+		}
+	}
+	return out, nil
+}

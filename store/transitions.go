@@ -1,0 +1,148 @@
+package store
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// A Transition is one thing a committed step does to its run besides recording its
+// checkpoint: activate a node, open or grow a fork, arrive at a join, give a branch's
+// token back, park for a person. The engine computes them (one pure function of the
+// plan, the node, the step's result and its fork tokens); only this package turns them
+// into the commit script's arguments, and commit.lua checks each op's arity.
+type Transition interface {
+	// op is the commit script's op code and its arguments; key names a stream the op
+	// needs in KEYS ("" for none).
+	op(flow string) (code string, key string, args []string)
+}
+
+// Ref names a checkpoint a transition reads: 0 is the commit's last step; k > 0 is the
+// k-th Seed of the same commit (a fanout item's own checkpoint).
+type Ref int
+
+func (r Ref) String() string { return strconv.Itoa(int(r)) }
+
+// Activate adds an activation of Node that reads checkpoint From with fork tokens Tokens.
+type Activate struct {
+	Node   string
+	From   Ref
+	Tokens string
+}
+
+// Seed records a fanout item's checkpoint (kind "send") after the last step: Update is
+// the item, State the state its branch starts from. Seeds are numbered from 1 in the
+// order they appear.
+type Seed struct {
+	Update []byte
+	State  []byte
+}
+
+// OpenFork opens fork Frame with Branches branches meeting at node Join; Outer is the
+// token stack outside the fork, Base the checkpoint the branches start from.
+type OpenFork struct {
+	Frame    string
+	Branches int
+	Outer    string
+	Base     Ref
+	Join     string
+}
+
+// Split says the current branch of Frame became More+1 branches.
+type Split struct {
+	Frame string
+	More  int
+}
+
+// Arrive records that branch Branch of Frame reached its join Join with checkpoint
+// From; the join is activated when the last live branch is in.
+type Arrive struct {
+	Frame  string
+	Branch string
+	From   Ref
+	Join   string
+}
+
+// GiveBack says a branch of Frame ended somewhere other than its join Join.
+type GiveBack struct {
+	Frame string
+	Join  string
+}
+
+// CloseFork forgets Frame: its join has run.
+type CloseFork struct {
+	Frame string
+}
+
+// Park keeps the run's activation live without a stream entry until a person answers
+// (an approval). Record is the wait record JSON; Deadline (unix ms, 0 for none) is when
+// the sweeper decides for the person.
+type Park struct {
+	Record   []byte
+	Deadline int64
+}
+
+func (t Activate) op(flow string) (string, string, []string) {
+	return "A", FlowKeys(flow).In(t.Node), []string{"KEY", t.From.String(), t.Tokens}
+}
+
+func (t Seed) op(string) (string, string, []string) {
+	return "S", "", []string{string(t.Update), string(t.State)}
+}
+
+func (t OpenFork) op(flow string) (string, string, []string) {
+	return "O", FlowKeys(flow).In(t.Join), []string{t.Frame, strconv.Itoa(t.Branches), t.Outer, t.Base.String(), "KEY"}
+}
+
+func (t Split) op(string) (string, string, []string) {
+	return "P", "", []string{t.Frame, strconv.Itoa(t.More)}
+}
+
+func (t Arrive) op(flow string) (string, string, []string) {
+	return "R", FlowKeys(flow).In(t.Join), []string{t.Frame, t.Branch, t.From.String(), "KEY"}
+}
+
+func (t GiveBack) op(flow string) (string, string, []string) {
+	return "G", FlowKeys(flow).In(t.Join), []string{t.Frame, "KEY"}
+}
+
+func (t CloseFork) op(string) (string, string, []string) {
+	return "C", "", []string{t.Frame}
+}
+
+func (t Park) op(string) (string, string, []string) {
+	return "W", "", []string{string(t.Record), strconv.FormatInt(t.Deadline, 10)}
+}
+
+// String describes a transition for tests and logs.
+func Describe(t Transition) string {
+	switch x := t.(type) {
+	case Activate:
+		return fmt.Sprintf("activate %s from %d tok %q", x.Node, x.From, x.Tokens)
+	case Seed:
+		return fmt.Sprintf("seed %s", x.Update)
+	case OpenFork:
+		return fmt.Sprintf("open %s n=%d outer %q base %d join %s", x.Frame, x.Branches, x.Outer, x.Base, x.Join)
+	case Split:
+		return fmt.Sprintf("split %s +%d", x.Frame, x.More)
+	case Arrive:
+		return fmt.Sprintf("arrive %s branch %s from %d join %s", x.Frame, x.Branch, x.From, x.Join)
+	case GiveBack:
+		return fmt.Sprintf("giveback %s join %s", x.Frame, x.Join)
+	case CloseFork:
+		return fmt.Sprintf("close %s", x.Frame)
+	case Park:
+		return fmt.Sprintf("park until %d", x.Deadline)
+	}
+	return fmt.Sprintf("%T", t)
+}
+
+var (
+	_ Transition = Activate{}
+	_ Transition = Seed{}
+	_ Transition = OpenFork{}
+	_ Transition = Split{}
+	_ Transition = Arrive{}
+	_ Transition = GiveBack{}
+	_ Transition = CloseFork{}
+	_ Transition = Park{}
+)
