@@ -204,4 +204,3 @@ func firstLine(s string) string {
 	}
 	return s
 }
-
