@@ -104,11 +104,11 @@ func (r *Redis) Stats(ctx context.Context) ServerStats {
 // BareOptions shape the bare go-redis loop the benchmark compares Sluice against.
 type BareOptions struct {
 	Prefix     string // key prefix, unique per benchmark
-	Nodes      int
+	Hops       int    // stream hops per run: as many as Sluice's commits per run
 	Runs       int
 	Submitters int
 	Rate       float64 // runs per second; 0 submits as fast as possible
-	Payload    []byte  // the "checkpoint" each step writes
+	Payload    []byte  // the checkpoint each hop writes
 }
 
 // BareFigures are what the bare loop measured.
@@ -122,24 +122,25 @@ type BareFigures struct {
 	BytesPerRun Figure      `json:"redis_bytes_per_run"`
 }
 
-// BenchBare drives opts.Runs runs through opts.Nodes streams with the least a durable
-// pipeline must do per step: one XREADGROUP batch, then per entry one MULTI with the
-// next XADD, a checkpoint SET and the XACK, all entries of a batch in one pipeline.
+// bareInFlight bounds the transactions one stage's reader has in flight while it reads on.
+const bareInFlight = 4
+
+// BenchBare drives opts.Runs runs through opts.Hops streams with the least a durable
+// pipeline must do, as fast as go-redis can: every stage has its own reader, which reads
+// a batch and sends one MULTI/EXEC for all of it — per entry the checkpoint SET, the
+// next XADD and the XACK — and reads on while up to bareInFlight of them are in flight.
+// Consumed entries are trimmed with XTRIM MINID below the oldest entry still pending,
+// every few batches, instead of an XDEL each.
 func (r *Redis) BenchBare(ctx context.Context, o BareOptions) (*BareFigures, error) {
 	c := r.Client
 	stream := func(i int) string { return fmt.Sprintf("%s{b}:s%d", o.Prefix, i) }
 	done := o.Prefix + "{b}:done"
-	for i := 0; i < o.Nodes; i++ {
+	for i := 0; i < o.Hops; i++ {
 		if err := c.XGroupCreateMkStream(ctx, stream(i), "g", "0").Err(); err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
 			return nil, err
 		}
 	}
-	defer func() {
-		keys, _ := c.Keys(context.Background(), o.Prefix+"{b}:*").Result()
-		for i := 0; i < len(keys); i += 500 {
-			c.Del(context.Background(), keys[i:min(i+500, len(keys))]...)
-		}
-	}()
+	defer r.DeleteKeys(context.Background(), o.Prefix+"{b}:*")
 	before := r.Stats(ctx)
 	var e2e, step, commit Latencies
 	submitted := make([]time.Time, o.Runs)
@@ -147,56 +148,18 @@ func (r *Redis) BenchBare(ctx context.Context, o BareOptions) (*BareFigures, err
 
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	// The worker: read a batch from every stream, commit it in one pipeline.
-	streams := make([]string, 0, 2*o.Nodes)
-	for i := 0; i < o.Nodes; i++ {
-		streams = append(streams, stream(i))
-	}
-	for i := 0; i < o.Nodes; i++ {
-		streams = append(streams, ">")
-	}
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for wctx.Err() == nil {
-			res, err := c.XReadGroup(wctx, &redis.XReadGroupArgs{Group: "g", Consumer: "bare", Streams: streams, Count: 64, Block: time.Second}).Result()
-			if err != nil {
-				continue
-			}
-			got := time.Now()
-			pipe := c.Pipeline()
-			for _, s := range res {
-				idx, _ := strconv.Atoi(s.Stream[strings.LastIndexByte(s.Stream, 's')+1:])
-				for _, m := range s.Messages {
-					run, _ := m.Values["run"].(string)
-					// Raw commands: go-redis's typed commands cannot read the QUEUED replies
-					// of a MULTI inside a plain pipeline.
-					next := done
-					if idx+1 < o.Nodes {
-						next = stream(idx + 1)
-					}
-					pipe.Do(wctx, "MULTI")
-					pipe.Do(wctx, "XADD", next, "*", "run", run)
-					pipe.Do(wctx, "SET", fmt.Sprintf("%s{b}:ckpt:%s:%d", o.Prefix, run, idx), o.Payload, "EX", 3600)
-					pipe.Do(wctx, "XACK", s.Stream, "g", m.ID)
-					pipe.Do(wctx, "XDEL", s.Stream, m.ID)
-					pipe.Do(wctx, "EXEC")
-				}
-			}
-			cs := time.Now()
-			if _, err := pipe.Exec(wctx); err != nil && wctx.Err() == nil {
-				continue
-			}
-			now := time.Now()
-			for _, s := range res {
-				for range s.Messages {
-					step.Add(now.Sub(got))
-					commit.Add(now.Sub(cs))
-				}
-			}
+	for i := 0; i < o.Hops; i++ {
+		next := done
+		if i+1 < o.Hops {
+			next = stream(i + 1)
 		}
-	}()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bareStage(wctx, c, stream(i), next, fmt.Sprintf("%s{b}:ckpt:%d:", o.Prefix, i), o.Payload, &step, &commit)
+		}()
+	}
 	// The observer: when each run reaches the end.
 	finished := make(chan struct{})
 	wg.Add(1)
@@ -241,12 +204,81 @@ func (r *Redis) BenchBare(ctx context.Context, o BareOptions) (*BareFigures, err
 	f := &BareFigures{Seconds: elapsed.Seconds(), RunsPerSec: float64(o.Runs) / elapsed.Seconds(),
 		EndToEnd: e2e.Percentiles(), Step: step.Percentiles(), Commit: commit.Percentiles(), CPUPerStep: Figure(math.NaN()), BytesPerRun: Figure(math.NaN())}
 	if !math.IsNaN(before.CPU) && !math.IsNaN(after.CPU) {
-		f.CPUPerStep = Figure((after.CPU - before.CPU) * 1e6 / float64(o.Runs*o.Nodes))
+		f.CPUPerStep = Figure((after.CPU - before.CPU) * 1e6 / float64(o.Runs*o.Hops))
 	}
 	if before.Memory >= 0 && after.Memory >= 0 {
 		f.BytesPerRun = Figure(float64(after.Memory-before.Memory) / float64(o.Runs))
 	}
 	return f, nil
+}
+
+// bareStage is one stage's reader: read a batch, commit it in one transaction while
+// reading on, trim what has been acknowledged.
+func bareStage(ctx context.Context, c redis.UniversalClient, in, next, ckpt string, payload []byte, step, commit *Latencies) {
+	slots := make(chan struct{}, bareInFlight)
+	var mu sync.Mutex
+	inflight := map[string]int{} // first id of each batch in flight -> entries
+	var lastRead string
+	batches := 0
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for ctx.Err() == nil {
+		res, err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "bare", Streams: []string{in, ">"}, Count: 64, Block: time.Second}).Result()
+		if err != nil || len(res) == 0 || len(res[0].Messages) == 0 {
+			continue
+		}
+		got := time.Now()
+		msgs := res[0].Messages
+		first := msgs[0].ID
+		mu.Lock()
+		inflight[first] = len(msgs)
+		lastRead = msgs[len(msgs)-1].ID
+		mu.Unlock()
+		slots <- struct{}{}
+		wg.Add(1)
+		batches++
+		trim := batches%16 == 0
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			pipe := c.TxPipeline()
+			ids := make([]string, len(msgs))
+			for k, m := range msgs {
+				run, _ := m.Values["run"].(string)
+				pipe.Set(ctx, ckpt+run, payload, time.Hour)
+				pipe.XAdd(ctx, &redis.XAddArgs{Stream: next, Values: []any{"run", run}})
+				ids[k] = m.ID
+			}
+			pipe.XAck(ctx, in, "g", ids...)
+			cs := time.Now()
+			if _, err := pipe.Exec(ctx); err != nil {
+				return
+			}
+			now := time.Now()
+			for range msgs {
+				step.Add(now.Sub(got))
+				commit.Add(now.Sub(cs))
+			}
+			mu.Lock()
+			delete(inflight, first)
+			oldest := ""
+			for id := range inflight {
+				if oldest == "" || CompareStreamIDs(id, oldest) < 0 {
+					oldest = id
+				}
+			}
+			upTo := lastRead
+			mu.Unlock()
+			if trim {
+				// Everything below the oldest batch still in flight (or up to the last
+				// entry read, when none is) has been acknowledged.
+				if oldest == "" {
+					oldest = nextStreamID(upTo)
+				}
+				c.XTrimMinID(ctx, in, oldest)
+			}
+		}()
+	}
 }
 
 // submit calls fn(0..n-1) from workers goroutines, paced at rate per second if rate > 0.
@@ -278,4 +310,78 @@ func submit(ctx context.Context, n, workers int, rate float64, fn func(i int) er
 // Submit is submit for other packages' benchmarks.
 func Submit(ctx context.Context, n, workers int, rate float64, fn func(i int) error) {
 	submit(ctx, n, workers, rate, fn)
+}
+
+// DeleteKeys deletes every key matching pattern (a benchmark's keys).
+func (r *Redis) DeleteKeys(ctx context.Context, pattern string) {
+	iter := r.Client.Scan(ctx, 0, pattern, 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+		if len(keys) == 1000 {
+			r.Client.Unlink(ctx, keys...)
+			keys = keys[:0]
+		}
+	}
+	if len(keys) > 0 {
+		r.Client.Unlink(ctx, keys...)
+	}
+}
+
+// LastResultID is the id of the newest entry of a flow's results stream ("$" when none).
+func (r *Redis) LastResultID(ctx context.Context, flow string) string {
+	if msgs, err := r.Client.XRevRangeN(ctx, FlowKeys(flow).Results(), "+", "-", 1).Result(); err == nil && len(msgs) == 1 {
+		return msgs[0].ID
+	}
+	return "$"
+}
+
+// ResultsAfter waits at most block for entries of a flow's results stream after id
+// (read without the dispatch group: it does not take them from the dispatcher).
+func (r *Redis) ResultsAfter(ctx context.Context, flow, id string, count int64, block time.Duration) ([]Result, error) {
+	res, err := r.Client.XRead(ctx, &redis.XReadArgs{Streams: []string{FlowKeys(flow).Results(), id}, Count: count, Block: block}).Result()
+	if err != nil {
+		return nil, err
+	}
+	var out []Result
+	for _, s := range res {
+		for _, m := range s.Messages {
+			out = append(out, resultFrom(flow, m, 0))
+		}
+	}
+	return out, nil
+}
+
+// NodeBacklog returns, per node of a flow, the entries in its stream and those pending.
+func (r *Redis) NodeBacklog(ctx context.Context, flow string, nodes []string) (length, pending []int64) {
+	k := FlowKeys(flow)
+	length, pending = make([]int64, len(nodes)), make([]int64, len(nodes))
+	pipe := r.Client.Pipeline()
+	lens := make([]*redis.IntCmd, len(nodes))
+	pends := make([]*redis.XPendingCmd, len(nodes))
+	for i, n := range nodes {
+		lens[i] = pipe.XLen(ctx, k.In(n))
+		pends[i] = pipe.XPending(ctx, k.In(n), Group)
+	}
+	_, _ = pipe.Exec(ctx)
+	for i := range nodes {
+		length[i] = lens[i].Val()
+		if p := pends[i].Val(); p != nil {
+			pending[i] = p.Count
+		}
+	}
+	return length, pending
+}
+
+// DeadLetterCount is the number of a flow's dead letters.
+func (r *Redis) DeadLetterCount(ctx context.Context, flow string) int64 {
+	n, _ := r.Client.XLen(ctx, FlowKeys(flow).Dead()).Result()
+	return n
+}
+
+// nextStreamID is the smallest stream id after id.
+func nextStreamID(id string) string {
+	ms, seq, _ := strings.Cut(id, "-")
+	n, _ := strconv.ParseUint(seq, 10, 64)
+	return ms + "-" + strconv.FormatUint(n+1, 10)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -56,11 +57,17 @@ const (
 	KindInterrupted = "interrupted"
 )
 
-// ckptBody is a checkpoint as its stream entry keeps it: everything but the node, the
-// parent, the step number and the time is packed in one field ("c"), so that every entry
-// of the stream has the same five fields (Redis then stores the field names once per
-// stream node) and a commit passes one argument per checkpoint instead of a dozen.
+// ckptBody is a checkpoint as its stream entry keeps it: everything but the parent, the
+// step number and the time is packed in one field ("c"), so that every entry of the
+// stream has the same fields (Redis then stores the field names once per stream node)
+// and a commit passes one argument for its checkpoints instead of a dozen each.
+//
+// A commit of several fused steps writes one entry for all of them: its "c" is a JSON
+// array of bodies, one per step, and its "k" the number of steps. The steps' checkpoint
+// ids are the entry's id with ".0", ".1", … for all but the last, which has the entry's
+// id itself (what later activations read).
 type ckptBody struct {
+	Node       string          `json:"n,omitempty"` // in a packed entry only
 	Kind       string          `json:"k"`
 	Update     json.RawMessage `json:"u,omitempty"`
 	Output     json.RawMessage `json:"o,omitempty"`
@@ -76,12 +83,38 @@ type ckptBody struct {
 	Entry      string          `json:"x,omitempty"`
 }
 
+func (c *Checkpoint) toBody() ckptBody {
+	return ckptBody{Kind: c.Kind, Update: c.Update, Output: c.Output, Error: c.Error, Attempt: c.Attempt,
+		Ports: c.Ports, Branches: c.Branches, DurUS: c.Duration.Microseconds(), InTok: c.Usage.InputTokens,
+		OutTok: c.Usage.OutputTokens, StateBytes: c.StateBytes, Worker: c.Worker, Entry: c.Entry}
+}
+
 // body encodes the checkpoint's packed field.
 func (c *Checkpoint) body() []byte {
-	b, _ := json.Marshal(ckptBody{Kind: c.Kind, Update: c.Update, Output: c.Output, Error: c.Error, Attempt: c.Attempt,
-		Ports: c.Ports, Branches: c.Branches, DurUS: c.Duration.Microseconds(), InTok: c.Usage.InputTokens,
-		OutTok: c.Usage.OutputTokens, StateBytes: c.StateBytes, Worker: c.Worker, Entry: c.Entry})
+	b, _ := json.Marshal(c.toBody())
 	return b
+}
+
+// packedBody encodes several fused steps' checkpoints for one entry.
+func packedBody(steps []CommitStep) []byte {
+	if len(steps) == 1 {
+		return steps[0].Checkpoint.body()
+	}
+	bodies := make([]ckptBody, len(steps))
+	for i, s := range steps {
+		bodies[i] = s.Checkpoint.toBody()
+		bodies[i].Node = s.Node
+	}
+	b, _ := json.Marshal(bodies)
+	return b
+}
+
+func (c *Checkpoint) fromBody(b ckptBody) {
+	c.Kind, c.Update, c.Output, c.Error, c.Attempt = b.Kind, b.Update, b.Output, b.Error, b.Attempt
+	c.Ports, c.Branches, c.Worker, c.Entry, c.StateBytes = b.Ports, b.Branches, b.Worker, b.Entry, b.StateBytes
+	c.Duration = time.Duration(b.DurUS) * time.Microsecond
+	c.DurationMS = float64(b.DurUS) / 1000
+	c.Usage = flows.Usage{InputTokens: b.InTok, OutputTokens: b.OutTok}
 }
 
 // The fields of a checkpoint stream entry.
@@ -89,27 +122,50 @@ const (
 	ckptNode   = "n"
 	ckptParent = "p"
 	ckptBodyF  = "c"
+	ckptSteps  = "k"
 	ckptStep   = "s"
 	ckptTime   = "t"
 )
 
-func parseCheckpoint(m redis.XMessage) Checkpoint {
+// subID is the checkpoint id of step k of an entry of n steps.
+func subID(entry string, k, n int) string {
+	if k == n-1 {
+		return entry
+	}
+	return entry + "." + strconv.Itoa(k)
+}
+
+// parseCheckpoints decodes one stream entry into its checkpoints (one, or several for a
+// packed commit), in order.
+func parseCheckpoints(m redis.XMessage) []Checkpoint {
 	s := func(k string) string { v, _ := m.Values[k].(string); return v }
 	raw := s(ckptBodyF)
 	if raw == "" {
-		return parseOldCheckpoint(m)
+		return []Checkpoint{parseOldCheckpoint(m)}
 	}
-	c := Checkpoint{ID: m.ID, Node: s(ckptNode), Parent: s(ckptParent)}
-	c.Step, _ = strconv.Atoi(s(ckptStep))
-	c.Time = msTime(s(ckptTime))
-	var b ckptBody
-	_ = json.Unmarshal([]byte(raw), &b)
-	c.Kind, c.Update, c.Output, c.Error, c.Attempt = b.Kind, b.Update, b.Output, b.Error, b.Attempt
-	c.Ports, c.Branches, c.Worker, c.Entry, c.StateBytes = b.Ports, b.Branches, b.Worker, b.Entry, b.StateBytes
-	c.Duration = time.Duration(b.DurUS) * time.Microsecond
-	c.DurationMS = float64(b.DurUS) / 1000
-	c.Usage = flows.Usage{InputTokens: b.InTok, OutputTokens: b.OutTok}
-	return c
+	step, _ := strconv.Atoi(s(ckptStep))
+	t := msTime(s(ckptTime))
+	if raw[0] != '[' {
+		c := Checkpoint{ID: m.ID, Node: s(ckptNode), Parent: s(ckptParent), Step: step, Time: t}
+		var b ckptBody
+		_ = json.Unmarshal([]byte(raw), &b)
+		c.fromBody(b)
+		return []Checkpoint{c}
+	}
+	var bodies []ckptBody
+	_ = json.Unmarshal([]byte(raw), &bodies)
+	out := make([]Checkpoint, len(bodies))
+	parent := s(ckptParent)
+	for k, b := range bodies {
+		c := Checkpoint{ID: subID(m.ID, k, len(bodies)), Node: b.Node, Parent: parent, Time: t}
+		if step > 0 {
+			c.Step = step + k
+		}
+		c.fromBody(b)
+		out[k] = c
+		parent = c.ID
+	}
+	return out
 }
 
 // parseOldCheckpoint reads a checkpoint written before the body was packed into one
@@ -145,25 +201,39 @@ func parseOldCheckpoint(m redis.XMessage) Checkpoint {
 	return c
 }
 
-// Checkpoints returns up to count checkpoints of a run from id start ("-" for the first)
-// on, in commit order, without their states.
+// EntryOf is the stream entry a checkpoint id belongs to ("X.k" and "X" are in X).
+func EntryOf(id string) string { return entryOfID(id) }
+
+func entryOfID(id string) string {
+	e, _, _ := strings.Cut(id, ".")
+	return e
+}
+
+// Checkpoints returns checkpoints of a run from id start ("-" for the first) on, in
+// commit order, without their states: up to count stream entries' worth (0: all).
 func (r *Redis) Checkpoints(ctx context.Context, flow, run, start string, count int64) ([]Checkpoint, error) {
-	if start == "" {
-		start = "-"
+	from := "-"
+	if start != "" && start != "-" {
+		from = entryOfID(start)
 	}
 	var msgs []redis.XMessage
 	var err error
 	if count > 0 {
-		msgs, err = r.Client.XRangeN(ctx, FlowKeys(flow).Ckpt(run), start, "+", count).Result()
+		msgs, err = r.Client.XRangeN(ctx, FlowKeys(flow).Ckpt(run), from, "+", count).Result()
 	} else {
-		msgs, err = r.Client.XRange(ctx, FlowKeys(flow).Ckpt(run), start, "+").Result()
+		msgs, err = r.Client.XRange(ctx, FlowKeys(flow).Ckpt(run), from, "+").Result()
 	}
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Checkpoint, len(msgs))
-	for i, m := range msgs {
-		out[i] = parseCheckpoint(m)
+	out := make([]Checkpoint, 0, len(msgs))
+	for _, m := range msgs {
+		for _, c := range parseCheckpoints(m) {
+			if from != "-" && m.ID == from && start != from && CompareStreamIDs(c.ID, start) < 0 {
+				continue // before start, in start's own entry
+			}
+			out = append(out, c)
+		}
 	}
 	return out, nil
 }
@@ -171,22 +241,27 @@ func (r *Redis) Checkpoints(ctx context.Context, flow, run, start string, count 
 // GetCheckpoint returns one checkpoint with its state.
 func (r *Redis) GetCheckpoint(ctx context.Context, flow, run, id string) (*Checkpoint, error) {
 	k := FlowKeys(flow)
+	entry := entryOfID(id)
 	pipe := r.Client.Pipeline()
-	rng := pipe.XRange(ctx, k.Ckpt(run), id, id)
+	rng := pipe.XRange(ctx, k.Ckpt(run), entry, entry)
 	st := pipe.HGet(ctx, k.State(run), id)
 	_, _ = pipe.Exec(ctx)
 	msgs, err := rng.Result()
 	if err != nil {
 		return nil, err
 	}
-	if len(msgs) == 0 {
-		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("run %q has no checkpoint %q", run, id)}
+	for _, m := range msgs {
+		for _, c := range parseCheckpoints(m) {
+			if c.ID != id {
+				continue
+			}
+			if b, err := st.Bytes(); err == nil {
+				c.State = b
+			}
+			return &c, nil
+		}
 	}
-	c := parseCheckpoint(msgs[0])
-	if b, err := st.Bytes(); err == nil {
-		c.State = b
-	}
-	return &c, nil
+	return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("run %q has no checkpoint %q", run, id)}
 }
 
 // LoadState returns the state JSON of a checkpoint.
@@ -255,15 +330,16 @@ func (r *Redis) SaveTurn(ctx context.Context, a Activation, consumer string, tur
 
 // Turns returns the turns saved by earlier attempts of an activation, oldest first.
 func (r *Redis) Turns(ctx context.Context, a Activation) ([]json.RawMessage, error) {
-	msgs, err := r.Client.XRange(ctx, FlowKeys(a.Flow).Ckpt(a.Run), a.Ckpt, "+").Result()
+	msgs, err := r.Client.XRange(ctx, FlowKeys(a.Flow).Ckpt(a.Run), entryOfID(a.Ckpt), "+").Result()
 	if err != nil {
 		return nil, err
 	}
 	var out []json.RawMessage
 	for _, m := range msgs {
-		c := parseCheckpoint(m)
-		if c.Kind == KindTurn && c.Node == a.Node && c.Entry == a.ID {
-			out = append(out, c.Update)
+		for _, c := range parseCheckpoints(m) {
+			if c.Kind == KindTurn && c.Node == a.Node && c.Entry == a.ID {
+				out = append(out, c.Update)
+			}
 		}
 	}
 	return out, nil

@@ -28,8 +28,8 @@ type Commit struct {
 // CommitStep is one step of a commit.
 type CommitStep struct {
 	Node string
-	// Checkpoint is the step's checkpoint (Kind, Update, Output, Attempt, ...). Its Parent,
-	// when empty, is the checkpoint of the step before (for the first step: Act.Ckpt).
+	// Checkpoint is the step's checkpoint (Kind, Update, Output, Attempt, ...). The first
+	// step's Parent, when empty, is Act.Ckpt; each further step's is the step before.
 	Checkpoint Checkpoint
 	State      []byte
 	// Final is the value of an output node (part of the run's output), or nil.
@@ -77,18 +77,37 @@ func (c *Commit) keysArgs() ([]string, []any) {
 		}
 	}
 	evs, _ := json.Marshal(events)
-	args := make([]any, 0, 16+5*len(c.Steps)+4*len(c.Transitions))
+	first, last := c.Steps[0], c.Steps[len(c.Steps)-1]
+	parent := first.Checkpoint.Parent
+	if parent == "" {
+		parent = c.Act.Ckpt
+	}
+	args := make([]any, 0, 24+2*len(c.Steps)+4*len(c.Transitions))
 	args = append(args, Group, c.Consumer, c.Act.ID, run, strconv.FormatInt(nowMS(), 10), strconv.Itoa(c.MaxSteps),
 		strconv.FormatInt(int64(c.TTL/time.Second), 10), strconv.Itoa(c.KeepLast), strconv.Itoa(EventsMaxLen),
 		strconv.Itoa(c.Act.Depth), strconv.Itoa(c.Act.Depth+len(c.Steps)), strconv.Itoa(len(c.Steps)),
-		strconv.FormatInt(usage.InputTokens, 10), strconv.FormatInt(usage.OutputTokens, 10), evs)
-	for i, s := range c.Steps {
-		parent := s.Checkpoint.Parent
-		if i == 0 && parent == "" {
-			parent = c.Act.Ckpt
+		strconv.FormatInt(usage.InputTokens, 10), strconv.FormatInt(usage.OutputTokens, 10), evs,
+		first.Node, last.Node, parent, packedBody(c.Steps))
+	// Only the last step's state is stored: a fused step's state is the one before the
+	// commit with the steps' updates applied, and the engine computes it when someone
+	// asks. With keep_last, whose trimming may drop the state it would start from, every
+	// state is stored.
+	if c.KeepLast > 0 {
+		args = append(args, strconv.Itoa(len(c.Steps)))
+		for _, s := range c.Steps {
+			args = append(args, s.State)
 		}
-		args = append(args, s.Node, parent, s.Checkpoint.body(), s.State, bytesOrEmpty(s.Final))
+	} else {
+		args = append(args, "1", last.State)
 	}
+	var finals []any
+	for _, s := range c.Steps {
+		if s.Final != nil {
+			finals = append(finals, s.Node, s.Final)
+		}
+	}
+	args = append(args, strconv.Itoa(len(finals)/2))
+	args = append(args, finals...)
 	args = append(args, strconv.Itoa(len(c.Transitions)))
 	for _, t := range c.Transitions {
 		code, key, targs := t.op(c.Act.Flow)

@@ -38,13 +38,13 @@ func eventsFrom(flow string, m redis.XMessage) []Event {
 	}
 	var steps []stepEvent
 	_ = json.Unmarshal([]byte(s("data")), &steps)
-	ids := strings.Split(s("ckpt"), ",")
+	entry := s("ckpt") // the commit's checkpoint entry: step k's checkpoint is subID(entry, k, n)
 	first, _ := strconv.Atoi(s("step"))
 	out := make([]Event, 0, len(steps)+1)
 	for k, st := range steps {
 		ev := Event{ID: m.ID + "." + strconv.Itoa(k), Flow: flow, Type: "step", Run: s("run"), Node: st.Node, Data: st.Data, Step: first + k}
-		if k < len(ids) {
-			ev.Ckpt = ids[k]
+		if entry != "" {
+			ev.Ckpt = subID(entry, k, len(steps))
 		}
 		out = append(out, ev)
 	}

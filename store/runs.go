@@ -51,11 +51,13 @@ type Run struct {
 	Finished  *time.Time                 `json:"finished_at,omitempty"`
 	ParentRun string                     `json:"parent_run,omitempty"`
 	// Caller is the step that started this run as a subflow.
-	Caller     *RunCaller                 `json:"caller,omitempty"`
-	ParentCkpt string                     `json:"parent_checkpoint,omitempty"`
-	LastCkpt   string                     `json:"last_checkpoint,omitempty"`
-	Waits      map[string]json.RawMessage `json:"-"`
-	Webhook    string                     `json:"-"`
+	Caller     *RunCaller `json:"caller,omitempty"`
+	ParentCkpt string     `json:"parent_checkpoint,omitempty"`
+	LastCkpt   string     `json:"last_checkpoint,omitempty"`
+	// KeptFrom is, after keep_last trimmed the history, its oldest checkpoint kept.
+	KeptFrom string                     `json:"-"`
+	Waits    map[string]json.RawMessage `json:"-"`
+	Webhook  string                     `json:"-"`
 }
 
 func msTime(s string) time.Time {
@@ -85,6 +87,7 @@ func parseRun(flow, id string, h map[string]string) *Run {
 		r.Finished = &t
 	}
 	r.ParentRun, r.ParentCkpt, r.LastCkpt = h["parent_run"], h["parent_ckpt"], h["last_ckpt"]
+	r.KeptFrom = h["kept_from"]
 	r.Webhook = h["webhook"]
 	if h["caller_run"] != "" {
 		r.Caller = &RunCaller{Flow: h["caller_flow"], Run: h["caller_run"], Node: h["caller_node"]}

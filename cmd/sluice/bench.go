@@ -47,7 +47,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL; empty starts the embedded Redis (env REDIS_URL)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sluice bench [flags]\n\nDrives runs through a flow of no-op nodes and, in the same process against the same\n"+
-			"Redis, the same traffic through a bare go-redis XREADGROUP/MULTI(XADD, SET, XACK) loop,\nand prints both and their ratio.\n\nFlags:")
+			"Redis, the same runs through the fastest correct bare go-redis loop with as many stream hops\n"+
+			"as Sluice's commits (a reader per stage, one MULTI of SET, XADD and XACK per read batch),\nand prints both and their ratio.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if _, err := parseArgs(fs, args); err != nil {
@@ -79,13 +80,9 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "sluice bench: %d runs, %s, %d submitters, rate %s, state %d B, Redis %s\n",
 			o.Runs, shapeName(o), o.Submitters, rateName(o.Rate), o.StateBytes, rep.Redis)
 	}
-	steps := o.Nodes + 2
-	if o.Shape == "fork" {
-		steps = o.Branches + 3
-	}
 	if !*skipBare {
 		pad := []byte(strings.Repeat("x", o.StateBytes))
-		rep.Bare, err = rdb.BenchBare(ctx, store.BareOptions{Prefix: "sluicebench:" + engine.NewRunID(), Nodes: steps, Runs: o.Runs,
+		rep.Bare, err = rdb.BenchBare(ctx, store.BareOptions{Prefix: "sluicebench:" + engine.NewRunID(), Hops: engine.CommitsPerRun(o), Runs: o.Runs,
 			Submitters: o.Submitters, Rate: o.Rate, Payload: pad})
 		if err != nil {
 			return fmt.Errorf("bare loop: %w", err)

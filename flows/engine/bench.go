@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/store"
 )
@@ -133,7 +132,7 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 	}
 	keys := store.FlowKeys(id)
 	if !o.Keep {
-		defer deleteKeys(rdb, keys.Prefix()+"*")
+		defer rdb.DeleteKeys(context.Background(), keys.Prefix()+"*")
 	}
 
 	wctx, stopWorkers := context.WithCancel(ctx)
@@ -154,7 +153,8 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 			return nil, err
 		}
 		for i := 0; i < o.Procs; i++ {
-			cmd := exec.CommandContext(wctx, o.Binary, "worker", "--log-level", "error", "--redis", o.RedisURL, path)
+			// No result dispatcher: it would take the results the benchmark reads.
+			cmd := exec.CommandContext(wctx, o.Binary, "worker", "--log-level", "error", "--dispatch=false", "--redis", o.RedisURL, path)
 			cmd.Stderr = os.Stderr
 			if err := cmd.Start(); err != nil {
 				return nil, err
@@ -180,10 +180,7 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 	}
 	obs.step, obs.commit = store.Latencies{}, store.Latencies{}
 	obs.steps = 0
-	lastResult := "$"
-	if msgs, err := rdb.Client.XRevRangeN(ctx, keys.Results(), "+", "-", 1).Result(); err == nil && len(msgs) == 1 {
-		lastResult = msgs[0].ID
-	}
+	lastResult := rdb.LastResultID(ctx, id)
 
 	before := rdb.Stats(ctx)
 	var e2e store.Latencies
@@ -196,16 +193,16 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 		defer close(finished)
 		last, n := lastResult, 0
 		for n < o.Runs && ctx.Err() == nil {
-			res, err := rdb.Client.XRead(ctx, &redis.XReadArgs{Streams: []string{keys.Results(), last}, Count: 1000, Block: time.Second}).Result()
+			res, err := rdb.ResultsAfter(ctx, id, last, 1000, time.Second)
 			if err != nil {
 				continue
 			}
 			now := time.Now()
 			mu.Lock()
-			for _, m := range res[0].Messages {
+			for _, m := range res {
 				last = m.ID
-				run, _ := m.Values["run"].(string)
-				if m.Values["status"] != store.StatusSucceeded {
+				run := m.Run
+				if m.Status != store.StatusSucceeded {
 					failed++
 				}
 				if t, ok := submitted[run]; ok {
@@ -229,10 +226,9 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 		defer close(sampled)
 		for sampleCtx.Err() == nil {
 			var total int64
-			for _, n := range plan.NodeIDs() {
-				if p, err := rdb.Client.XPending(sampleCtx, keys.In(n), store.Group).Result(); err == nil {
-					total += p.Count
-				}
+			_, pending := rdb.NodeBacklog(sampleCtx, id, plan.NodeIDs())
+			for _, p := range pending {
+				total += p
 			}
 			maxPending = max(maxPending, total)
 			select {
@@ -294,40 +290,31 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 	}
 	f.Drained, f.Leftover = drained(ctx, rdb, id, plan.NodeIDs())
 	f.MaxPending = maxPending
-	f.DeadLetters, _ = rdb.Client.XLen(ctx, keys.Dead()).Result()
+	f.DeadLetters = rdb.DeadLetterCount(ctx, id)
 	return f, nil
 }
 
 // drained reports whether every node stream is empty with nothing pending.
 func drained(ctx context.Context, rdb *store.Redis, flow string, nodes []string) (bool, string) {
-	k := store.FlowKeys(flow)
+	length, pending := rdb.NodeBacklog(ctx, flow, nodes)
 	var left []string
-	for _, n := range nodes {
-		l, _ := rdb.Client.XLen(ctx, k.In(n)).Result()
-		p, _ := rdb.Client.XPending(ctx, k.In(n), store.Group).Result()
-		var pending int64
-		if p != nil {
-			pending = p.Count
-		}
-		if l != 0 || pending != 0 {
-			left = append(left, fmt.Sprintf("%s: length %d, pending %d", n, l, pending))
+	for i, n := range nodes {
+		if length[i] != 0 || pending[i] != 0 {
+			left = append(left, fmt.Sprintf("%s: length %d, pending %d", n, length[i], pending[i]))
 		}
 	}
 	return len(left) == 0, strings.Join(left, "; ")
 }
 
-func deleteKeys(rdb *store.Redis, pattern string) {
-	ctx := context.Background()
-	iter := rdb.Client.Scan(ctx, 0, pattern, 1000).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-		if len(keys) == 1000 {
-			rdb.Client.Unlink(ctx, keys...)
-			keys = keys[:0]
-		}
+// CommitsPerRun is how many commits (stream hops) one run of the benchmark flow takes:
+// with fusion, a linear flow of pure steps is one; without, one per node. A fork takes
+// its first step, one per branch, the join and the output.
+func CommitsPerRun(o BenchOptions) int {
+	switch {
+	case o.Shape == "fork":
+		return o.Branches + 3
+	case o.NoFuse || o.Sleep > 0:
+		return o.Nodes + 2
 	}
-	if len(keys) > 0 {
-		rdb.Client.Unlink(ctx, keys...)
-	}
+	return 1
 }

@@ -2,10 +2,10 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
@@ -151,7 +151,11 @@ func (e *Engine) Checkpoints(ctx context.Context, flow, run string) ([]store.Che
 		return nil, err
 	}
 	e.touch(ctx, r)
-	return e.rdb.Checkpoints(ctx, flow, run, "-", 0)
+	start := "-"
+	if r.KeptFrom != "" {
+		start = r.KeptFrom // keep_last trimmed what came before
+	}
+	return e.rdb.Checkpoints(ctx, flow, run, start, 0)
 }
 
 // Checkpoint returns one checkpoint of a run with the state after it.
@@ -161,30 +165,56 @@ func (e *Engine) Checkpoint(ctx context.Context, flow, run, id string) (*store.C
 		return nil, err
 	}
 	e.touch(ctx, r)
-	if !validStreamID(id) {
+	if !store.ValidStreamID(id) {
 		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("run %q has no checkpoint %q", run, id)}
 	}
-	return e.rdb.GetCheckpoint(ctx, flow, run, id)
-}
-
-// validStreamID accepts "123-4".
-func validStreamID(s string) bool {
-	ms, seq, ok := cut(s, '-')
-	if !ok {
-		return false
+	c, err := e.rdb.GetCheckpoint(ctx, flow, run, id)
+	if err != nil || c.State != nil || !c.IsState() {
+		return c, err
 	}
-	_, err1 := strconv.ParseUint(ms, 10, 64)
-	_, err2 := strconv.ParseUint(seq, 10, 64)
-	return err1 == nil && err2 == nil
+	// A step fused into a later one's commit: its state is not stored, but it is the state
+	// before the commit with the commit's updates up to this step applied.
+	if c.State, err = e.fusedState(ctx, r, id); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
-func cut(s string, sep byte) (string, string, bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == sep {
-			return s[:i], s[i+1:], true
+// fusedState recomputes the state after step id of a commit of fused steps: the stored
+// state the commit started from, with the updates of its steps up to id applied with the
+// run version's reducers, as the worker did.
+func (e *Engine) fusedState(ctx context.Context, r *store.Run, id string) ([]byte, error) {
+	plan, err := e.Plan(ctx, r.Flow, r.Version)
+	if err != nil {
+		return nil, err
+	}
+	steps, err := e.rdb.Checkpoints(ctx, r.Flow, r.ID, store.EntryOf(id), 1)
+	if err != nil || len(steps) == 0 {
+		return nil, err
+	}
+	base, err := e.rdb.LoadState(ctx, r.Flow, r.ID, steps[0].Parent)
+	if err != nil {
+		return nil, err
+	}
+	state, err := flows.DecodeState(base)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range steps {
+		if len(c.Update) > 0 {
+			upd, err := flows.DecodeState(c.Update)
+			if err != nil {
+				return nil, err
+			}
+			if state, err = plan.Reducers.Apply(state, upd); err != nil {
+				return nil, err
+			}
+		}
+		if c.ID == id {
+			return json.Marshal(state)
 		}
 	}
-	return s, "", false
+	return nil, &flows.Error{Code: flows.NotFound, Flow: r.Flow, Message: fmt.Sprintf("run %q has no checkpoint %q", r.ID, id)}
 }
 
 // Change is one difference between two states.

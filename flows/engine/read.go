@@ -38,7 +38,7 @@ func (w *Worker) ensureReaders() {
 // entries to ask each for. COUNT applies to every stream of a read, so a node is read
 // only when at least half of its capacity is free: reads stay large and no node goes
 // over its limit.
-func (w *Worker) readable(i int) ([]store.NodeRef, int) {
+func (w *Worker) readable(i int) (nodes []store.NodeRef, count int, busy bool) {
 	w.mu.Lock()
 	var all []store.NodeRef
 	limits := map[store.NodeRef]int{}
@@ -53,26 +53,31 @@ func (w *Worker) readable(i int) ([]store.NodeRef, int) {
 	w.mu.Unlock()
 	lo, hi := i*maxReadStreams, min((i+1)*maxReadStreams, len(all))
 	if lo >= hi {
-		return nil, 0
+		return nil, 0, false
 	}
-	var out []store.NodeRef
-	count := 64
+	count = 64
 	for _, r := range all[lo:hi] {
 		limit := limits[r]
 		free := limit - w.inflight.count(r.Flow, r.Node)
 		if free >= max(limit/2, 1) {
-			out = append(out, r)
+			nodes = append(nodes, r)
 			count = min(count, free)
+		} else {
+			busy = true
 		}
 	}
-	return out, count
+	return nodes, count, busy
 }
+
+// busyBlock is how long a read blocks while some node is left out of it for lack of
+// room: a blocking read cannot be told that room was made, so it must come back soon.
+const busyBlock = 20 * time.Millisecond
 
 // readLoop is reader i: it reads activations and starts their steps until ctx ends.
 func (w *Worker) readLoop(ctx context.Context, i int) {
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
-		nodes, count := w.readable(i)
+		nodes, count, busy := w.readable(i)
 		if len(nodes) == 0 {
 			// Nothing to read, or every node is busy: wait for a step to finish.
 			select {
@@ -82,7 +87,11 @@ func (w *Worker) readLoop(ctx context.Context, i int) {
 			}
 			continue
 		}
-		acts, err := w.e.rdb.ReadNodes(ctx, w.consumer, nodes, count, w.opts.Block)
+		block := w.opts.Block
+		if busy {
+			block = min(block, busyBlock)
+		}
+		acts, err := w.e.rdb.ReadNodes(ctx, w.consumer, nodes, count, block)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -164,16 +173,23 @@ func (w *Worker) start(a store.Activation, pre preloaded) {
 	if n != nil {
 		timeout = n.Timeout
 	}
-	if !w.inflight.add(a, timeout, !pure(n)) {
+	isPure := pure(n)
+	if !w.inflight.add(a, timeout, !isPure) {
 		// The sweeper claimed a step this worker is still running (its heartbeats did
 		// not get through); the running one will commit.
 		return
+	}
+	if isPure {
+		w.pureSem <- struct{}{} // the executor's bound: the reader waits for room
 	}
 	w.steps.Add(1)
 	go func() {
 		defer w.steps.Done()
 		defer w.poke()
 		defer w.inflight.remove(a)
+		if isPure {
+			defer func() { <-w.pureSem }()
+		}
 		if w.withRetries(a, pre, time.Now()) == outcomeLeft && w.ctx.Err() == nil {
 			// Redis could not take its commit or failure: the sweeper takes it back
 			// once it has been idle for claim_after.

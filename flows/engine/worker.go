@@ -47,10 +47,16 @@ type Worker struct {
 	gen     string // the version generation the served flows were loaded at
 	wake    chan struct{}
 	readers int
-	leftAt  time.Time // when a step was last left pending while the worker ran on
+	pureSem chan struct{} // one token per pure step in flight
+	leftAt  time.Time     // when a step was last left pending while the worker ran on
 	steps   sync.WaitGroup
 	bg      sync.WaitGroup
 }
+
+// maxPureSteps bounds the pure steps (jq, templates) a worker runs at once: they run on
+// goroutines beside the reader, so a slow one delays only itself, and this many of them
+// use every core.
+const maxPureSteps = 256
 
 // served is what a worker knows of one flow it serves.
 type served struct {
@@ -76,7 +82,7 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 		opts.Prune = 30 * time.Second
 	}
 	w := &Worker{e: e, opts: opts, consumer: e.consumerName(), inflight: newInflight(), served: map[string]*served{},
-		wake: make(chan struct{}, 1)}
+		wake: make(chan struct{}, 1), pureSem: make(chan struct{}, maxPureSteps)}
 	w.run = chain(component, w.withCancel, e.withAnnounce, withDeadline, withRecover)
 	w.runPure = chain(component, withDeadline, withRecover)
 	return w
@@ -203,6 +209,10 @@ func (w *Worker) load(ctx context.Context, ids []string) {
 			settings = p.Settings
 			for nid, n := range p.Nodes {
 				limits[nid] = n.Concurrency
+				if pure(n) {
+					// Pure steps are bounded by the worker's executor, not by their node.
+					limits[nid] = maxPureSteps
+				}
 			}
 		}
 		w.mu.Lock()

@@ -27,10 +27,14 @@
 --             each further one the single successor of the one before)
 -- ARGV[13], ARGV[14] -> input and output tokens the steps spent ("0" for none)
 -- ARGV[15] -> the steps' live events: a JSON array, one object per step
--- then, per step, 5 values:
---   node id; parent checkpoint id ("" for the step before); the checkpoint's packed
---   body (see store/checkpoints.go); the state JSON after the step; the JSON output of
---   a final (output) node, or ""
+-- ARGV[16], ARGV[17] -> the first and the last step's node ids
+-- ARGV[18] -> the parent checkpoint of the first step
+-- ARGV[19] -> the steps' checkpoints, packed (see store/checkpoints.go): one entry holds
+--             them all; step k of s gets the id "<entry>.<k-1>", the last the entry's id
+-- ARGV[20] -> m, the number of states: 1 (only the last step's: a fused step's state is
+--             computed from the updates when asked for) or s (each step's)
+-- ARGV[21 .. 20+m] -> the state JSON after the steps
+-- then f, the number of final (output node) values, then f pairs: node id, output JSON
 -- then t, the number of transitions, then each: an op code and its arguments.
 --   A KEY REF TOK             activate: an activation on KEYS[KEY] reading REF
 --   S BODY STATE              a fanout seed checkpoint after the last step; it becomes ref k
@@ -44,9 +48,9 @@
 --   A REF is "0" (the last step's checkpoint) or "k" (the k-th seed of this commit).
 --
 -- Events: one entry per commit, type "steps", its data the steps' events, its ckpt the
--- checkpoint ids comma-separated, its step the first step's number, and its node the
--- run's new status when it changed ("" otherwise). The store splits it into one event
--- per step (and one for the run) when reading.
+-- checkpoint entry's id, its step the first step's number, and its node the run's new
+-- status when it changed ("" otherwise). The store splits it into one event per step
+-- (and one for the run) when reading.
 --
 -- Returns {"ok", last checkpoint id, step number, live activations, run status}, or
 -- {"stale"} when the fence fails, {"dropped", status} for a cancelled or lost run,
@@ -106,13 +110,33 @@ local function finish(st)
   redis.call('DEL', KEYS[5])
   local keep = tonumber(ARGV[8])
   if keep > 0 then
-    local n = redis.call('XLEN', KEYS[3])
-    if n > keep then
-      local old = redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', n - keep)
-      for _, e in ipairs(old) do
-        redis.call('HDEL', KEYS[4], e[1])
-        redis.call('XDEL', KEYS[3], e[1])
+    -- Keep the last keep checkpoints. Entries older than the one that holds the oldest
+    -- of them go; in that entry (a packed commit), the states of the steps before it go,
+    -- and kept_from tells readers where the kept history starts.
+    local have = 0
+    for _, e in ipairs(redis.call('XREVRANGE', KEYS[3], '+', '-')) do
+      local f, cnt = e[2], 1
+      for j = 1, #f, 2 do
+        if f[j] == 'k' then cnt = tonumber(f[j + 1]) end
       end
+      local drop = 0
+      if have >= keep then
+        drop = cnt
+      elseif have + cnt > keep then
+        drop = have + cnt - keep -- this entry's oldest steps go; the first kept is sub-step drop
+        local cut = e[1] .. '.' .. drop
+        if drop == cnt - 1 then cut = e[1] end
+        set[#set + 1] = 'kept_from'; set[#set + 1] = cut
+      end
+      for q = 0, drop - 1 do
+        if q == cnt - 1 then
+          redis.call('HDEL', KEYS[4], e[1])
+        else
+          redis.call('HDEL', KEYS[4], e[1] .. '.' .. q)
+        end
+      end
+      if drop == cnt then redis.call('XDEL', KEYS[3], e[1]) end
+      have = have + cnt
     end
   end
 end
@@ -132,24 +156,28 @@ if depth > tonumber(ARGV[6]) then
   return {'max_steps', depth}
 end
 
--- The steps: a checkpoint and its state each.
-local i = 16
-local ckpt = ''
-local ids, states = {}, {}
-local node
+-- The steps: one checkpoint entry for all of them, a state each.
+local node = ARGV[17]
 local first = steps + 1
-for s = 1, nsteps do
-  node = ARGV[i]
-  local parent = ARGV[i + 1]
-  if parent == '' then parent = ckpt end
-  steps = steps + 1
-  ckpt = redis.call('XADD', KEYS[3], '*', 'n', node, 'p', parent, 'c', ARGV[i + 2], 's', tostring(steps), 't', now)
-  ids[s] = ckpt
-  states[#states + 1] = ckpt; states[#states + 1] = ARGV[i + 3]
-  if ARGV[i + 4] ~= '' then set[#set + 1] = 'out:' .. node; set[#set + 1] = ARGV[i + 4] end
-  i = i + 5
+steps = steps + nsteps
+local ckpt = redis.call('XADD', KEYS[3], '*', 'n', node, 'p', ARGV[18], 'c', ARGV[19], 'k', ARGV[12], 's', tostring(first), 't', now)
+local nstates = tonumber(ARGV[20])
+if nstates == 1 then
+  redis.call('HSET', KEYS[4], ckpt, ARGV[21])
+else
+  local states = {}
+  for k = 1, nstates - 1 do
+    states[#states + 1] = ckpt .. '.' .. (k - 1); states[#states + 1] = ARGV[20 + k]
+  end
+  states[#states + 1] = ckpt; states[#states + 1] = ARGV[20 + nstates]
+  redis.call('HSET', KEYS[4], unpack(states))
 end
-redis.call('HSET', KEYS[4], unpack(states))
+local i = 21 + nstates
+for _ = 1, tonumber(ARGV[i]) do
+  set[#set + 1] = 'out:' .. ARGV[i + 1]; set[#set + 1] = ARGV[i + 2]
+  i = i + 2
+end
+i = i + 1
 if ARGV[13] ~= '0' then redis.call('HINCRBY', KEYS[2], 'in_tokens', ARGV[13]) end
 if ARGV[14] ~= '0' then redis.call('HINCRBY', KEYS[2], 'out_tokens', ARGV[14]) end
 
@@ -187,7 +215,7 @@ for _ = 1, nt do
     redis.call('XADD', KEYS[tonumber(ARGV[i + 1])], '*', 'run', run, 'v', version, 'ckpt', ref(ARGV[i + 2]), 'tok', ARGV[i + 3], 'd', nextdepth)
     delta = delta + 1
   elseif op == 'S' then
-    local id = redis.call('XADD', KEYS[3], '*', 'n', node, 'p', ckpt, 'c', ARGV[i + 1], 's', tostring(steps), 't', now)
+    local id = redis.call('XADD', KEYS[3], '*', 'n', node, 'p', ckpt, 'c', ARGV[i + 1], 'k', '1', 's', tostring(steps), 't', now)
     redis.call('HSET', KEYS[4], id, ARGV[i + 2])
     refs[#refs + 1] = id
   elseif op == 'O' then
@@ -246,7 +274,7 @@ elseif live <= 0 then
 end
 local changed = ''
 if newstatus ~= status then changed = newstatus end
-redis.call('XADD', KEYS[6], 'MAXLEN', '~', maxlen, '*', 'type', 'steps', 'run', run, 'node', changed, 'data', ARGV[15], 'ckpt', table.concat(ids, ','), 'step', tostring(first))
+redis.call('XADD', KEYS[6], 'MAXLEN', '~', maxlen, '*', 'type', 'steps', 'run', run, 'node', changed, 'data', ARGV[15], 'ckpt', ckpt, 'step', tostring(first))
 redis.call('HSET', KEYS[2], unpack(set))
 if live <= 0 then expire_run() end
 return {'ok', ckpt, steps, live, newstatus}

@@ -30,7 +30,7 @@ redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
 redis.call('XDEL', KEYS[1], ARGV[3])
 if not status then return 'dropped' end
 if ARGV[7] ~= '' then
-  local id = redis.call('XADD', KEYS[3], '*', 'n', ARGV[5], 'p', ARGV[6], 'c', ARGV[7], 's', '', 't', ARGV[8])
+  local id = redis.call('XADD', KEYS[3], '*', 'n', ARGV[5], 'p', ARGV[6], 'c', ARGV[7], 'k', '1', 's', '', 't', ARGV[8])
   redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[10], '*', 'type', 'interrupted', 'run', ARGV[4], 'node', ARGV[5], 'data', '{}', 'ckpt', id, 'step', '')
 end
 local live = redis.call('HINCRBY', KEYS[2], 'live', -1)

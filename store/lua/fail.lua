@@ -59,7 +59,7 @@ local function event(kind, data)
   redis.call('XADD', KEYS[4], 'MAXLEN', '~', maxlen, '*', 'type', kind, 'run', run, 'node', node, 'data', data, 'ckpt', '', 'step', '')
 end
 
-redis.call('XADD', KEYS[6], '*', 'n', node, 'p', ARGV[12], 'c', ARGV[13], 's', '', 't', now)
+redis.call('XADD', KEYS[6], '*', 'n', node, 'p', ARGV[12], 'c', ARGV[13], 'k', '1', 's', '', 't', now)
 
 if ARGV[9] ~= '1' and deliveries < tonumber(ARGV[10]) then
   redis.call('HSET', KEYS[2], 'last_error', err, 'last_error_node', node, 'updated_at', now)

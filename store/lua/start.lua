@@ -23,7 +23,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return {'exists'} end
 if redis.call('EXISTS', KEYS[6]) == 0 then return {'no_version'} end
 local run, version, now = ARGV[1], ARGV[2], ARGV[3]
 
-local ckpt = redis.call('XADD', KEYS[2], '*', 'n', ARGV[6], 'p', ARGV[7], 'c', ARGV[8], 's', '0', 't', now)
+local ckpt = redis.call('XADD', KEYS[2], '*', 'n', ARGV[6], 'p', ARGV[7], 'c', ARGV[8], 'k', '1', 's', '0', 't', now)
 redis.call('HSET', KEYS[3], ckpt, ARGV[5])
 
 local fields = {'status', 'queued', 'version', version, 'created_at', now, 'updated_at', now,

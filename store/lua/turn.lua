@@ -20,6 +20,6 @@
 
 local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
 if #p == 0 or p[1][2] ~= ARGV[2] then return {'stale'} end
-local id = redis.call('XADD', KEYS[2], '*', 'n', ARGV[5], 'p', ARGV[6], 'c', ARGV[7], 's', '', 't', ARGV[9])
+local id = redis.call('XADD', KEYS[2], '*', 'n', ARGV[5], 'p', ARGV[6], 'c', ARGV[7], 'k', '1', 's', '', 't', ARGV[9])
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[10], '*', 'type', 'turn', 'run', ARGV[4], 'node', ARGV[5], 'data', ARGV[8], 'ckpt', id, 'step', '')
 return {'ok', id}
