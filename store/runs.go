@@ -240,6 +240,8 @@ type ckptMeta struct {
 	DurUS      int64    `json:"dur_us,omitempty"`
 	InTok      int64    `json:"in_tok,omitempty"`
 	OutTok     int64    `json:"out_tok,omitempty"`
+	CacheRead  int64    `json:"cr_tok,omitempty"`
+	CacheWrite int64    `json:"cw_tok,omitempty"`
 	StateBytes int      `json:"sbytes,omitempty"`
 	Worker     string   `json:"worker,omitempty"`
 	Entry      string   `json:"entry,omitempty"` // for turns: the activation they belong to
@@ -249,7 +251,7 @@ type ckptMeta struct {
 // time. Every checkpoint has the same fields, in the same order.
 func (c *Checkpoint) Fields() []string {
 	m := ckptMeta{Attempt: c.Attempt, Ports: c.Ports, Branches: c.Branches, DurUS: c.Duration.Microseconds(),
-		InTok: c.Usage.InputTokens, OutTok: c.Usage.OutputTokens, StateBytes: c.StateBytes, Worker: c.Worker}
+		InTok: c.Usage.InputTokens, OutTok: c.Usage.OutputTokens, CacheRead: c.Usage.CacheReadTokens, CacheWrite: c.Usage.CacheWriteTokens, StateBytes: c.StateBytes, Worker: c.Worker}
 	meta, _ := json.Marshal(m)
 	return []string{"node", c.Node, "kind", c.Kind, "parent", c.Parent, "update", string(c.Update), "output", string(c.Output), "m", string(meta)}
 }
@@ -271,7 +273,7 @@ func parseCheckpoint(m redis.XMessage) Checkpoint {
 	c.Attempt, c.Ports, c.Branches, c.Worker = meta.Attempt, meta.Ports, meta.Branches, meta.Worker
 	c.Duration = time.Duration(meta.DurUS) * time.Microsecond
 	c.DurationMS = float64(meta.DurUS) / 1000
-	c.Usage = flows.Usage{InputTokens: meta.InTok, OutputTokens: meta.OutTok}
+	c.Usage = flows.Usage{InputTokens: meta.InTok, OutputTokens: meta.OutTok, CacheReadTokens: meta.CacheRead, CacheWriteTokens: meta.CacheWrite}
 	c.StateBytes = meta.StateBytes
 	c.Time = msTime(s("ts"))
 	return c

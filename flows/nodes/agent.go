@@ -58,6 +58,7 @@ type Agent struct {
 	stream bool
 	as     string
 	ttl    time.Duration
+	budget budget
 }
 
 func newAgent(env *Env, b *flows.Build) (flows.Component, error) {
@@ -78,7 +79,7 @@ func newAgent(env *Env, b *flows.Build) (flows.Component, error) {
 		return nil, err
 	}
 	a := &Agent{env: env, model: p.modelConfig, max: p.MaxIterations, json: p.JSON || len(p.Schema) > 0, schema: p.Schema,
-		stream: p.Stream, as: p.As, ttl: nodeCacheTTL(b)}
+		stream: p.Stream, as: p.As, ttl: nodeCacheTTL(b), budget: newBudget(b)}
 	var err error
 	if p.System != "" {
 		if a.system, err = flows.ParseTemplate(p.System); err != nil {
@@ -184,7 +185,7 @@ func (a *Agent) Run(ctx context.Context, s *flows.Step) (*flows.Result, error) {
 		}
 		req := a.model.request()
 		req.Messages, req.Tools, req.JSON, req.Schema = msgs, defs, a.json, a.schema
-		reply, _, err := a.env.chat(ctx, s, req, chatOptions{component: "agent", stream: a.stream, cacheTTL: a.ttl})
+		reply, _, err := a.env.chat(ctx, s, req, chatOptions{component: "agent", stream: a.stream, cacheTTL: a.ttl, budget: a.budget})
 		if err != nil {
 			return nil, err
 		}

@@ -32,6 +32,15 @@ type Env struct {
 	Cache Cache
 	// Subflows runs other flows for the subflow component; nil makes subflow steps fail.
 	Subflows SubflowRunner
+	// Limiter shares providers' rate limits between processes (store.Limiter); nil
+	// ignores the providers' rate_limit.
+	Limiter RateLimiter
+	// Ledger keeps what model calls spent, for budgets (store.Ledger); nil keeps it in
+	// this process only.
+	Ledger SpendLedger
+	// MCPCommands are the commands the mcp component may start as stdio MCP servers
+	// (exact match of its command); empty: none.
+	MCPCommands []string
 	// Logger logs what components do (never secrets); nil discards.
 	Logger *slog.Logger
 	// LookupEnv reads the environment variables that {"$env": NAME} references name
@@ -73,6 +82,9 @@ func (e *Env) init() {
 		}
 		if e.Cache == nil {
 			e.Cache = &memoryCache{}
+		}
+		if e.Ledger == nil {
+			e.Ledger = &memoryLedger{}
 		}
 		if e.Logger == nil {
 			e.Logger = slog.New(slog.DiscardHandler)
