@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
@@ -80,7 +81,32 @@ func registry(env *nodes.Env) *flows.Registry { return nodes.NewRegistry(env) }
 // own that stops with ctx).
 func attach(ctx context.Context, env *nodes.Env, rdb *store.Redis, e *engine.Engine, lib *store.Library, workers ...*engine.Worker) {
 	env.Cache = store.NewCache(rdb)
+	env.Limiter = limiter{store.NewLimiter(rdb)}
+	env.Ledger = store.NewLedger(rdb)
 	sub := e.NewSubflows()
 	sub.Bind(ctx, lib, workers...)
 	env.Subflows = sub
+}
+
+// limiter is the store's rate limiter as the components see it.
+type limiter struct{ l *store.Limiter }
+
+func scopes(in []nodes.LimitScope) []store.LimitScope {
+	out := make([]store.LimitScope, len(in))
+	for i, s := range in {
+		out[i] = store.LimitScope{Model: s.Model, Window: s.Window, Requests: s.Requests, Tokens: s.Tokens}
+	}
+	return out
+}
+
+func (a limiter) Take(ctx context.Context, provider, model string, s []nodes.LimitScope, id string, tokens int64, lease time.Duration) (time.Duration, bool, error) {
+	return a.l.Take(ctx, provider, model, scopes(s), id, tokens, lease)
+}
+
+func (a limiter) Mark(ctx context.Context, provider string, s []nodes.LimitScope, id string, began bool, tokens int64) error {
+	return a.l.Mark(ctx, provider, scopes(s), id, began, tokens)
+}
+
+func (a limiter) Pause(ctx context.Context, provider, model string, d time.Duration) error {
+	return a.l.Pause(ctx, provider, model, d)
 }

@@ -120,6 +120,10 @@ type Reply struct {
 	ToolCalls []ToolCall
 	// Usage is reported; zero values report 10 prompt and 5 completion tokens.
 	PromptTokens, CompletionTokens int64
+	// CacheReadTokens and CacheWriteTokens are reported by the Anthropic server as
+	// cache_read_input_tokens and cache_creation_input_tokens (on top of PromptTokens,
+	// as Anthropic counts them).
+	CacheReadTokens, CacheWriteTokens int64
 	// Wait, when set, holds the answer until it is closed (or the request ends).
 	Wait chan struct{}
 }
