@@ -50,7 +50,8 @@ type Env struct {
 	initOnce sync.Once
 	flights  singleflight.Group
 	stats    cacheCounters
-	chats    sync.Map // provider name -> *chatClient
+	chats    sync.Map // provider name -> its SDK's service
+	mcps     sync.Map // MCP server identity -> *mcpConnection
 	guards   sync.Map // HTTP client per timeout
 }
 
@@ -95,6 +96,10 @@ func (e *Env) init() {
 	})
 }
 
+// Close releases what components hold open between steps: connections to MCP servers
+// (stdio servers are stopped).
+func (e *Env) Close() { e.closeMCP() }
+
 // Register adds every built-in component to reg.
 func Register(reg *flows.Registry, env *Env) {
 	if env == nil {
@@ -116,6 +121,7 @@ func Register(reg *flows.Registry, env *Env) {
 		httpSpec(env),
 		dataSpec(),
 		subflowSpec(env),
+		mcpSpec(env),
 	} {
 		reg.Register(s)
 	}

@@ -26,6 +26,7 @@ type Server struct {
 	queue   []Reply
 	respond func(Request) Reply
 	reqs    []Request
+	arrived chan struct{}
 }
 
 // Request is a chat completion request as the server received it.
@@ -141,7 +142,7 @@ func Error(status int, message string) Reply {
 
 // New starts a server that the test stops.
 func New(t testing.TB) *Server {
-	s := &Server{t: t}
+	s := &Server{t: t, arrived: make(chan struct{}, 10000)}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL + "/v1"
 	t.Cleanup(s.srv.Close)
@@ -168,6 +169,9 @@ func (s *Server) Requests() []Request {
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.reqs...)
 }
+
+// Arrived receives once for every request received (as it arrives, before its reply).
+func (s *Server) Arrived() <-chan struct{} { return s.arrived }
 
 // Calls is the number of requests received.
 func (s *Server) Calls() int {
@@ -203,6 +207,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
 	n := len(s.reqs)
+	select {
+	case s.arrived <- struct{}{}:
+	default:
+	}
 	var reply Reply
 	switch {
 	case len(s.queue) > 0:
