@@ -112,7 +112,7 @@ func TestAnthropicPromptCacheIsOverriddenPerNode(t *testing.T) {
 	env := anthropicEnv(srv)
 	for _, tc := range []struct{ param, want string }{
 		{`[]`, ""},
-		{`["tools"]`, ""}, // no tools here, so nothing is marked
+		{`["tools"]`, ""},                    // no tools here, so nothing is marked
 		{`["system", "messages"]`, "system"}, // one message only: nothing before it to cache
 	} {
 		srv.Reply(llmtest.Text("ok"))
@@ -160,11 +160,11 @@ func TestParseProvidersKnowsAnthropicRateLimitsAndPrices(t *testing.T) {
 		t.Errorf("parsed %s", b)
 	}
 	for body, want := range map[string]string{
-		`{"providers": {"x": {"type": "gemini", "base_url": "http://h"}}}`:                                                  `type "gemini"`,
-		`{"providers": {"x": {"base_url": "http://h", "rate_limit": {}}}}`:                                                  "give requests, tokens or models",
-		`{"providers": {"x": {"base_url": "http://h", "rate_limit": {"requests": 5, "per": "1ms"}}}}`:                       "not between 100ms and 24h",
+		`{"providers": {"x": {"type": "gemini", "base_url": "http://h"}}}`:                                                    `type "gemini"`,
+		`{"providers": {"x": {"base_url": "http://h", "rate_limit": {}}}}`:                                                    "give requests, tokens or models",
+		`{"providers": {"x": {"base_url": "http://h", "rate_limit": {"requests": 5, "per": "1ms"}}}}`:                         "not between 100ms and 24h",
 		`{"providers": {"x": {"base_url": "http://h", "rate_limit": {"models": {"m": {"models": {"n": {"requests": 1}}}}}}}}`: "no models of its own",
-		`{"providers": {"x": {"base_url": "http://h", "prices": {"m": {"input": -1}}}}}`:                                    "not negative",
+		`{"providers": {"x": {"base_url": "http://h", "prices": {"m": {"input": -1}}}}}`:                                      "not negative",
 	} {
 		if _, err := nodes.ParseProviders([]byte(body), env); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error saying %q", body, err, want)
