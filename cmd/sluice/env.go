@@ -18,8 +18,9 @@ import (
 
 // componentFlags are the settings of the components: LLM providers and the HTTP policy.
 type componentFlags struct {
-	providers string
-	httpAllow string
+	providers   string
+	httpAllow   string
+	mcpCommands string
 }
 
 // addComponentFlags registers --providers and --http-allow on fs.
@@ -29,6 +30,8 @@ func addComponentFlags(fs *flag.FlagSet) *componentFlags {
 		"JSON file of named LLM providers (env SLUICE_PROVIDERS); the provider \"default\" is OPENAI_BASE_URL with OPENAI_API_KEY")
 	fs.StringVar(&f.httpAllow, "http-allow", envOr("SLUICE_HTTP_ALLOW", ""),
 		"internal addresses the http component may reach, e.g. 10.0.0.0/8,127.0.0.1:8080 (env SLUICE_HTTP_ALLOW); all others are refused")
+	fs.StringVar(&f.mcpCommands, "mcp-commands", envOr("SLUICE_MCP_COMMANDS", ""),
+		"commands the mcp component may start as stdio MCP servers, comma-separated, e.g. npx,/usr/local/bin/github-mcp-server (env SLUICE_MCP_COMMANDS); none by default")
 	return f
 }
 
@@ -70,7 +73,13 @@ func (f *componentFlags) env(log *slog.Logger) (*nodes.Env, error) {
 	}
 	sort.Strings(names)
 	log.Debug("components", "providers", strings.Join(names, "; "), "http_allow", f.httpAllow)
-	return &nodes.Env{Providers: providers, HTTP: &nodes.HTTPPolicy{Allow: allow}, Logger: log}, nil
+	var commands []string
+	for _, c := range strings.Split(f.mcpCommands, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			commands = append(commands, c)
+		}
+	}
+	return &nodes.Env{Providers: providers, HTTP: &nodes.HTTPPolicy{Allow: allow}, Logger: log, MCPCommands: commands}, nil
 }
 
 // registry is the component registry of the binary, built with env (nil: defaults).

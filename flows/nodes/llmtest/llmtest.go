@@ -4,6 +4,7 @@
 package llmtest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -127,6 +128,10 @@ type Reply struct {
 	CacheReadTokens, CacheWriteTokens int64
 	// Wait, when set, holds the answer until it is closed (or the request ends).
 	Wait chan struct{}
+	// Hold, when set, pauses a streamed answer after HoldAfter pieces of its content
+	// until it is closed (or the request ends).
+	Hold      chan struct{}
+	HoldAfter int
 }
 
 // Text is a reply with content.
@@ -248,7 +253,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Write([]byte(reply.Body))
 	case req.Stream:
-		s.stream(w, req, reply, n)
+		s.stream(r.Context(), w, req, reply, n)
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		b, _ := json.Marshal(completion(reply, req, n))
@@ -287,7 +292,7 @@ func completion(r Reply, req Request, n int) map[string]any {
 // stream answers as server-sent events: the content a few characters per chunk, each
 // tool call's name first and its arguments in two pieces, the finish reason, then the
 // usage when the request asked for it.
-func (s *Server) stream(w http.ResponseWriter, req Request, r Reply, n int) {
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, req Request, r Reply, n int) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl, _ := w.(http.Flusher)
 	send := func(choices []any, extra map[string]any) {
@@ -305,7 +310,14 @@ func (s *Server) stream(w http.ResponseWriter, req Request, r Reply, n int) {
 		return []any{map[string]any{"index": 0, "delta": d, "finish_reason": finish}}
 	}
 	send(delta(map[string]any{"role": "assistant", "content": ""}, nil), nil)
-	for _, piece := range Pieces(r.Content) {
+	for i, piece := range Pieces(r.Content) {
+		if r.Hold != nil && i == r.HoldAfter {
+			select {
+			case <-r.Hold:
+			case <-ctx.Done():
+				return
+			}
+		}
 		send(delta(map[string]any{"content": piece}, nil), nil)
 	}
 	for i, c := range r.ToolCalls {
