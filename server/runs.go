@@ -61,6 +61,10 @@ type RunView struct {
 	Waiting      map[string]WaitView `json:"waiting,omitempty"`
 	HasWebhook   bool                `json:"has_webhook,omitempty"`
 	StorageBytes int64               `json:"storage_bytes,omitempty"`
+	// Spend is what the run's model calls spent (failed attempts too), and Budget its
+	// flow's caps; only on GET of one run.
+	Spend  *flows.Spend  `json:"spend,omitempty"`
+	Budget *flows.Budget `json:"budget,omitempty"`
 }
 
 // WaitView is an approval a run waits at.
@@ -317,6 +321,14 @@ func (s *Server) getRun(c echo.Context) error {
 	}
 	v := viewRun(info.Run)
 	v.StorageBytes = info.StorageBytes
+	if s.rdb != nil {
+		if spend, err := s.rdb.RunSpend(ctx, flow, run); err == nil && spend.Tokens > 0 {
+			v.Spend = &spend
+		}
+		if p, err := s.runs().Plan(ctx, flow, info.Run.Version); err == nil {
+			v.Budget = p.Settings.Budget
+		}
+	}
 	return c.JSON(http.StatusOK, v)
 }
 
