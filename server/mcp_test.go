@@ -3,12 +3,14 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sluicehq/sluice/flows/nodes"
@@ -102,14 +104,18 @@ func TestMCPClientListsFlowsAsToolsAndCallsOne(t *testing.T) {
 	if sc, _ := res.StructuredContent.(map[string]any); sc["greeting"] != "HELLO, ADA!" {
 		t.Errorf("structured content %v", res.StructuredContent)
 	}
-	mu.Lock()
-	got := strings.Join(notes, "; ")
-	mu.Unlock()
-	for _, want := range []string{"node greet done", "node shout done"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("progress notifications %q do not say %q", got, want)
+	// The client handles notifications apart from the result: they may come after it.
+	eventually(t, 5*time.Second, func() string {
+		mu.Lock()
+		got := strings.Join(notes, "; ")
+		mu.Unlock()
+		for _, want := range []string{"node greet done", "node shout done"} {
+			if !strings.Contains(got, want) {
+				return fmt.Sprintf("progress notifications %q do not say %q", got, want)
+			}
 		}
-	}
+		return ""
+	})
 
 	// Input the flow's schema refuses is the tool's error.
 	res, err = s2.CallTool(context.Background(), &mcp.CallToolParams{Name: linear, Arguments: map[string]any{"nom": "Ada"}})
