@@ -15,7 +15,9 @@ import (
 func TestRunThatCrossesItsTokenBudgetFailsAtTheCrossingStep(t *testing.T) {
 	r := storetest.Real(t)
 	model := llmtest.New(t)
-	model.Respond(func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "ok", PromptTokens: 10, CompletionTokens: 5} })
+	model.Respond(func(llmtest.Request) llmtest.Reply {
+		return llmtest.Reply{Content: "ok", PromptTokens: 10, CompletionTokens: 5}
+	})
 	env := model.Env(0)
 	env.Ledger = store.NewLedger(r)
 	a := newAPIWith(t, r, env)
