@@ -23,7 +23,7 @@ type componentFlags struct {
 	mcpCommands string
 }
 
-// addComponentFlags registers --providers and --http-allow on fs.
+// addComponentFlags registers --providers, --http-allow and --mcp-commands on fs.
 func addComponentFlags(fs *flag.FlagSet) *componentFlags {
 	f := &componentFlags{}
 	fs.StringVar(&f.providers, "providers", envOr("SLUICE_PROVIDERS", ""),
