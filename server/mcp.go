@@ -62,18 +62,32 @@ func newMCPServer(g *gateway, version string) *mcp.Server {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
 	m := &mcpFlows{g: g, srv: srv, known: map[string]string{}}
-	// The tools follow the library: before every listing and call, flows added,
-	// changed, removed or no longer offered are brought up to date.
+	// The tools follow the library: before every listing (and a call of a tool not
+	// offered yet), flows added, changed, removed or no longer offered are brought up
+	// to date. A call of a known flow runs its saved file as it is now anyway.
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/list" || method == "tools/call" {
+			switch method {
+			case "tools/list":
 				m.sync(ctx)
+			case "tools/call":
+				if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && !m.offers(p.Name) {
+					m.sync(ctx)
+				}
 			}
 			return next(ctx, method, req)
 		}
 	})
 	m.sync(context.Background())
 	return srv
+}
+
+// offers reports whether flow is offered as a tool now.
+func (m *mcpFlows) offers(flow string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.known[flow]
+	return ok
 }
 
 // sync adds, replaces and removes tools so they are the library's offered flows.
@@ -135,6 +149,9 @@ func (m *mcpFlows) handler(flow string, wrapped bool) mcp.ToolHandler {
 		plan, err := m.g.plan(ctx, flow)
 		if err != nil {
 			return toolError(fmt.Sprintf("flow %s: %v", flow, err)), nil
+		}
+		if plan.Doc == nil || !plan.Doc.Settings.MCP {
+			return toolError(fmt.Sprintf("flow %s is no longer offered over MCP", flow)), nil
 		}
 		input := req.Params.Arguments
 		if len(input) == 0 {

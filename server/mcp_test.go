@@ -169,3 +169,26 @@ func TestInspectorListsAnMCPNodesTools(t *testing.T) {
 		t.Errorf("a command not allowed: %+v", e)
 	}
 }
+
+// A flow saved without mcp after it was listed is not run any more.
+func TestMCPStopsOfferingAFlowThatTurnedMCPOff(t *testing.T) {
+	a := newAPI(t, storetest.Embedded(t))
+	id, doc := a.flowDoc("linear", mcpOn)
+	a.must(http.StatusCreated, "PUT", "/api/flows/"+id, doc)
+	s := a.mcpClient(nil)
+	if _, err := s.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	var d map[string]any
+	json.Unmarshal(doc, &d)
+	delete(d, "settings")
+	a.must(http.StatusOK, "PUT", "/api/flows/"+id, d)
+	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: id, Arguments: map[string]any{"name": "Ada"}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "no longer offered") {
+		t.Errorf("calling a flow no longer offered: %v %+v", err, res)
+	}
+	tools, err := s.ListTools(context.Background(), nil)
+	if err != nil || len(tools.Tools) != 0 {
+		t.Errorf("tools after turning mcp off: %v %v", tools, err)
+	}
+}
