@@ -203,7 +203,12 @@ func runResult(r *store.Run) *mcp.CallToolResult {
 		if out == nil {
 			out = json.RawMessage("null")
 		}
-		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: answerText(out)}}}
+		text := string(out)
+		var str string
+		if json.Unmarshal(out, &str) == nil {
+			text = str
+		}
+		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 		var obj map[string]any
 		if json.Unmarshal(out, &obj) == nil {
 			res.StructuredContent = obj
