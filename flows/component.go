@@ -96,13 +96,22 @@ type Wait struct {
 	OnTimeout string `json:"on_timeout,omitempty"`
 }
 
-// Usage is token usage of one step or a whole run.
+// Usage is token usage of one step or a whole run. InputTokens counts every prompt
+// token, cached ones included; CacheReadTokens and CacheWriteTokens say how many of them
+// a provider with prompt caching (Anthropic) read from or wrote to its cache. Runs total
+// only input and output tokens; the cache figures are kept per step.
 type Usage struct {
-	InputTokens  int64 `json:"input_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
+	InputTokens      int64 `json:"input_tokens"`
+	OutputTokens     int64 `json:"output_tokens"`
+	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
 }
 
 // Add returns the sum of two usages.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens}
+	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens,
+		u.CacheReadTokens + o.CacheReadTokens, u.CacheWriteTokens + o.CacheWriteTokens}
 }
+
+// Total is input plus output tokens.
+func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens }

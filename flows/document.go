@@ -39,6 +39,26 @@ type Settings struct {
 	CheckpointTTL Duration `json:"checkpoint_ttl,omitzero"`
 	KeepLast      int      `json:"keep_last,omitempty"`
 	MaxStateBytes int      `json:"max_state_bytes,omitempty"`
+	// Budget caps what the flow's model calls may spend; nil: no cap.
+	Budget *Budget `json:"budget,omitempty"`
+	// MCP offers the flow as a tool to MCP clients (sluice mcp, /mcp on serve).
+	MCP bool `json:"mcp,omitempty"`
+}
+
+// Budget caps what a flow's model calls spend, per run and per flow per UTC day, in
+// tokens (input and output) and, where the provider has prices, in US dollars. Zero
+// fields are no cap. A model step that takes a run over its budget fails for good.
+type Budget struct {
+	RunTokens int64   `json:"run_tokens,omitempty"`
+	RunUSD    float64 `json:"run_usd,omitempty"`
+	DayTokens int64   `json:"day_tokens,omitempty"`
+	DayUSD    float64 `json:"day_usd,omitempty"`
+}
+
+// Spend is what model calls spent: tokens, and dollars where the provider has prices.
+type Spend struct {
+	Tokens int64   `json:"tokens"`
+	USD    float64 `json:"usd"`
 }
 
 // Hard limits of settings, checked at validation.

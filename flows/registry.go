@@ -253,3 +253,19 @@ func (s *Spec) WithDefaults(params json.RawMessage) (json.RawMessage, error) {
 	}
 	return json.Marshal(p)
 }
+
+// CheckParams checks a node's params (with defaults applied) against the spec's schema,
+// as validation does, and returns the first problem as an Invalid error at its path.
+func (s *Spec) CheckParams(params json.RawMessage) error {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(params))
+	if err != nil {
+		return &Error{Code: Invalid, Path: "params", Message: "params are not JSON: " + err.Error()}
+	}
+	if err := s.schema.Validate(v); err != nil {
+		if probs := schemaProblems(err, []string{"params"}); len(probs) > 0 {
+			return &Error{Code: Invalid, Path: probs[0].Path, Message: probs[0].Message}
+		}
+		return &Error{Code: Invalid, Path: "params", Message: err.Error()}
+	}
+	return nil
+}

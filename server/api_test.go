@@ -514,7 +514,8 @@ func TestOpenAPIDocumentNamesEveryRoute(t *testing.T) {
 	seen := map[string]bool{}
 	for _, rt := range routes {
 		method, path, _ := strings.Cut(rt, " ")
-		if !strings.HasPrefix(path, "/api/") && !strings.HasPrefix(path, "/hooks/") && path != "/ws" && path != "/healthz" && path != "/readyz" && path != "/metrics" {
+		if !strings.HasPrefix(path, "/api/") && !strings.HasPrefix(path, "/hooks/") && !strings.HasPrefix(path, "/v1/") &&
+			path != "/mcp" && path != "/ws" && path != "/healthz" && path != "/readyz" && path != "/metrics" {
 			continue // pages and their assets are not the API
 		}
 		p := openAPIPath(path)

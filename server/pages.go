@@ -361,6 +361,7 @@ func (s *Server) runPage(c echo.Context) error {
 	if info.StorageBytes > 0 {
 		r.Storage = bytesText(info.StorageBytes)
 	}
+	r.Budget = s.budgetOf(ctx, flow, run)
 	nodes := make([]string, 0, len(run.Waits))
 	for n := range run.Waits {
 		nodes = append(nodes, n)
@@ -552,4 +553,40 @@ func bytesText(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
 	}
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
+
+// budgetOf is what the run spent on models against its flow's budget, nil when it spent
+// nothing and has no budget.
+func (s *Server) budgetOf(ctx context.Context, flow string, run *store.Run) *pages.Budget {
+	if s.rdb == nil {
+		return nil
+	}
+	spend, err := s.rdb.RunSpend(ctx, flow, run.ID)
+	if err != nil {
+		return nil
+	}
+	var b *flows.Budget
+	if p, err := s.runs().Plan(ctx, flow, run.Version); err == nil {
+		b = p.Settings.Budget
+	}
+	if b == nil && spend.Tokens == 0 {
+		return nil
+	}
+	if b == nil {
+		b = &flows.Budget{}
+	}
+	line := func(what, spent string, used, limit float64, limitText string) pages.BudgetLine {
+		l := pages.BudgetLine{What: what, Spent: spent}
+		if limit > 0 {
+			l.Limit, l.Percent, l.Over = limitText, int(min(used/limit*100, 100)), used > limit
+		}
+		return l
+	}
+	out := &pages.Budget{Lines: []pages.BudgetLine{
+		line("tokens", fmt.Sprint(spend.Tokens), float64(spend.Tokens), float64(b.RunTokens), fmt.Sprint(b.RunTokens)),
+	}}
+	if spend.USD > 0 || b.RunUSD > 0 {
+		out.Lines = append(out.Lines, line("dollars", fmt.Sprintf("$%.4f", spend.USD), spend.USD, b.RunUSD, fmt.Sprintf("$%.4f", b.RunUSD)))
+	}
+	return out
 }

@@ -38,9 +38,18 @@ func (s *Server) routes() {
 	auth.GET("/flows/:flow/runs/:run", s.runPage)
 	auth.GET("/queues", s.queuesPage)
 
+	// Flows as MCP tools (mcp.go) and as OpenAI-compatible models (openai.go).
+	mcpHandler := s.mcpHandler()
+	auth.GET("/mcp", mcpHandler)
+	auth.POST("/mcp", mcpHandler)
+	auth.DELETE("/mcp", mcpHandler)
+	auth.GET("/v1/models", s.listModels)
+	auth.POST("/v1/chat/completions", s.chatCompletions, s.requireJSON())
+
 	api := auth.Group("/api", s.requireJSON())
 	api.GET("/openapi.json", s.openAPI)
 	api.GET("/components", s.listComponents)
+	api.POST("/mcp/tools", s.listMCPTools)
 
 	api.GET("/flows", s.listFlows)
 	api.POST("/flows", s.importFlow)

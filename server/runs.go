@@ -61,6 +61,10 @@ type RunView struct {
 	Waiting      map[string]WaitView `json:"waiting,omitempty"`
 	HasWebhook   bool                `json:"has_webhook,omitempty"`
 	StorageBytes int64               `json:"storage_bytes,omitempty"`
+	// Spend is what the run's model calls spent (failed attempts too), and Budget its
+	// flow's caps; only on GET of one run.
+	Spend  *flows.Spend  `json:"spend,omitempty"`
+	Budget *flows.Budget `json:"budget,omitempty"`
 }
 
 // WaitView is an approval a run waits at.
@@ -177,17 +181,22 @@ func checkWebhook(u string) error {
 // planFor is the plan a new run of flow starts on: a pinned version, else the saved
 // file, else (no file here: workers elsewhere published it) the current version.
 func (s *Server) planFor(ctx context.Context, flow, version string) (*flows.Plan, error) {
+	return planFor(ctx, s.library, s.runs(), &s.plans, flow, version)
+}
+
+// planFor is Server.planFor for anything that runs library flows (the MCP server too).
+func planFor(ctx context.Context, lib *store.Library, eng runEngine, plans *planCache, flow, version string) (*flows.Plan, error) {
 	if version != "" {
-		return s.runs().Plan(ctx, flow, version)
+		return eng.Plan(ctx, flow, version)
 	}
-	doc, err := s.library.Load(flow)
+	doc, err := lib.Load(flow)
 	if err == nil {
-		plan, cerr := s.plans.compile(s.runs(), flow, doc)
+		plan, cerr := plans.compile(eng, flow, doc)
 		if cerr == nil {
 			return plan, nil
 		}
 		// The file has errors: its last good version keeps running, if there is one.
-		if p, perr := s.runs().CurrentPlan(ctx, flow); perr == nil {
+		if p, perr := eng.CurrentPlan(ctx, flow); perr == nil {
 			return p, nil
 		}
 		return nil, cerr
@@ -195,7 +204,7 @@ func (s *Server) planFor(ctx context.Context, flow, version string) (*flows.Plan
 	if flows.ErrorCode(err) != flows.NotFound {
 		return nil, err
 	}
-	p, perr := s.runs().CurrentPlan(ctx, flow)
+	p, perr := eng.CurrentPlan(ctx, flow)
 	if flows.ErrorCode(perr) == flows.NotFound {
 		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: "no such flow"}
 	}
@@ -312,6 +321,14 @@ func (s *Server) getRun(c echo.Context) error {
 	}
 	v := viewRun(info.Run)
 	v.StorageBytes = info.StorageBytes
+	if s.rdb != nil {
+		if spend, err := s.rdb.RunSpend(ctx, flow, run); err == nil && spend.Tokens > 0 {
+			v.Spend = &spend
+		}
+		if p, err := s.runs().Plan(ctx, flow, info.Run.Version); err == nil {
+			v.Budget = p.Settings.Budget
+		}
+	}
 	return c.JSON(http.StatusOK, v)
 }
 

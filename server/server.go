@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/server/live"
 	"github.com/sluicehq/sluice/store"
@@ -63,6 +65,16 @@ type Deps struct {
 	// Metrics, when nil, is a new set; pass the one given to the engine as its
 	// Observer so that step metrics show.
 	Metrics *Metrics
+	// MCPTools lists the tools of an mcp node's server for the editor's inspector
+	// (nodes.Env); nil: the inspector cannot list them.
+	MCPTools MCPToolLister
+	// Version is the build's version, reported to MCP clients.
+	Version string
+}
+
+// MCPToolLister lists the tools an mcp node with these params offers.
+type MCPToolLister interface {
+	MCPTools(ctx context.Context, params json.RawMessage) ([]flows.ToolDef, error)
 }
 
 // Server is the Echo app with its dependencies.
@@ -79,6 +91,8 @@ type Server struct {
 	hub     *live.Hub
 	limiter *failLimiter
 	plans   planCache
+	mcp     *mcp.Server
+	tools   MCPToolLister
 }
 
 // New builds the server; it does not listen until Run.
@@ -112,6 +126,10 @@ func New(cfg Config, d Deps) *Server {
 	if d.Redis != nil {
 		s.hub = live.NewHub(d.Redis, cfg.Logger)
 		s.metrics.watchQueues(d.Redis)
+	}
+	s.tools = d.MCPTools
+	if d.Engine != nil && d.Library != nil {
+		s.mcp = newMCPServer(s.gateway(), d.Version)
 	}
 	e := echo.New()
 	e.HideBanner = true

@@ -78,6 +78,8 @@ type ckptBody struct {
 	DurUS      int64           `json:"us,omitempty"`
 	InTok      int64           `json:"in,omitempty"`
 	OutTok     int64           `json:"out,omitempty"`
+	CacheRead  int64           `json:"cr,omitempty"`
+	CacheWrite int64           `json:"cw,omitempty"`
 	StateBytes int             `json:"sb,omitempty"`
 	Worker     string          `json:"w,omitempty"`
 	Entry      string          `json:"x,omitempty"`
@@ -86,7 +88,8 @@ type ckptBody struct {
 func (c *Checkpoint) toBody() ckptBody {
 	return ckptBody{Kind: c.Kind, Update: c.Update, Output: c.Output, Error: c.Error, Attempt: c.Attempt,
 		Ports: c.Ports, Branches: c.Branches, DurUS: c.Duration.Microseconds(), InTok: c.Usage.InputTokens,
-		OutTok: c.Usage.OutputTokens, StateBytes: c.StateBytes, Worker: c.Worker, Entry: c.Entry}
+		OutTok: c.Usage.OutputTokens, CacheRead: c.Usage.CacheReadTokens, CacheWrite: c.Usage.CacheWriteTokens,
+		StateBytes: c.StateBytes, Worker: c.Worker, Entry: c.Entry}
 }
 
 // body encodes the checkpoint's packed field.
@@ -114,7 +117,7 @@ func (c *Checkpoint) fromBody(b ckptBody) {
 	c.Ports, c.Branches, c.Worker, c.Entry, c.StateBytes = b.Ports, b.Branches, b.Worker, b.Entry, b.StateBytes
 	c.Duration = time.Duration(b.DurUS) * time.Microsecond
 	c.DurationMS = float64(b.DurUS) / 1000
-	c.Usage = flows.Usage{InputTokens: b.InTok, OutputTokens: b.OutTok}
+	c.Usage = flows.Usage{InputTokens: b.InTok, OutputTokens: b.OutTok, CacheReadTokens: b.CacheRead, CacheWriteTokens: b.CacheWrite}
 }
 
 // The fields of a checkpoint stream entry.

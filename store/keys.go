@@ -85,3 +85,29 @@ func (k Keys) Lock(key string) string { return k.prefix + "lock:" + key }
 func (k Keys) RunKeys(run string) []string {
 	return []string{k.Run(run), k.Ckpt(run), k.State(run), k.Frames(run)}
 }
+
+// LimitKeys names the keys of one LLM provider's shared rate limits. They are not a
+// flow's: every flow that calls the provider shares them. All of them carry the hash tag
+// {rl:PROVIDER}, so one script checks a provider's limit and a model's own at once.
+type LimitKeys struct{ prefix string }
+
+// ProviderLimitKeys returns the rate-limit key names of provider.
+func ProviderLimitKeys(provider string) LimitKeys {
+	return LimitKeys{prefix: "sluice:{rl:" + provider + "}:"}
+}
+
+// Slots is a scope's sorted set of request slots ("" is the provider's own limit, else a
+// model's).
+func (k LimitKeys) Slots(model string) string { return k.prefix + "slots:" + model }
+
+// Tokens is a scope's hash of the tokens each slot took.
+func (k LimitKeys) Tokens(model string) string { return k.prefix + "tokens:" + model }
+
+// Pause holds when a model of the provider may be called again after a 429.
+func (k LimitKeys) Pause(model string) string { return k.prefix + "pause:" + model }
+
+// Spend is the hash of what a run has spent on models: tokens, micro-dollars.
+func (k Keys) Spend(run string) string { return k.prefix + "spend:" + run }
+
+// SpendDay is the hash of what the flow spent on models on one UTC day (2006-01-02).
+func (k Keys) SpendDay(day string) string { return k.prefix + "spend-day:" + day }

@@ -5,11 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/sluicehq/sluice/flows/nodes/llmtest"
+	"github.com/sluicehq/sluice/flows/nodes/mcptest"
 )
 
 // fakeModel answers like a model that follows the examples' prompts: the classifier
@@ -30,6 +32,8 @@ func fakeModel(t *testing.T) (*llmtest.Server, func() []string) {
 				return llmtest.Text("Code.")
 			}
 			return llmtest.Text("billing") // not a route: the default port
+		case slices.Contains(r.ToolNames(), "lookup_order") && last.Role != "tool":
+			return llmtest.Calls(llmtest.Call("call_1", "lookup_order", `{"id": "A-1"}`))
 		case len(r.Tools) > 0 && last.Role != "tool":
 			query := ".context.tables.orders"
 			switch {
@@ -63,10 +67,11 @@ func fakeModel(t *testing.T) (*llmtest.Server, func() []string) {
 	}
 }
 
-func runExample(t *testing.T, srv *llmtest.Server, name, input string) (string, error) {
+func runExample(t *testing.T, srv *llmtest.Server, name, input string, env ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command(binary, "run", filepath.Join("..", "..", "flows", "examples", name+".json"), "--input", input)
 	cmd.Env = append(os.Environ(), "REDIS_URL=", "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY=test-key", "SLUICE_PROVIDERS=")
+	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.Output()
 	return strings.TrimSpace(string(out)), err
 }
@@ -102,6 +107,34 @@ func TestRunSupportExampleRoutesByTheModelsClassification(t *testing.T) {
 	for _, r := range srv.Requests() {
 		if r.Authorization != "Bearer test-key" {
 			t.Fatalf("a request carried %q, want the key from OPENAI_API_KEY", r.Authorization)
+		}
+	}
+}
+
+// The support example's MCP variant: the database agent looks the order up with the
+// MCP server's tool.
+func TestRunSupportExampleWithAnMCPToolServer(t *testing.T) {
+	srv, toolResults := fakeModel(t)
+	orders := mcptest.StartHTTP(t)
+	in := `{"ticket": "The report query on orders A-1 is slow", "context": {"tables": {"orders": {"rows": 120000000, "indexes": ["id"]}}}}`
+	out, err := runExample(t, srv, "support-mcp", in, "SUPPORT_MCP_URL="+orders.URL, "SLUICE_HTTP_ALLOW=127.0.0.1")
+	if err != nil {
+		t.Fatalf("sluice run: %v\n%s", err, stderrOf(err))
+	}
+	if want := `{"intent":"database","reply":"[database] Add an index on orders.created_at; the table has no index for the report's filter."}`; out != want {
+		t.Errorf("output %s\nwant   %s", out, want)
+	}
+	if orders.Calls("lookup_order") != 1 {
+		t.Errorf("the MCP server's lookup_order was called %d times, want once", orders.Calls("lookup_order"))
+	}
+	got := toolResults()
+	if len(got) != 1 || !strings.Contains(got[0], `"id":"A-1"`) || !strings.Contains(got[0], `"status":"report slow"`) {
+		t.Errorf("the agent got %q from its tool, want the MCP server's order", got)
+	}
+	// Only the allowed tool was offered.
+	for _, r := range srv.Requests() {
+		if names := r.ToolNames(); slices.Contains(names, "lookup_order") && len(names) != 2 {
+			t.Errorf("the database agent was offered %v, want lookup_order and query_ticket", names)
 		}
 	}
 }

@@ -41,6 +41,7 @@ func commands() []command {
 		{"worker", "run headless workers for flow files", cmdWorker},
 		{"run", "run a flow file once and print its output", cmdRun},
 		{"resume", "answer a run's approval and continue it", cmdResume},
+		{"mcp", "serve flows as MCP tools on stdio", cmdMCP},
 		{"validate", "check flow files and print every problem", cmdValidate},
 		{"components", "list the components flows can use (--markdown, --json)", cmdComponents},
 		{"bench", "measure Sluice against a bare go-redis loop", cmdBench},

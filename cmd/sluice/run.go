@@ -67,6 +67,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	defer env.Close()
 	rdb, err := store.Open(ctx, store.Options{URL: *redisURL})
 	if err != nil {
 		return err
@@ -204,6 +205,7 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer env.Close()
 	e := engine.New(rdb, registry(env), engine.Options{Logger: log})
 	var ids []string
 	for _, path := range files {
@@ -276,6 +278,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	defer env.Close()
 	e := engine.New(rdb, registry(env), engine.Options{Logger: log})
 	plan, err := loadPlan(e, pos[0], stderr)
 	if err != nil {

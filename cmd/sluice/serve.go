@@ -47,6 +47,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer env.Close()
 	// The token comes from the environment unless given: a flag shows in ps.
 	if *token == "" {
 		*token = os.Getenv("SLUICE_TOKEN")
@@ -106,7 +107,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 			cfg.CORSOrigins = append(cfg.CORSOrigins, o)
 		}
 	}
-	srv := server.New(cfg, server.Deps{Redis: rdb, Library: lib, Engine: e, Sync: libSync, Metrics: metrics})
+	srv := server.New(cfg, server.Deps{Redis: rdb, Library: lib, Engine: e, Sync: libSync, Metrics: metrics, MCPTools: env, Version: version})
 	err = srv.Run(ctx, func(a net.Addr) {
 		log.Info("sluice is serving", "url", "http://"+displayAddr(*addr, a), "flows", lib.Dir, "workers", *workers, "auth", *token != "")
 	})

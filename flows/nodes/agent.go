@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -20,8 +21,8 @@ func agentSpec(env *Env) flows.Spec {
 		Name:     "agent",
 		Title:    "Agent",
 		Category: "ai",
-		Description: "A model with tools: the nodes attached to its tools port (http, data, subflow) are offered to the " +
-			"model as functions, and the agent runs the function-calling loop — model turn, tool calls, model turn — " +
+		Description: "A model with tools: the nodes attached to its tools port (http, data, subflow, and each tool of an " +
+			"mcp server) are offered to the model as functions, and the agent runs the function-calling loop — model turn, tool calls, model turn — " +
 			"until the model answers without calling a tool, or fails after max_iterations model turns. Every model " +
 			"turn and every tool result is saved in the run's checkpoint history as it happens, so an agent whose " +
 			"worker crashes resumes mid-loop on the next attempt without repeating finished model turns or tool calls. " +
@@ -58,6 +59,7 @@ type Agent struct {
 	stream bool
 	as     string
 	ttl    time.Duration
+	budget budget
 }
 
 func newAgent(env *Env, b *flows.Build) (flows.Component, error) {
@@ -78,7 +80,7 @@ func newAgent(env *Env, b *flows.Build) (flows.Component, error) {
 		return nil, err
 	}
 	a := &Agent{env: env, model: p.modelConfig, max: p.MaxIterations, json: p.JSON || len(p.Schema) > 0, schema: p.Schema,
-		stream: p.Stream, as: p.As, ttl: nodeCacheTTL(b)}
+		stream: p.Stream, as: p.As, ttl: nodeCacheTTL(b), budget: newBudget(b)}
 	var err error
 	if p.System != "" {
 		if a.system, err = flows.ParseTemplate(p.System); err != nil {
@@ -118,14 +120,9 @@ func (a *Agent) Run(ctx context.Context, s *flows.Step) (*flows.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(s.Tools))
-	for n := range s.Tools {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var defs []flows.ToolDef
-	for _, n := range names {
-		defs = append(defs, s.Tools[n].ToolDef())
+	tools, defs, err := agentTools(ctx, s)
+	if err != nil {
+		return nil, err
 	}
 
 	var usage flows.Usage
@@ -166,7 +163,7 @@ func (a *Agent) Run(ctx context.Context, s *flows.Step) (*flows.Result, error) {
 		}
 		if len(pending) > 0 {
 			for _, call := range pending {
-				content, bytes, err := a.callTool(ctx, s, call)
+				content, bytes, err := a.callTool(ctx, s, tools, call)
 				if err != nil {
 					return nil, err
 				}
@@ -184,7 +181,7 @@ func (a *Agent) Run(ctx context.Context, s *flows.Step) (*flows.Result, error) {
 		}
 		req := a.model.request()
 		req.Messages, req.Tools, req.JSON, req.Schema = msgs, defs, a.json, a.schema
-		reply, _, err := a.env.chat(ctx, s, req, chatOptions{component: "agent", stream: a.stream, cacheTTL: a.ttl})
+		reply, _, err := a.env.chat(ctx, s, req, chatOptions{component: "agent", stream: a.stream, cacheTTL: a.ttl, budget: a.budget})
 		if err != nil {
 			return nil, err
 		}
@@ -227,14 +224,76 @@ func pendingCalls(msgs []chatMessage) (*chatMessage, []toolCall) {
 	return nil, nil
 }
 
+// agentTool is one tool the model may call: a tool node, or one of a tool set's tools.
+type agentTool struct {
+	def  flows.ToolDef
+	call func(ctx context.Context, s *flows.Step, args json.RawMessage) (any, error)
+	// state marks tools whose results are slices of the run state (data).
+	state bool
+}
+
+// agentTools lists what the model may call, by name: the tool nodes attached to the
+// agent, with each tool set (an MCP server) listed as its tools.
+func agentTools(ctx context.Context, s *flows.Step) (map[string]agentTool, []flows.ToolDef, error) {
+	names := make([]string, 0, len(s.Tools))
+	for n := range s.Tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	tools := map[string]agentTool{}
+	var order []string
+	add := func(t agentTool, from string) error {
+		if _, dup := tools[t.def.Name]; dup {
+			return flows.Permanent(&flows.Error{Code: flows.Invalid, Node: s.Node,
+				Message: fmt.Sprintf("two of the agent's tools are named %q (%s is one): give the tool nodes a tool_name or a tool_prefix", t.def.Name, from)})
+		}
+		tools[t.def.Name] = t
+		order = append(order, t.def.Name)
+		return nil
+	}
+	for _, n := range names {
+		node := s.Tools[n]
+		if set, ok := node.(toolSet); ok {
+			defs, err := set.Tools(ctx, s)
+			if err != nil {
+				var sf *stepFailure
+				if errors.As(err, &sf) {
+					return nil, nil, sf.err
+				}
+				return nil, nil, err
+			}
+			for _, d := range defs {
+				name := d.Name
+				if err := add(agentTool{def: d, call: func(ctx context.Context, s *flows.Step, args json.RawMessage) (any, error) {
+					return set.CallTool(ctx, s, name, args)
+				}}, "an MCP server's tool"); err != nil {
+					return nil, nil, err
+				}
+			}
+			continue
+		}
+		_, reads := node.(stateReader)
+		if err := add(agentTool{def: node.ToolDef(), call: node.Call, state: reads}, "a tool node"); err != nil {
+			return nil, nil, err
+		}
+	}
+	sort.Strings(order)
+	defs := make([]flows.ToolDef, len(order))
+	for i, n := range order {
+		defs[i] = tools[n].def
+	}
+	return tools, defs, nil
+}
+
 // callTool runs one tool call. What the model got wrong (an unknown tool, bad
 // arguments) and what the tool failed at go back to the model as the result, so it
-// can correct itself; only a cancelled step fails the step.
-func (a *Agent) callTool(ctx context.Context, s *flows.Step, call toolCall) (string, int, error) {
-	tool, ok := s.Tools[call.Name]
+// can correct itself; only a cancelled step, or a tool that could not be reached at
+// all (an MCP server that is down), fails the step.
+func (a *Agent) callTool(ctx context.Context, s *flows.Step, tools map[string]agentTool, call toolCall) (string, int, error) {
+	tool, ok := tools[call.Name]
 	if !ok {
-		names := make([]string, 0, len(s.Tools))
-		for n := range s.Tools {
+		names := make([]string, 0, len(tools))
+		for n := range tools {
 			names = append(names, n)
 		}
 		sort.Strings(names)
@@ -247,10 +306,14 @@ func (a *Agent) callTool(ctx context.Context, s *flows.Step, call toolCall) (str
 	if !json.Valid(args) {
 		return fmt.Sprintf("error: the arguments are not valid JSON: %s", truncateText(call.Arguments, 200)), 0, nil
 	}
-	res, err := tool.Call(ctx, s, args)
+	res, err := tool.call(ctx, s, args)
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", 0, ctx.Err()
+		}
+		var sf *stepFailure
+		if errors.As(err, &sf) {
+			return "", 0, sf.err
 		}
 		return "error: " + err.Error(), 0, nil
 	}
@@ -265,7 +328,7 @@ func (a *Agent) callTool(ctx context.Context, s *flows.Step, call toolCall) (str
 		content = string(b)
 	}
 	bytes := 0
-	if _, ok := tool.(stateReader); ok {
+	if tool.state {
 		bytes = len(content)
 	}
 	return content, bytes, nil

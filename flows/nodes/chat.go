@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
@@ -42,6 +43,9 @@ type chatRequest struct {
 	JSON        bool            `json:"json,omitempty"`
 	Schema      json.RawMessage `json:"schema,omitempty"`
 	Tools       []flows.ToolDef `json:"tools,omitempty"`
+	// PromptCache names where Anthropic providers set cache breakpoints: "system",
+	// "tools", "messages"; nil: Sluice's default for the component.
+	PromptCache []string `json:"prompt_cache,omitempty"`
 }
 
 // chatReply is the model's answer.
@@ -56,11 +60,12 @@ type chatOptions struct {
 	component string // for the cache key
 	stream    bool
 	cacheTTL  time.Duration
+	budget    budget
 }
 
-// chatService returns the chat completions client of a provider. It is built from the
-// provider's own settings only: nothing is read from OPENAI_* variables here, so a
-// provider never receives another provider's key.
+// chatService returns the chat completions client of an OpenAI-compatible provider. It is
+// built from the provider's own settings only: nothing is read from OPENAI_* variables
+// here, so a provider never receives another provider's key.
 func (e *Env) chatService(p *Provider) *openai.ChatCompletionService {
 	if s, ok := e.chats.Load(p.Name); ok {
 		return s.(*openai.ChatCompletionService)
@@ -69,15 +74,11 @@ func (e *Env) chatService(p *Provider) *openai.ChatCompletionService {
 		option.WithBaseURL(p.BaseURL),
 		option.WithMaxRetries(p.retries()),
 		option.WithMaxRetryDelay(30 * time.Second),
+		option.WithHTTPClient(e.providerClient(p)),
 	}
 	if p.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(p.APIKey))
 	}
-	hc := p.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-	}
-	opts = append(opts, option.WithHTTPClient(hc))
 	if p.Timeout > 0 {
 		opts = append(opts, option.WithRequestTimeout(p.Timeout.D()))
 	}
@@ -156,8 +157,11 @@ func (e *Env) chat(ctx context.Context, step *flows.Step, req *chatRequest, opts
 		return nil, false, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: step.Node, Path: "params.provider",
 			Message: fmt.Sprintf("no LLM provider %q on this server; it has: %s", req.Provider, e.providerNames())})
 	}
+	if err := e.checkBudget(ctx, step, opts.budget); err != nil {
+		return nil, false, err
+	}
 	call := func(ctx context.Context) ([]byte, error) {
-		reply, err := e.complete(ctx, step, p, req, opts.stream)
+		reply, err := e.complete(ctx, step, p, req, opts.component, opts.stream)
 		if err != nil {
 			return nil, err
 		}
@@ -173,6 +177,8 @@ func (e *Env) chat(ctx context.Context, step *flows.Step, req *chatRequest, opts
 	}
 	if hit {
 		reply.Usage = flows.Usage{} // nothing was spent for this step
+	} else if err := e.spend(ctx, step, opts.budget, p, req.Model, reply.Usage); err != nil {
+		return nil, false, err
 	}
 	if hit && opts.stream && step.Emit != nil {
 		step.Emit("token", map[string]any{"text": reply.Message.Content, "cached": true})
@@ -180,8 +186,26 @@ func (e *Env) chat(ctx context.Context, step *flows.Step, req *chatRequest, opts
 	return &reply, hit, nil
 }
 
-// complete makes the call.
-func (e *Env) complete(ctx context.Context, step *flows.Step, p *Provider, req *chatRequest, stream bool) (*chatReply, error) {
+// complete makes the call with the provider's API, through its rate limit.
+func (e *Env) complete(ctx context.Context, step *flows.Step, p *Provider, req *chatRequest, component string, stream bool) (*chatReply, error) {
+	ctx, lc := e.limited(ctx, step, p)
+	var reply *chatReply
+	var err error
+	switch p.kind() {
+	case ProviderAnthropic:
+		reply, err = e.completeAnthropic(ctx, step, p, req, component, stream)
+	default:
+		reply, err = e.completeOpenAI(ctx, step, p, req, stream)
+	}
+	if err != nil {
+		return nil, err
+	}
+	e.settle(ctx, p, lc, reply.Usage)
+	return reply, nil
+}
+
+// completeOpenAI makes the call with the OpenAI chat completions API.
+func (e *Env) completeOpenAI(ctx context.Context, step *flows.Step, p *Provider, req *chatRequest, stream bool) (*chatReply, error) {
 	params, err := req.params()
 	if err != nil {
 		return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: step.Node, Err: err})
@@ -274,14 +298,22 @@ func (e *Env) complete(ctx context.Context, step *flows.Step, p *Provider, req *
 // else — 429 and 5xx after the client's own retries, broken connections, replies that
 // are not chat completions — is retried by the runtime.
 func providerError(step *flows.Step, p *Provider, err error) error {
+	status, message := 0, ""
 	var apiErr *openai.Error
-	if errors.As(err, &apiErr) {
-		msg := fmt.Sprintf("LLM provider %q answered %d", p.Name, apiErr.StatusCode)
-		if apiErr.Message != "" {
-			msg += ": " + truncateText(apiErr.Message, 300)
+	var antErr *anthropic.Error
+	switch {
+	case errors.As(err, &apiErr):
+		status, message = apiErr.StatusCode, apiErr.Message
+	case errors.As(err, &antErr):
+		status, message = antErr.StatusCode, antErr.Message
+	}
+	if status != 0 {
+		msg := fmt.Sprintf("LLM provider %q answered %d", p.Name, status)
+		if message != "" {
+			msg += ": " + truncateText(message, 300)
 		}
 		fe := &flows.Error{Code: flows.Unavailable, Node: step.Node, Message: msg}
-		switch apiErr.StatusCode {
+		switch status {
 		case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusUnprocessableEntity:
 			fe.Code = flows.Invalid
 			return flows.Permanent(fe)

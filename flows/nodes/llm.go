@@ -14,7 +14,8 @@ const modelParams = `
 	"provider": {"type": "string", "default": "default", "description": "LLM provider configured on the server (see docs/llm-providers.md); \"default\" is OPENAI_BASE_URL with OPENAI_API_KEY."},
 	"model": {"type": "string", "minLength": 1, "description": "Model name as the provider knows it, e.g. gpt-4o-mini or llama3.1."},
 	"temperature": {"type": "number", "minimum": 0, "maximum": 2, "description": "Sampling temperature; left out, the provider's default."},
-	"max_tokens": {"type": "integer", "minimum": 1, "description": "Most tokens the model may write per reply."}`
+	"max_tokens": {"type": "integer", "minimum": 1, "description": "Most tokens the model may write per reply (Anthropic providers: 4096 when not set)."},
+	"prompt_cache": {"type": "array", "uniqueItems": true, "items": {"enum": ["system", "tools", "messages"]}, "description": "Anthropic providers: where to set prompt cache breakpoints — after the system prompt, the tool definitions, the conversation so far. Default: system and tools (agents also messages); [] turns caching off. Other providers ignore it (OpenAI caches by itself)."}`
 
 // modelConfig is what a model-calling component reads from modelParams.
 type modelConfig struct {
@@ -22,11 +23,16 @@ type modelConfig struct {
 	Model       string   `json:"model"`
 	Temperature *float64 `json:"temperature"`
 	MaxTokens   int64    `json:"max_tokens"`
+	PromptCache []string `json:"prompt_cache"`
 }
 
 // request starts a chat request with these settings.
 func (m *modelConfig) request() *chatRequest {
-	return &chatRequest{Provider: m.Provider, Model: m.Model, Temperature: m.Temperature, MaxTokens: m.MaxTokens}
+	r := &chatRequest{Provider: m.Provider, Model: m.Model, Temperature: m.Temperature, MaxTokens: m.MaxTokens, PromptCache: m.PromptCache}
+	if m.PromptCache != nil && len(m.PromptCache) == 0 {
+		r.PromptCache = []string{} // off, which nil (the default) is not
+	}
+	return r
 }
 
 func llmSpec(env *Env) flows.Spec {
@@ -68,6 +74,7 @@ type LLM struct {
 	stream bool
 	as     string
 	ttl    time.Duration
+	budget budget
 }
 
 func newLLM(env *Env, b *flows.Build) (flows.Component, error) {
@@ -86,7 +93,7 @@ func newLLM(env *Env, b *flows.Build) (flows.Component, error) {
 	if _, err := env.provider(p.Provider); err != nil {
 		return nil, err
 	}
-	l := &LLM{env: env, model: p.modelConfig, json: p.JSON || len(p.Schema) > 0, schema: p.Schema, stream: p.Stream, as: p.As, ttl: nodeCacheTTL(b)}
+	l := &LLM{env: env, model: p.modelConfig, json: p.JSON || len(p.Schema) > 0, schema: p.Schema, stream: p.Stream, as: p.As, ttl: nodeCacheTTL(b), budget: newBudget(b)}
 	var err error
 	if p.System != "" {
 		if l.system, err = flows.ParseTemplate(p.System); err != nil {
@@ -141,7 +148,7 @@ func (l *LLM) Run(ctx context.Context, s *flows.Step) (*flows.Result, error) {
 	}
 	req := l.model.request()
 	req.Messages, req.JSON, req.Schema = msgs, l.json, l.schema
-	reply, _, err := l.env.chat(ctx, s, req, chatOptions{component: "llm", stream: l.stream, cacheTTL: l.ttl})
+	reply, _, err := l.env.chat(ctx, s, req, chatOptions{component: "llm", stream: l.stream, cacheTTL: l.ttl, budget: l.budget})
 	if err != nil {
 		return nil, err
 	}

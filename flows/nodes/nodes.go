@@ -32,6 +32,15 @@ type Env struct {
 	Cache Cache
 	// Subflows runs other flows for the subflow component; nil makes subflow steps fail.
 	Subflows SubflowRunner
+	// Limiter shares providers' rate limits between processes (store.Limiter); nil
+	// ignores the providers' rate_limit.
+	Limiter RateLimiter
+	// Ledger keeps what model calls spent, for budgets (store.Ledger); nil keeps it in
+	// this process only.
+	Ledger SpendLedger
+	// MCPCommands are the commands the mcp component may start as stdio MCP servers
+	// (exact match of its command); empty: none.
+	MCPCommands []string
 	// Logger logs what components do (never secrets); nil discards.
 	Logger *slog.Logger
 	// LookupEnv reads the environment variables that {"$env": NAME} references name
@@ -41,7 +50,8 @@ type Env struct {
 	initOnce sync.Once
 	flights  singleflight.Group
 	stats    cacheCounters
-	chats    sync.Map // provider name -> *chatClient
+	chats    sync.Map // provider name -> its SDK's service
+	mcps     sync.Map // MCP server identity -> *mcpConnection
 	guards   sync.Map // HTTP client per timeout
 }
 
@@ -74,6 +84,9 @@ func (e *Env) init() {
 		if e.Cache == nil {
 			e.Cache = &memoryCache{}
 		}
+		if e.Ledger == nil {
+			e.Ledger = &memoryLedger{}
+		}
 		if e.Logger == nil {
 			e.Logger = slog.New(slog.DiscardHandler)
 		}
@@ -82,6 +95,10 @@ func (e *Env) init() {
 		}
 	})
 }
+
+// Close releases what components hold open between steps: connections to MCP servers
+// (stdio servers are stopped).
+func (e *Env) Close() { e.closeMCP() }
 
 // Register adds every built-in component to reg.
 func Register(reg *flows.Registry, env *Env) {
@@ -104,6 +121,7 @@ func Register(reg *flows.Registry, env *Env) {
 		httpSpec(env),
 		dataSpec(),
 		subflowSpec(env),
+		mcpSpec(env),
 	} {
 		reg.Register(s)
 	}

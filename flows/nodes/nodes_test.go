@@ -117,6 +117,11 @@ func TestEverySpecIsDocumentedAndItsExampleValidates(t *testing.T) {
 			if spec.Name == "input" {
 				doc = fmt.Sprintf(`{"sluice": 1, "id": "x", "nodes": [{"id": "n", "type": "input", "params": %s}], "edges": []}`, example)
 			}
+			if _, ok := spec.Port(spec.Example, flows.PortIn, "in"); !ok && spec.Name != "input" {
+				// A tool only (mcp): attached to an agent.
+				doc = fmt.Sprintf(`{"sluice": 1, "id": "x", "nodes": [{"id": "in", "type": "input"}, {"id": "a", "type": "agent", "params": {"model": "m", "user": "u"}}, {"id": "n", "type": %q, "params": %s}],
+					"edges": [{"from": "in", "to": "a"}, {"from": "n", "port": "tool", "to": "a", "to_port": "tools"}]}`, spec.Name, example)
+			}
 			if _, ps := flows.Compile([]byte(doc), reg, flows.DefaultLimits); ps.HasErrors() {
 				t.Errorf("the example params %s do not validate: %v", example, ps.Errors())
 			}

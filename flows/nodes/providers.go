@@ -21,11 +21,26 @@ const DefaultProvider = "default"
 // is not set.
 const OpenAIBaseURL = "https://api.openai.com/v1"
 
-// Provider is an OpenAI-compatible chat completions endpoint configured on the server:
-// OpenAI, Ollama, vLLM, llama.cpp's server. Flows name providers; they never hold a
-// base URL or a key.
+// Provider types.
+const (
+	// ProviderOpenAI speaks the OpenAI chat completions API: OpenAI, Ollama, vLLM,
+	// llama.cpp's server.
+	ProviderOpenAI = "openai"
+	// ProviderAnthropic speaks Anthropic's Messages API, with prompt caching.
+	ProviderAnthropic = "anthropic"
+)
+
+// AnthropicBaseURL is Anthropic's API, the base URL of an anthropic provider that names
+// none.
+const AnthropicBaseURL = "https://api.anthropic.com"
+
+// Provider is a model endpoint configured on the server: an OpenAI-compatible chat
+// completions API (OpenAI, Ollama, vLLM, llama.cpp's server) or Anthropic's Messages API.
+// Flows name providers; they never hold a base URL or a key.
 type Provider struct {
-	Name    string `json:"-"`
+	Name string `json:"-"`
+	// Type is "openai" (the default) or "anthropic".
+	Type    string `json:"type,omitempty"`
 	BaseURL string `json:"base_url"`
 	// APIKeyEnv names the environment variable that holds the key ("" for servers
 	// that need none).
@@ -35,6 +50,12 @@ type Provider struct {
 	MaxRetries *int `json:"max_retries,omitempty"`
 	// Timeout bounds one request (0: only the step's deadline).
 	Timeout flows.Duration `json:"timeout,omitzero"`
+	// RateLimit, when set, is shared by every process on the same Redis: requests
+	// wait for their turn instead of failing with 429.
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+	// Prices are USD per million tokens by model ("*": every other model), for dollar
+	// budgets.
+	Prices map[string]*Price `json:"prices,omitempty"`
 
 	// APIKey is the key, read from the environment by the server; never printed,
 	// logged or stored.
@@ -50,6 +71,14 @@ func (p *Provider) String() string {
 		key = "key from $" + p.APIKeyEnv
 	}
 	return fmt.Sprintf("%s (%s, %s)", p.Name, p.BaseURL, key)
+}
+
+// kind is Type with its default.
+func (p *Provider) kind() string {
+	if p.Type == "" {
+		return ProviderOpenAI
+	}
+	return p.Type
 }
 
 // retries is MaxRetries with its default.
@@ -100,8 +129,25 @@ func ParseProviders(data []byte, lookupEnv func(string) (string, bool)) (map[str
 			return nil, fmt.Errorf("providers: name %q: use lower-case letters, digits, '-' and '_'", name)
 		}
 		p.Name = name
+		switch p.Type {
+		case "", ProviderOpenAI:
+		case ProviderAnthropic:
+			if p.BaseURL == "" {
+				p.BaseURL = AnthropicBaseURL
+			}
+		default:
+			return nil, fmt.Errorf("providers: %s: type %q: want \"openai\" or \"anthropic\"", name, p.Type)
+		}
 		if err := checkBaseURL(p.BaseURL); err != nil {
 			return nil, fmt.Errorf("providers: %s: %v", name, err)
+		}
+		if err := p.RateLimit.check(); err != nil {
+			return nil, fmt.Errorf("providers: %s: rate_limit%v", name, err)
+		}
+		for model, price := range p.Prices {
+			if err := price.check(); err != nil {
+				return nil, fmt.Errorf("providers: %s: prices[%q]: %v", name, model, err)
+			}
 		}
 		if p.MaxRetries != nil && (*p.MaxRetries < 0 || *p.MaxRetries > 10) {
 			return nil, fmt.Errorf("providers: %s: max_retries must be 0 to 10", name)

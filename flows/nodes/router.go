@@ -62,6 +62,7 @@ type Router struct {
 	prompt *flows.Template
 	system string
 	ttl    time.Duration
+	budget budget
 }
 
 type route struct {
@@ -110,7 +111,7 @@ func newRouter(env *Env, b *flows.Build) (flows.Component, error) {
 	if r.prompt, err = flows.ParseTemplate(p.Prompt); err != nil {
 		return nil, &flows.Error{Code: flows.Invalid, Path: "params.prompt", Err: err}
 	}
-	r.model, r.ttl = p.modelConfig, nodeCacheTTL(b)
+	r.model, r.ttl, r.budget = p.modelConfig, nodeCacheTTL(b), newBudget(b)
 	var sb strings.Builder
 	sb.WriteString("Classify the user's message into exactly one of these routes:\n")
 	for _, rt := range r.routes {
@@ -155,7 +156,7 @@ func (r *Router) classify(ctx context.Context, s *flows.Step) (*flows.Result, er
 	}
 	req := r.model.request()
 	req.Messages = []chatMessage{{Role: "system", Content: r.system}, {Role: "user", Content: text}}
-	reply, _, err := r.env.chat(ctx, s, req, chatOptions{component: "router", cacheTTL: r.ttl})
+	reply, _, err := r.env.chat(ctx, s, req, chatOptions{component: "router", cacheTTL: r.ttl, budget: r.budget})
 	if err != nil {
 		return nil, err
 	}

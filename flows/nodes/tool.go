@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 
@@ -57,3 +58,22 @@ func toolInput(args json.RawMessage) (any, error) {
 	}
 	return v, nil
 }
+
+// toolSet is a tool node that stands for several tools, known only when asked: an MCP
+// server. An agent offers the model each of them instead of the node itself.
+type toolSet interface {
+	// Tools lists the tools as the model sees them.
+	Tools(ctx context.Context, step *flows.Step) ([]flows.ToolDef, error)
+	// CallTool calls the tool the model knows as name.
+	CallTool(ctx context.Context, step *flows.Step, name string, args json.RawMessage) (any, error)
+}
+
+// stepFailure is a tool error that fails the agent's step (so it is retried) instead of
+// going back to the model: the tool could not be reached at all.
+type stepFailure struct{ err error }
+
+func (e *stepFailure) Error() string { return e.err.Error() }
+func (e *stepFailure) Unwrap() error { return e.err }
+
+// failStep marks err as a stepFailure.
+func failStep(err error) error { return &stepFailure{err: err} }

@@ -4,6 +4,7 @@
 package llmtest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -26,6 +27,7 @@ type Server struct {
 	queue   []Reply
 	respond func(Request) Reply
 	reqs    []Request
+	arrived chan struct{}
 }
 
 // Request is a chat completion request as the server received it.
@@ -120,8 +122,16 @@ type Reply struct {
 	ToolCalls []ToolCall
 	// Usage is reported; zero values report 10 prompt and 5 completion tokens.
 	PromptTokens, CompletionTokens int64
+	// CacheReadTokens and CacheWriteTokens are reported by the Anthropic server as
+	// cache_read_input_tokens and cache_creation_input_tokens (on top of PromptTokens,
+	// as Anthropic counts them).
+	CacheReadTokens, CacheWriteTokens int64
 	// Wait, when set, holds the answer until it is closed (or the request ends).
 	Wait chan struct{}
+	// Hold, when set, pauses a streamed answer after HoldAfter pieces of its content
+	// until it is closed (or the request ends).
+	Hold      chan struct{}
+	HoldAfter int
 }
 
 // Text is a reply with content.
@@ -137,7 +147,7 @@ func Error(status int, message string) Reply {
 
 // New starts a server that the test stops.
 func New(t testing.TB) *Server {
-	s := &Server{t: t}
+	s := &Server{t: t, arrived: make(chan struct{}, 10000)}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL + "/v1"
 	t.Cleanup(s.srv.Close)
@@ -164,6 +174,9 @@ func (s *Server) Requests() []Request {
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.reqs...)
 }
+
+// Arrived receives once for every request received (as it arrives, before its reply).
+func (s *Server) Arrived() <-chan struct{} { return s.arrived }
 
 // Calls is the number of requests received.
 func (s *Server) Calls() int {
@@ -199,6 +212,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
 	n := len(s.reqs)
+	select {
+	case s.arrived <- struct{}{}:
+	default:
+	}
 	var reply Reply
 	switch {
 	case len(s.queue) > 0:
@@ -236,7 +253,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Write([]byte(reply.Body))
 	case req.Stream:
-		s.stream(w, req, reply, n)
+		s.stream(r.Context(), w, req, reply, n)
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		b, _ := json.Marshal(completion(reply, req, n))
@@ -275,7 +292,7 @@ func completion(r Reply, req Request, n int) map[string]any {
 // stream answers as server-sent events: the content a few characters per chunk, each
 // tool call's name first and its arguments in two pieces, the finish reason, then the
 // usage when the request asked for it.
-func (s *Server) stream(w http.ResponseWriter, req Request, r Reply, n int) {
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, req Request, r Reply, n int) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl, _ := w.(http.Flusher)
 	send := func(choices []any, extra map[string]any) {
@@ -293,7 +310,14 @@ func (s *Server) stream(w http.ResponseWriter, req Request, r Reply, n int) {
 		return []any{map[string]any{"index": 0, "delta": d, "finish_reason": finish}}
 	}
 	send(delta(map[string]any{"role": "assistant", "content": ""}, nil), nil)
-	for _, piece := range Pieces(r.Content) {
+	for i, piece := range Pieces(r.Content) {
+		if r.Hold != nil && i == r.HoldAfter {
+			select {
+			case <-r.Hold:
+			case <-ctx.Done():
+				return
+			}
+		}
 		send(delta(map[string]any{"content": piece}, nil), nil)
 	}
 	for i, c := range r.ToolCalls {

@@ -65,6 +65,13 @@ export interface Started {
   status: string;
 }
 
+/** A tool as a model sees it. */
+export interface ToolDef {
+  name: string;
+  description?: string;
+  parameters?: unknown;
+}
+
 export const api = {
   components: () => call<{ components: ComponentSpec[] }>("GET", "/api/components").then((r) => r.components),
   getFlow: (flow: string) => call<FlowDocument>("GET", flowURL(flow)),
@@ -87,4 +94,5 @@ export const api = {
   discardDead: (flow: string, id: string) => call<void>("DELETE", `${flowURL(flow)}/deadletters/${encodeURIComponent(id)}`),
   deleteFlow: (flow: string) => call<void>("DELETE", flowURL(flow)),
   importFlow: (doc: unknown, overwrite = false) => call<Saved>("POST", `/api/flows${overwrite ? "?overwrite=true" : ""}`, doc),
+  mcpTools: (params: unknown) => call<{ tools: ToolDef[] }>("POST", "/api/mcp/tools", { params }).then((r) => r.tools),
 };

@@ -11,6 +11,7 @@ import { problemField } from "../flow/problems";
 import { fieldOf, fieldsOf, isEnvRef } from "../flow/schema";
 import type { FlowDocument, FlowNode, Problem, Registry } from "../flow/types";
 import { FieldRow, ParamField } from "./fields";
+import { MCPTools } from "./MCPTools";
 import type { EditorStore } from "./store";
 
 interface Props {
@@ -100,6 +101,7 @@ function NodeInspector({ store, doc, reg, node, problems }: { store: EditorStore
       {fields.map((f) => (
         <ParamField key={f.name} field={f} value={node.params?.[f.name]} problems={problemsOf(f.name)} onChange={(v) => setP(f.name, v)} onBlur={seal} envNames={envNames} />
       ))}
+      {node.type === "mcp" && <MCPTools params={node.params ?? {}} />}
       <details className="advanced">
         <summary>Input, output and limits</summary>
         <ParamField field={{ ...jq, name: "input", label: "Input selector", description: "What of the state the component sees (jq). Empty: the whole state." }} value={node.input} problems={problemsOf(undefined, "input")} onChange={(v) => setF("input", v as string | undefined)} onBlur={seal} />
@@ -255,7 +257,7 @@ function FlowInspector({ store, doc, isNew }: { store: EditorStore; doc: FlowDoc
       for (const k of ["name", "description"] as const) if (next[k] === "") delete next[k];
       return next;
     }, group);
-  const json = fieldOf("settings", { type: "object", description: "max_steps, max_attempts, claim_after, step_timeout, checkpoint_ttl, keep_last" }, false);
+  const json = fieldOf("settings", { type: "object", description: "max_steps, max_attempts, claim_after, step_timeout, checkpoint_ttl, keep_last, budget, mcp" }, false);
   const state = fieldOf("state", { type: "object", description: 'State keys and their reducers, e.g. {"log": {"reducer": "append"}}' }, false);
   return (
     <div className="inspector" aria-label="flow">

@@ -31,6 +31,13 @@ describe("run view", () => {
     const v = fold([ev("start", "a"), ev("token", "a", { text: "Hel" }), ev("token", "a", { text: "lo" }), ev("step", "a", { status: "waiting", prompt: "OK?" })]);
     expect(v.nodes.a).toMatchObject({ text: "Hello", status: "waiting", prompt: "OK?" });
   });
+  it("shows a step waiting for a provider's rate limit, then running again", () => {
+    let v = fold([ev("start", "a"), ev("rate_limit", "a", { waiting: true, provider: "openai", model: "m", wait_ms: 900 })]);
+    expect(v.nodes.a).toMatchObject({ status: "waiting", prompt: "waiting for the rate limit of openai" });
+    v = fold([ev("rate_limit", "a", { waiting: false, provider: "openai" })], v);
+    expect(v.nodes.a?.status).toBe("running");
+    expect(v.nodes.a?.prompt).toBeUndefined();
+  });
   it("marks a dead-lettered node failed with its error, and a retried one queued again", () => {
     let v = fold([ev("start", "a"), ev("retry", "a", { error: "boom", attempt: 1 }), ev("dead", "a", { error: "boom", attempts: 3 })]);
     expect(v.nodes.a).toMatchObject({ status: "failed", error: "boom" });

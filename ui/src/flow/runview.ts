@@ -89,6 +89,14 @@ export function applyEvent(view: RunView, ev: LiveEvent, doc: FlowDocument): Run
       upd = { ...cur, status: "running" };
       delete upd.prompt;
       break;
+    case "rate_limit":
+      // A model call waiting for its turn under the provider's shared rate limit.
+      if (data.waiting === true) upd = { ...cur, status: "waiting", prompt: `waiting for the rate limit of ${String(data.provider ?? "the provider")}` };
+      else {
+        upd = { ...cur, status: "running" };
+        delete upd.prompt;
+      }
+      break;
     case "token":
     case "tokens":
       if (typeof data.text === "string") upd = { ...cur, text: cur.text + data.text, status: cur.status === "queued" ? "running" : cur.status };
