@@ -38,6 +38,8 @@ type Settings struct {
 	StepTimeout   Duration `json:"step_timeout,omitzero"`
 	CheckpointTTL Duration `json:"checkpoint_ttl,omitzero"`
 	KeepLast      int      `json:"keep_last,omitempty"`
+	// Schedules start runs on a clock (see schedule.go and docs/schedules.md).
+	Schedules []Schedule `json:"schedules,omitempty"`
 }
 
 // DefaultSettings are what a flow gets for the settings it leaves out.

@@ -49,9 +49,18 @@ func activationFrom(flow, node string, m redis.XMessage, deliveries int) Activat
 
 func nowMS() int64 { return time.Now().UnixMilli() }
 
-// PublishVersion stores a version's flow JSON (once; versions are immutable), records
-// its node ids, makes it the flow's current version, and creates the consumer groups.
+// PublishVersion stores a version and makes it the flow's current version.
 func (r *Redis) PublishVersion(ctx context.Context, flow, version string, doc []byte, nodes []string) error {
+	if err := r.StoreVersion(ctx, flow, version, doc, nodes); err != nil {
+		return err
+	}
+	return r.SetCurrent(ctx, flow, version, CurrentOptions{})
+}
+
+// StoreVersion stores a version's flow JSON (once; versions are immutable), records its
+// node ids and creates the consumer groups. It does not make the version current: a run
+// pinned to an older version stores it without rolling the flow back.
+func (r *Redis) StoreVersion(ctx context.Context, flow, version string, doc []byte, nodes []string) error {
 	k := FlowKeys(flow)
 	pipe := r.Client.Pipeline()
 	pipe.SetNX(ctx, k.Version(version), doc, 0)
@@ -62,10 +71,9 @@ func (r *Redis) PublishVersion(ctx context.Context, flow, version string, doc []
 		}
 		pipe.SAdd(ctx, k.Nodes(), members...)
 	}
-	pipe.Set(ctx, k.Current(), version, 0)
 	pipe.SAdd(ctx, flowsKey, flow)
 	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("publish version of flow %q: %w", flow, err)
+		return fmt.Errorf("store version of flow %q: %w", flow, err)
 	}
 	return r.EnsureGroups(ctx, flow, nodes)
 }
