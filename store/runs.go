@@ -51,11 +51,16 @@ type Run struct {
 	Finished  *time.Time                 `json:"finished_at,omitempty"`
 	ParentRun string                     `json:"parent_run,omitempty"`
 	// Caller is the step that started this run as a subflow.
-	Caller     *RunCaller                 `json:"caller,omitempty"`
-	ParentCkpt string                     `json:"parent_checkpoint,omitempty"`
-	LastCkpt   string                     `json:"last_checkpoint,omitempty"`
-	Waits      map[string]json.RawMessage `json:"-"`
-	Webhook    string                     `json:"-"`
+	Caller     *RunCaller `json:"caller,omitempty"`
+	ParentCkpt string     `json:"parent_checkpoint,omitempty"`
+	LastCkpt   string     `json:"last_checkpoint,omitempty"`
+	// Trigger says what started the run ("schedule:N" for the flow's Nth schedule);
+	// empty for an API call, a person or a fork.
+	Trigger string `json:"trigger,omitempty"`
+	// Tick is the schedule tick a scheduled run is for.
+	Tick    *time.Time                 `json:"tick,omitempty"`
+	Waits   map[string]json.RawMessage `json:"-"`
+	Webhook string                     `json:"-"`
 }
 
 func msTime(s string) time.Time {
@@ -86,6 +91,10 @@ func parseRun(flow, id string, h map[string]string) *Run {
 	}
 	r.ParentRun, r.ParentCkpt, r.LastCkpt = h["parent_run"], h["parent_ckpt"], h["last_ckpt"]
 	r.Webhook = h["webhook"]
+	r.Trigger = h["trigger"]
+	if t := msTime(h["tick"]); !t.IsZero() {
+		r.Tick = &t
+	}
 	if h["caller_run"] != "" {
 		r.Caller = &RunCaller{Flow: h["caller_flow"], Run: h["caller_run"], Node: h["caller_node"]}
 	}

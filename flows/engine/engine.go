@@ -115,9 +115,18 @@ func (e *Engine) Compile(doc []byte) (*flows.Plan, flows.Problems, error) {
 	return p, probs, nil
 }
 
-// Publish stores the plan's version in Redis (so any worker can load it), makes it the
-// flow's current version and creates its consumer groups. It is idempotent.
+// Publish stores the plan's version and makes it the flow's current version: what
+// saving a flow does. Starting or forking a run only stores the version it runs on.
 func (e *Engine) Publish(ctx context.Context, p *flows.Plan) error {
+	if err := e.storeVersion(ctx, p); err != nil {
+		return err
+	}
+	return e.makeCurrent(ctx, p, "")
+}
+
+// storeVersion stores the plan's version in Redis (so any worker can load it) and
+// creates its consumer groups, once per process.
+func (e *Engine) storeVersion(ctx context.Context, p *flows.Plan) error {
 	key := p.Flow + "\x00" + p.Version
 	e.mu.Lock()
 	done := e.published[key]
@@ -125,7 +134,7 @@ func (e *Engine) Publish(ctx context.Context, p *flows.Plan) error {
 	if done {
 		return nil
 	}
-	if err := e.rdb.PublishVersion(ctx, p.Flow, p.Version, p.Source, p.NodeIDs()); err != nil {
+	if err := e.rdb.StoreVersion(ctx, p.Flow, p.Version, p.Source, p.NodeIDs()); err != nil {
 		return err
 	}
 	e.mu.Lock()
@@ -150,7 +159,7 @@ func (e *Engine) remember(key string, p *flows.Plan) {
 	e.plans[key] = p
 }
 
-// forgetPublished makes the next Publish of plan write it to Redis again.
+// forgetPublished makes the next storeVersion of plan write it to Redis again.
 func (e *Engine) forgetPublished(p *flows.Plan) {
 	e.mu.Lock()
 	delete(e.published, p.Flow+"\x00"+p.Version)

@@ -74,7 +74,7 @@ func (e *Engine) Fork(ctx context.Context, flow, run, ckpt string, patch json.Ra
 		return "", err
 	}
 	e.forgetPublished(plan) // a fork is rare: make sure its version is in Redis
-	if err := e.Publish(ctx, plan); err != nil {
+	if err := e.storeVersion(ctx, plan); err != nil {
 		return "", err
 	}
 	stateJSON, _ := json.Marshal(state)

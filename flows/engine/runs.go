@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
@@ -20,6 +21,10 @@ type StartOptions struct {
 	Webhook string
 	// Caller is the step that started this run as a subflow, if any.
 	Caller *Caller
+	// Trigger says what started the run, e.g. "schedule:0"; empty for a call or a person.
+	Trigger string
+	// Tick is the schedule tick the run is for.
+	Tick time.Time
 }
 
 // Caller names the step of another run that started a run (a subflow).
@@ -52,7 +57,8 @@ func InitialState(plan *flows.Plan, input any) (map[string]any, error) {
 }
 
 // Start creates a run of plan with input (JSON; empty means {}) and returns its id. The
-// plan is published first, so workers anywhere can load it.
+// plan's version is stored first, so workers anywhere can load it; it is not made the
+// flow's current version.
 func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMessage, opts StartOptions) (string, error) {
 	var in any = map[string]any{}
 	if len(input) > 0 {
@@ -75,7 +81,7 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	if err != nil {
 		return "", err
 	}
-	if err := e.Publish(ctx, plan); err != nil {
+	if err := e.storeVersion(ctx, plan); err != nil {
 		return "", err
 	}
 	stateJSON, _ := json.Marshal(state)
@@ -84,6 +90,12 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	fields := []string{"input", string(inputJSON)}
 	if opts.Webhook != "" {
 		fields = append(fields, "webhook", opts.Webhook)
+	}
+	if opts.Trigger != "" {
+		fields = append(fields, "trigger", opts.Trigger)
+	}
+	if !opts.Tick.IsZero() {
+		fields = append(fields, "tick", strconv.FormatInt(opts.Tick.UnixMilli(), 10))
 	}
 	if c := opts.Caller; c != nil {
 		fields = append(fields, "caller_flow", c.Flow, "caller_run", c.Run, "caller_node", c.Node)
@@ -94,7 +106,7 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	if flows.ErrorCode(err) == flows.NotFound {
 		// The version this process published is gone: Redis restarted empty.
 		e.forgetPublished(plan)
-		if err = e.Publish(ctx, plan); err == nil {
+		if err = e.storeVersion(ctx, plan); err == nil {
 			ckpt, err = e.rdb.StartRun(ctx, args)
 		}
 	}
