@@ -223,7 +223,7 @@ func (s *Server) save(c echo.Context, id string, doc []byte) (*SavedFlow, error)
 		saved.Problems = flows.Problems{}
 	}
 	if s.sync != nil {
-		if _, _, err := s.sync.Publish(c.Request().Context(), id, doc); err != nil {
+		if _, _, err := s.sync.PublishNote(c.Request().Context(), id, doc, c.QueryParam("message")); err != nil {
 			// The file is saved; the library watcher publishes it when Redis is back.
 			s.log.Warn("saved flow not published yet", "flow", id, "error", err)
 			return saved, nil
