@@ -109,7 +109,9 @@ func TestScheduleRunsOncePerTickAcrossWorkerProcessesOneOfThemKilled(t *testing.
 
 func TestImportLangflowCommand(t *testing.T) {
 	dir := t.TempDir()
-	fixture := func(name string) string { return filepath.Join("..", "..", "flows", "langflow", "testdata", name+".json") }
+	fixture := func(name string) string {
+		return filepath.Join("..", "..", "flows", "langflow", "testdata", name+".json")
+	}
 	out := filepath.Join(dir, "flow.json")
 	cmd := exec.Command(binary, "import", "langflow", fixture("conditional_router"), "-o", out)
 	msg, err := cmd.CombinedOutput()
