@@ -2,6 +2,7 @@ package flows
 
 import (
 	"crypto/sha256"
+	"errors"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -142,4 +143,32 @@ func (c *Cron) NextN(t time.Time, n int) []time.Time {
 		out = append(out, t)
 	}
 	return out
+}
+
+// checkScheduleInputs checks every schedule's input as the entry node will check it when
+// the schedule starts a run: a refused input would fail every tick.
+func (c *checker) checkScheduleInputs(entry Component) {
+	ic, ok := entry.(interface{ CheckInput(v any) error })
+	if !ok {
+		return
+	}
+	for i, s := range c.doc.Settings.Schedules {
+		var in any = map[string]any{}
+		if len(s.Input) > 0 {
+			v, err := DecodeJSON(s.Input)
+			if err != nil {
+				continue // the document parsed, so this does not happen
+			}
+			in = v
+		}
+		if err := ic.CheckInput(in); err != nil {
+			msg := err.Error()
+			var fe *Error
+			if errors.As(err, &fe) && fe.Message != "" {
+				msg = fe.Message
+			}
+			c.add(Problem{Code: CodeInvalidValue, Path: fmt.Sprintf("settings.schedules[%d].input", i),
+				Message: "the input node refuses this input: " + msg})
+		}
+	}
 }

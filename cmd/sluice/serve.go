@@ -101,7 +101,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 
 	if *schedule {
-		sch := e.NewScheduler(engine.SchedulerOptions{Flows: libraryFlows(lib)})
+		sch := e.NewScheduler(engine.SchedulerOptions{Flows: libraryFlows(lib), Started: metrics.ScheduleRun})
 		bg.Add(1)
 		go func() { defer bg.Done(); _ = sch.Run(ctx) }()
 	}

@@ -24,6 +24,8 @@ type SchedulerOptions struct {
 	// BeforeStart, when set, is called when a tick is due, just before its run is
 	// created: tests use it to stop a scheduler in the middle of a tick.
 	BeforeStart func(flow string, schedule int, tick time.Time)
+	// Started, when set, is told about every run this scheduler started (for metrics).
+	Started func(flow string, schedule int)
 }
 
 // Scheduler starts the runs of flows' schedules. Any number of schedulers may run, in
@@ -207,6 +209,9 @@ func (s *Scheduler) fire(ctx context.Context, plan *flows.Plan, i int, sc flows.
 	switch {
 	case err == nil:
 		s.log.Info("schedule started a run", "flow", plan.Flow, "schedule", i, "cron", sc.Cron, "tick", tick.Format(time.RFC3339), "run", id)
+		if s.opts.Started != nil {
+			s.opts.Started(plan.Flow, i)
+		}
 	case flows.ErrorCode(err) == flows.Conflict:
 		// Another scheduler started it first.
 	case flows.ErrorCode(err) == flows.Invalid:
