@@ -104,7 +104,9 @@ func DiffDocuments(a, b *Document) *DocumentDiff {
 			}
 		}
 	}
-	d.Flow = diffValues("", flowValue(a), flowValue(b))
+	if ch := diffValues("", flowValue(a), flowValue(b)); len(ch) > 0 {
+		d.Flow = ch
+	}
 	return d
 }
 

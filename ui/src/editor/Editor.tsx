@@ -110,7 +110,7 @@ function Editor({ data }: { data: EditorData }) {
   const editEdges = useMemo(() => toCanvasEdges(doc, { problems: pmap, run: rs.view?.nodes, selectedEdges: st.selectedEdges }), [doc, pmap, rs.view, st.selectedEdges]);
   // A version open or two compared: drawn read-only in place of the document.
   const viewDoc = view?.kind === "version" ? view.doc : view?.dv.doc;
-  const viewMarks = view?.kind === "compare" ? { nodes: view.dv.nodes, edges: view.dv.edges } : undefined;
+  const viewMarks = useMemo(() => (view?.kind === "compare" ? { nodes: view.dv.nodes, edges: view.dv.edges } : undefined), [view]);
   const viewNodes = useMemo(() => (viewDoc ? toCanvasNodes(viewDoc, reg, { selectedNodes: viewSel, marks: viewMarks }) : []), [viewDoc, reg, viewSel, viewMarks]);
   const viewEdges = useMemo(() => (viewDoc ? toCanvasEdges(viewDoc, { marks: viewMarks }) : []), [viewDoc, viewMarks]);
   const nodes = view ? viewNodes : editNodes;
