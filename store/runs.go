@@ -51,16 +51,17 @@ type Run struct {
 	Finished  *time.Time                 `json:"finished_at,omitempty"`
 	ParentRun string                     `json:"parent_run,omitempty"`
 	// Caller is the step that started this run as a subflow.
-	Caller     *RunCaller `json:"caller,omitempty"`
-	ParentCkpt string     `json:"parent_checkpoint,omitempty"`
-	LastCkpt   string     `json:"last_checkpoint,omitempty"`
+	Caller     *RunCaller                 `json:"caller,omitempty"`
+	ParentCkpt string                     `json:"parent_checkpoint,omitempty"`
+	LastCkpt   string                     `json:"last_checkpoint,omitempty"`
+	Waits      map[string]json.RawMessage `json:"-"`
+	Webhook    string                     `json:"-"`
+
 	// Trigger says what started the run ("schedule:N" for the flow's Nth schedule);
 	// empty for an API call, a person or a fork.
 	Trigger string `json:"trigger,omitempty"`
 	// Tick is the schedule tick a scheduled run is for.
-	Tick    *time.Time                 `json:"tick,omitempty"`
-	Waits   map[string]json.RawMessage `json:"-"`
-	Webhook string                     `json:"-"`
+	Tick *time.Time `json:"tick,omitempty"`
 }
 
 func msTime(s string) time.Time {

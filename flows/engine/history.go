@@ -51,15 +51,16 @@ func (e *Engine) Info(ctx context.Context, flow, run string) (*RunInfo, error) {
 
 // ListQuery filters and pages a flow's runs, newest first.
 type ListQuery struct {
-	Status string // only runs with this status ("" for all)
+	Status string    // only runs with this status ("" for all)
+	Since  time.Time // created at or after (zero: no bound)
+	Until  time.Time // created at or before (zero: no bound)
+	Offset int
+	Limit  int // default 50, at most 500
+
 	// Version keeps only runs of this version (the full hash or a prefix of it).
 	Version string
 	// Trigger keeps only runs started so ("schedule:0"; "schedule" for any schedule).
 	Trigger string
-	Since   time.Time // created at or after (zero: no bound)
-	Until   time.Time // created at or before (zero: no bound)
-	Offset  int
-	Limit   int // default 50, at most 500
 }
 
 // List returns a page of a flow's runs and how many runs match in all (for a status
