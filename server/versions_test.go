@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +70,12 @@ func TestVersionsHistoryDiffRollbackAndRunsByVersion(t *testing.T) {
 		t.Errorf("runs of v1: %d, want run %s", len(list.Runs), r1.ID)
 	}
 	a.must(http.StatusBadRequest, "GET", "/api/flows/"+id+"/runs?version=nothex", nil)
+	// So can the runs page.
+	page := a.must(200, "GET", "/runs?flow="+id+"&version="+v1.Version[:12], nil, "Accept", "text/html").String()
+	if !strings.Contains(page, r1.ID) || strings.Contains(page, r2.ID) || strings.Count(page, `<option value="`+v1.Version[:12]+`" selected`) != 1 ||
+		!strings.Contains(page, `<option value="`+v2.Version[:12]+`"`) {
+		t.Errorf("the runs page filtered by v1 shows run 1 and not run 2, and offers both versions:\n%s", page)
+	}
 
 	// Rollback: v1 is current again, the file holds it, new runs take it.
 	var rb server.RolledBack
