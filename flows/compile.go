@@ -84,6 +84,7 @@ func Compile(data []byte, reg *Registry, lim Limits) (plan *Plan, problems Probl
 	g := c.buildGraph(edges)
 	joinOf := c.checkGraph(g, entry)
 	comps := c.build(g)
+	c.checkScheduleInputs(comps[entry])
 	if c.probs.HasErrors() {
 		return nil, c.probs
 	}

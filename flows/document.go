@@ -43,6 +43,8 @@ type Settings struct {
 	Budget *Budget `json:"budget,omitempty"`
 	// MCP offers the flow as a tool to MCP clients (sluice mcp, /mcp on serve).
 	MCP bool `json:"mcp,omitempty"`
+	// Schedules start runs on a clock (see schedule.go and docs/schedules.md).
+	Schedules []Schedule `json:"schedules,omitempty"`
 }
 
 // Budget caps what a flow's model calls spend, per run and per flow per UTC day, in

@@ -180,7 +180,7 @@ var errorCodes = []string{
 	flows.CodeUnsupported, flows.CodeInvalidID, flows.CodeDuplicateID, flows.CodeUnknownType,
 	flows.CodeDanglingEdge, flows.CodeUnknownPort, flows.CodePortMismatch, flows.CodeDuplicateEdge,
 	flows.CodeUnconnectedPort, flows.CodeNoInput, flows.CodeMultipleInputs, flows.CodeCycleWithoutExit,
-	flows.CodeJQSyntax, flows.CodeTemplateSyntax, flows.CodeInvalidDuration, flows.CodeLiteralSecret,
+	flows.CodeJQSyntax, flows.CodeTemplateSyntax, flows.CodeInvalidDuration, flows.CodeInvalidCron, flows.CodeLiteralSecret,
 	flows.CodeJoinWithoutFork, flows.CodeInvalidParams,
 }
 
@@ -313,6 +313,9 @@ func summary(p *flows.Plan, problems flows.Problems) []byte {
 	s := p.Settings
 	fmt.Fprintf(&b, "settings: max_steps=%d max_attempts=%d claim_after=%s step_timeout=%s checkpoint_ttl=%s keep_last=%d\n",
 		s.MaxSteps, s.MaxAttempts, s.ClaimAfter.D(), s.StepTimeout.D(), s.CheckpointTTL.D(), s.KeepLast)
+	for i, sc := range s.Schedules {
+		fmt.Fprintf(&b, "schedule %d: cron=%q timezone=%q input=%s enabled=%t key=%s\n", i, sc.Cron, sc.Timezone, sc.Input, sc.IsEnabled(), sc.Key())
+	}
 	if len(p.Reducers) > 0 {
 		var rs []string
 		for k, r := range p.Reducers {

@@ -50,6 +50,7 @@ const (
 	CodeJQSyntax         = "jq_syntax"          // a jq expression does not compile
 	CodeTemplateSyntax   = "template_syntax"    // a template does not parse
 	CodeInvalidDuration  = "invalid_duration"   // not a duration such as "30s"
+	CodeInvalidCron      = "invalid_cron"       // a schedule's cron expression does not parse
 	CodeLiteralSecret    = "literal_secret"     // a credential written into the document
 	CodeJoinWithoutFork  = "join_without_fork"  // a join no fork's branches all reach
 	CodeMeetWithoutJoin  = "branches_meet_without_join"

@@ -191,6 +191,22 @@ func newCompiler() *jsonschema.Compiler {
 		_, err := parseDuration(s)
 		return err
 	}})
+	c.RegisterFormat(&jsonschema.Format{Name: "cron", Validate: func(v any) error {
+		s, ok := v.(string)
+		if !ok {
+			return nil
+		}
+		_, err := ParseCron(s, "")
+		return err
+	}})
+	c.RegisterFormat(&jsonschema.Format{Name: "timezone", Validate: func(v any) error {
+		s, ok := v.(string)
+		if !ok {
+			return nil
+		}
+		_, err := loadTimezone(s)
+		return err
+	}})
 	c.RegisterFormat(&jsonschema.Format{Name: "json-schema", Validate: func(v any) error {
 		if _, ok := v.(map[string]any); !ok {
 			return nil
@@ -321,6 +337,8 @@ func schemaProblems(err error, prefix []string) []Problem {
 				p.Code = CodeTemplateSyntax
 			case "duration":
 				p.Code = CodeInvalidDuration
+			case "cron":
+				p.Code = CodeInvalidCron
 			default:
 				p.Code = CodeInvalidValue
 			}

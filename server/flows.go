@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/langflow"
 )
 
 // compiler validates and compiles flow documents.
@@ -44,8 +45,19 @@ type SavedFlow struct {
 	// Published is true when the version is live: new runs start on it and the
 	// in-process workers serve it.
 	Published bool `json:"published"`
-	// Problems are the document's warnings (a document with errors is not saved).
+	// Problems are the document's warnings (a document with errors is not saved, but
+	// for a partial import, whose placeholders are errors until replaced).
 	Problems flows.Problems `json:"problems"`
+	// Import reports what converting an imported Langflow export did.
+	Import *ImportReport `json:"import,omitempty"`
+}
+
+// ImportReport says how a Langflow export was converted: the nodes without a Sluice
+// equivalent (placeholders in a partial import) and notes such as keys not copied.
+type ImportReport struct {
+	From  string          `json:"from"` // "langflow"
+	Gaps  []langflow.Gap  `json:"gaps"`
+	Notes []langflow.Note `json:"notes"`
 }
 
 // Validation is the answer of POST /api/flows/validate.
@@ -188,6 +200,9 @@ func (s *Server) importFlow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if langflow.IsExport(doc) {
+		return s.importLangflow(c, doc)
+	}
 	var comp compiler = s.engine
 	plan, _, err := comp.Compile(doc)
 	if err != nil {
@@ -223,7 +238,7 @@ func (s *Server) save(c echo.Context, id string, doc []byte) (*SavedFlow, error)
 		saved.Problems = flows.Problems{}
 	}
 	if s.sync != nil {
-		if _, _, err := s.sync.Publish(c.Request().Context(), id, doc); err != nil {
+		if _, _, err := s.sync.PublishNote(c.Request().Context(), id, doc, c.QueryParam("message")); err != nil {
 			// The file is saved; the library watcher publishes it when Redis is back.
 			s.log.Warn("saved flow not published yet", "flow", id, "error", err)
 			return saved, nil
@@ -242,4 +257,62 @@ func (s *Server) deleteFlow(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// CodeUnmapped is the problem code of a Langflow node that has no Sluice equivalent.
+const CodeUnmapped = "langflow_unmapped"
+
+// importLangflow converts a Langflow export and saves it. Nodes without an equivalent
+// refuse the import unless ?partial=true, which saves the flow with placeholder nodes:
+// the file is written (the editor opens it) but not published, since it does not
+// validate until the placeholders are replaced.
+func (s *Server) importLangflow(c echo.Context, export []byte) error {
+	id := c.QueryParam("id")
+	if id != "" && !flows.ValidID(id) {
+		return &flows.Error{Code: flows.Invalid, Path: "id", Message: fmt.Sprintf("flow id %q: use lower-case letters, digits, '-' and '_'", id)}
+	}
+	res, err := langflow.Convert(export, langflow.Options{ID: id})
+	if err != nil {
+		return &flows.Error{Code: flows.Invalid, Message: err.Error()}
+	}
+	var head struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(res.Document, &head)
+	report := &ImportReport{From: "langflow", Gaps: res.Gaps, Notes: res.Notes}
+	if report.Gaps == nil {
+		report.Gaps = []langflow.Gap{}
+	}
+	if report.Notes == nil {
+		report.Notes = []langflow.Note{}
+	}
+	partial := c.QueryParam("partial") == "true"
+	if len(res.Gaps) > 0 && !partial {
+		probs := make(flows.Problems, len(res.Gaps))
+		for i, g := range res.Gaps {
+			probs[i] = flows.Problem{Severity: flows.SeverityError, Code: CodeUnmapped, Node: g.Node,
+				Message: fmt.Sprintf("Langflow node %s (%s) has no Sluice equivalent: %s", g.Node, g.Type, g.Why)}
+		}
+		return &flows.InvalidError{Flow: head.ID, Problems: probs}
+	}
+	if _, lerr := s.library.Load(head.ID); lerr == nil && c.QueryParam("overwrite") != "true" {
+		return &flows.Error{Code: flows.Conflict, Flow: head.ID, Message: "a flow with this id exists; import with ?overwrite=true to replace it, or give another ?id="}
+	}
+	var saved *SavedFlow
+	if len(res.Gaps) == 0 {
+		saved, err = s.save(c, head.ID, res.Document)
+		if err != nil {
+			return err
+		}
+	} else {
+		var comp compiler = s.engine
+		_, probs, _ := comp.Compile(res.Document)
+		if err := s.library.Save(head.ID, res.Document); err != nil {
+			return err
+		}
+		saved = &SavedFlow{ID: head.ID, Problems: probs}
+	}
+	saved.Import = report
+	c.Response().Header().Set(echo.HeaderLocation, "/api/flows/"+head.ID)
+	return c.JSON(http.StatusCreated, saved)
 }

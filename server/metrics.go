@@ -27,6 +27,7 @@ type Metrics struct {
 	commitTime prometheus.Histogram
 	tokens     *prometheus.CounterVec
 	hookRuns   *prometheus.CounterVec
+	schedRuns  *prometheus.CounterVec
 	deliveries *prometheus.CounterVec
 
 	mu         sync.Mutex
@@ -47,8 +48,9 @@ func NewMetrics() *Metrics {
 		Buckets: prometheus.ExponentialBuckets(0.0002, 2, 14)})
 	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_tokens_total", Help: "LLM tokens spent by steps, by flow and kind (input, output)."}, []string{"flow", "kind"})
 	m.hookRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_hook_runs_total", Help: "Runs started through the webhook ingress, by flow."}, []string{"flow"})
+	m.schedRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_schedule_runs_total", Help: "Runs this process's scheduler started, by flow."}, []string{"flow"})
 	m.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_webhook_deliveries_total", Help: "Result webhook attempts, by flow and outcome (delivered, retry, dead)."}, []string{"flow", "outcome"})
-	m.reg.MustRegister(m.steps, m.failures, m.dead, m.stepTime, m.commitTime, m.tokens, m.hookRuns, m.deliveries,
+	m.reg.MustRegister(m.steps, m.failures, m.dead, m.stepTime, m.commitTime, m.tokens, m.hookRuns, m.schedRuns, m.deliveries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sluice_cache_hits_total", Help: "Cached tool and LLM calls answered without computing."},
 		func() float64 { h, _ := m.cache(); return float64(h) }))
@@ -106,6 +108,13 @@ func (m *Metrics) StepFailed(flow, node string, dead bool) {
 // Delivery records a result webhook attempt (engine.DispatchOptions.Outcome).
 func (m *Metrics) Delivery(flow, outcome string) {
 	m.deliveries.WithLabelValues(flow, outcome).Inc()
+}
+
+// ScheduleRun records a run a schedule started (engine.SchedulerOptions.Started).
+// Metrics carry no version label: every save makes a version, so the label would grow
+// without bound; figures per version come from GET /api/flows/FLOW/versions.
+func (m *Metrics) ScheduleRun(flow string, _ int) {
+	m.schedRuns.WithLabelValues(flow).Inc()
 }
 
 var _ engine.Observer = (*Metrics)(nil)

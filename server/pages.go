@@ -35,6 +35,7 @@ type pageEngine interface {
 	Checkpoints(ctx context.Context, flow, run string) ([]store.Checkpoint, error)
 	Checkpoint(ctx context.Context, flow, run, id string) (*store.Checkpoint, error)
 	Diff(ctx context.Context, flow, run, a, b string) ([]engine.Change, error)
+	Versions(ctx context.Context, flow string) (*engine.VersionHistory, error)
 }
 
 // pageStore is what the queues page reads of Redis.
@@ -305,7 +306,8 @@ var runStatuses = []string{store.StatusQueued, store.StatusRunning, store.Status
 
 func (s *Server) runsPage(c echo.Context) error {
 	ctx := c.Request().Context()
-	r := pages.RunsPage{Flows: s.flowIDs(ctx), Flow: c.QueryParam("flow"), Status: c.QueryParam("status"), Statuses: runStatuses}
+	r := pages.RunsPage{Flows: s.flowIDs(ctx), Flow: c.QueryParam("flow"), Status: c.QueryParam("status"), Statuses: runStatuses,
+		Version: c.QueryParam("version"), Trigger: c.QueryParam("trigger")}
 	if r.Flow == "" && len(r.Flows) > 0 {
 		r.Flow = r.Flows[0]
 	}
@@ -313,7 +315,22 @@ func (s *Server) runsPage(c echo.Context) error {
 		offset, _ := strconv.Atoi(c.QueryParam("offset"))
 		offset = max(offset, 0)
 		const limit = 50
-		runs, total, err := s.pageEngine().List(ctx, r.Flow, engine.ListQuery{Status: r.Status, Offset: offset, Limit: limit})
+		if h, err := s.pageEngine().Versions(ctx, r.Flow); err == nil {
+			for _, v := range h.Versions {
+				label := v.VersionInfo.Version[:min(12, len(v.VersionInfo.Version))]
+				if !v.SavedAt.IsZero() {
+					label += " · " + ago(v.SavedAt)
+				}
+				if v.Current {
+					label += " · current"
+				}
+				if v.Message != "" {
+					label += " · " + v.Message
+				}
+				r.Versions = append(r.Versions, pages.VersionOption{Version: v.VersionInfo.Version, Label: label})
+			}
+		}
+		runs, total, err := s.pageEngine().List(ctx, r.Flow, engine.ListQuery{Status: r.Status, Version: r.Version, Trigger: r.Trigger, Offset: offset, Limit: limit})
 		if err != nil {
 			r.Problem = userMessage(err)
 		}
@@ -325,6 +342,12 @@ func (s *Server) runsPage(c echo.Context) error {
 			q := url.Values{"flow": {r.Flow}}
 			if r.Status != "" {
 				q.Set("status", r.Status)
+			}
+			if r.Version != "" {
+				q.Set("version", r.Version)
+			}
+			if r.Trigger != "" {
+				q.Set("trigger", r.Trigger)
 			}
 			if off > 0 {
 				q.Set("offset", strconv.Itoa(off))
@@ -462,7 +485,8 @@ func (s *Server) queuesPage(c echo.Context) error {
 
 func runItem(r *store.Run) pages.RunItem {
 	it := pages.RunItem{ID: r.ID, Flow: r.Flow, Status: r.Status, Created: r.Created.UTC().Format(time.RFC3339), Ago: ago(r.Created),
-		Steps: r.Steps, Tokens: r.Usage.InputTokens + r.Usage.OutputTokens, Error: r.Error, Parent: r.ParentRun}
+		Steps: r.Steps, Tokens: r.Usage.InputTokens + r.Usage.OutputTokens, Error: r.Error, Parent: r.ParentRun,
+		Version: r.Version, Trigger: strings.Replace(r.Trigger, ":", " ", 1)}
 	if r.Started != nil {
 		end := time.Now()
 		if r.Finished != nil {

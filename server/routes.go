@@ -60,6 +60,15 @@ func (s *Server) routes() {
 	api.GET("/flows/:flow/export", s.exportFlow)
 	api.GET("/flows/:flow/events", s.flowEvents)
 
+	api.GET("/flows/:flow/versions", s.listVersions)
+	api.GET("/flows/:flow/versions/:version", s.getVersion)
+	api.GET("/flows/:flow/versions/:version/diff", s.diffVersion)
+	api.POST("/flows/:flow/rollback", s.rollback)
+
+	api.GET("/flows/:flow/schedules", s.listSchedules)
+	api.POST("/flows/:flow/schedules/:schedule/pause", s.pauseSchedule)
+	api.POST("/flows/:flow/schedules/:schedule/resume", s.resumeSchedule)
+
 	api.POST("/flows/:flow/runs", s.startRun)
 	api.GET("/flows/:flow/runs", s.listRuns)
 	api.GET("/flows/:flow/runs/:run", s.getRun)

@@ -337,7 +337,7 @@ func (s *Server) listRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	q := engine.ListQuery{Status: c.QueryParam("status")}
+	q := engine.ListQuery{Status: c.QueryParam("status"), Version: c.QueryParam("version"), Trigger: c.QueryParam("trigger")}
 	if q.Offset, err = intParam(c, "offset", 0); err != nil {
 		return err
 	}

@@ -11,6 +11,10 @@ const Group = "sluice"
 // webhooks; the stream is trimmed only below what it has acknowledged.
 const DispatchGroup = "dispatch"
 
+// scheduledKey is the set of flow ids whose current version has schedules: what the
+// schedulers look at, so that flows without schedules cost them nothing.
+const scheduledKey = "sluice:scheduled"
+
 // Keys names the keys of one flow.
 type Keys struct {
 	flow   string
@@ -37,6 +41,23 @@ func (k Keys) Version(v string) string { return k.prefix + "v:" + v }
 
 // Current holds the version new runs start on when none is named.
 func (k Keys) Current() string { return k.prefix + "current" }
+
+// Versions is the sorted set of the versions that were made current (saved, published,
+// rolled back to), scored by when that first happened (ms).
+func (k Keys) Versions() string { return k.prefix + "versions" }
+
+// VersionNotes is the hash of the messages given when versions were saved.
+func (k Keys) VersionNotes() string { return k.prefix + "versions:notes" }
+
+// ScheduleTicks is the sorted set of schedule keys scored by the last tick (ms) that
+// was run or passed over; a tick at or before it never runs again.
+func (k Keys) ScheduleTicks() string { return k.prefix + "schedules:ticks" }
+
+// SchedulePaused is the hash of paused schedule keys (value: when, ms).
+func (k Keys) SchedulePaused() string { return k.prefix + "schedules:paused" }
+
+// ScheduleRuns is the capped list of the runs a schedule started, newest first.
+func (k Keys) ScheduleRuns(schedule string) string { return k.prefix + "schedules:runs:" + schedule }
 
 // Run is the hash of a run: status, version, input, outputs, error, counters, times.
 func (k Keys) Run(run string) string { return k.prefix + "run:" + run }

@@ -51,13 +51,19 @@ type Run struct {
 	Finished  *time.Time                 `json:"finished_at,omitempty"`
 	ParentRun string                     `json:"parent_run,omitempty"`
 	// Caller is the step that started this run as a subflow.
-	Caller     *RunCaller `json:"caller,omitempty"`
-	ParentCkpt string     `json:"parent_checkpoint,omitempty"`
-	LastCkpt   string     `json:"last_checkpoint,omitempty"`
+	Caller     *RunCaller                 `json:"caller,omitempty"`
+	ParentCkpt string                     `json:"parent_checkpoint,omitempty"`
+	LastCkpt   string                     `json:"last_checkpoint,omitempty"`
+	Waits      map[string]json.RawMessage `json:"-"`
+	Webhook    string                     `json:"-"`
 	// KeptFrom is, after keep_last trimmed the history, its oldest checkpoint kept.
-	KeptFrom string                     `json:"-"`
-	Waits    map[string]json.RawMessage `json:"-"`
-	Webhook  string                     `json:"-"`
+	KeptFrom string `json:"-"`
+
+	// Trigger says what started the run ("schedule:N" for the flow's Nth schedule);
+	// empty for an API call, a person or a fork.
+	Trigger string `json:"trigger,omitempty"`
+	// Tick is the schedule tick a scheduled run is for.
+	Tick *time.Time `json:"tick,omitempty"`
 }
 
 func msTime(s string) time.Time {
@@ -89,6 +95,10 @@ func parseRun(flow, id string, h map[string]string) *Run {
 	r.ParentRun, r.ParentCkpt, r.LastCkpt = h["parent_run"], h["parent_ckpt"], h["last_ckpt"]
 	r.KeptFrom = h["kept_from"]
 	r.Webhook = h["webhook"]
+	r.Trigger = h["trigger"]
+	if t := msTime(h["tick"]); !t.IsZero() {
+		r.Tick = &t
+	}
 	if h["caller_run"] != "" {
 		r.Caller = &RunCaller{Flow: h["caller_flow"], Run: h["caller_run"], Node: h["caller_node"]}
 	}

@@ -69,17 +69,6 @@ func (r *Redis) StoreVersion(ctx context.Context, flow, version string, doc []by
 	return r.EnsureGroups(ctx, flow, nodes)
 }
 
-// SetCurrent makes a stored version the one new runs of flow start on.
-func (r *Redis) SetCurrent(ctx context.Context, flow, version string) error {
-	pipe := r.Client.Pipeline()
-	pipe.Set(ctx, FlowKeys(flow).Current(), version, 0)
-	pipe.Incr(ctx, generationKey)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("make version %.12s of flow %q current: %w", version, flow, err)
-	}
-	return nil
-}
-
 // generationKey counts changes to stored and current versions: workers read it to know
 // when to look for new nodes and settings, instead of reading every flow.
 const generationKey = "sluice:generation"

@@ -1,5 +1,6 @@
 // Command sluice is the Sluice binary: the browser flow editor and API (serve), headless
-// workers (worker), one-off runs (run), flow checks (validate) and the benchmark (bench).
+// workers (worker), one-off runs (run), flow checks (validate), Langflow import (import),
+// versions and schedules of flows, and the benchmark (bench).
 // This package only wires the other packages together.
 package main
 
@@ -43,6 +44,10 @@ func commands() []command {
 		{"resume", "answer a run's approval and continue it", cmdResume},
 		{"mcp", "serve flows as MCP tools on stdio", cmdMCP},
 		{"validate", "check flow files and print every problem", cmdValidate},
+		{"import", "convert a Langflow export into a flow (import langflow FILE.json)", cmdImport},
+		{"versions", "list a flow's versions, show one, or compare two", cmdVersions},
+		{"rollback", "make an earlier version of a flow current again", cmdRollback},
+		{"schedules", "list a flow's schedules, pause or resume one", cmdSchedules},
 		{"components", "list the components flows can use (--markdown, --json)", cmdComponents},
 		{"bench", "measure Sluice against a bare go-redis loop", cmdBench},
 		{"version", "print the version", cmdVersion},

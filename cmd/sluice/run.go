@@ -173,6 +173,7 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL (required; env REDIS_URL)")
 	grace := fs.Duration("grace", 10*time.Second, "how long in-flight steps may finish after SIGTERM")
 	dispatch := fs.Bool("dispatch", true, "also deliver the flows' result webhooks (several workers may: each result is delivered once per webhook, at least once)")
+	schedule := fs.Bool("schedule", true, "also start the runs of the flows' schedules (several workers may: each tick runs once)")
 	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "info"), "debug, info, warn or error")
 	cf := addComponentFlags(fs)
 	fs.Usage = func() {
@@ -229,9 +230,18 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 		d := e.NewDispatcher(engine.DispatchOptions{Flows: func(context.Context) ([]string, error) { return ids, nil }})
 		go func() { dispatched <- d.Run(ctx) }()
 	}
+	var scheduled chan error
+	if *schedule {
+		scheduled = make(chan error, 1)
+		sch := e.NewScheduler(engine.SchedulerOptions{Flows: func(context.Context) ([]string, error) { return ids, nil }})
+		go func() { scheduled <- sch.Run(ctx) }()
+	}
 	err = w.Run(ctx)
 	if dispatched != nil {
 		<-dispatched
+	}
+	if scheduled != nil {
+		<-scheduled
 	}
 	log.Info("worker stopped", "after", time.Since(start).Round(time.Millisecond))
 	return err

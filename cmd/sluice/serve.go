@@ -29,6 +29,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	token := fs.String("token", "", "bearer token every route but health needs (env SLUICE_TOKEN); required unless --addr is loopback")
 	cors := fs.String("cors", envOr("SLUICE_CORS_ORIGINS", ""), "comma-separated origins allowed to call the API from a browser; empty: CORS off (env SLUICE_CORS_ORIGINS)")
 	dispatch := fs.Bool("dispatch", true, "deliver result webhooks from this process")
+	schedule := fs.Bool("schedule", true, "start the runs of the library's flows' schedules from this process (any number of processes may: each tick runs once)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sluice serve [flags]\n\nServes the flow editor, the JSON API and health on --addr.\n\nFlags:")
 		fs.PrintDefaults()
@@ -99,6 +100,12 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 			Secret: func(flow string) []byte { return []byte(server.HookSecretFromEnv(flow)) }})
 		bg.Add(1)
 		go func() { defer bg.Done(); _ = d.Run(ctx) }()
+	}
+
+	if *schedule {
+		sch := e.NewScheduler(engine.SchedulerOptions{Flows: libraryFlows(lib), Started: metrics.ScheduleRun})
+		bg.Add(1)
+		go func() { defer bg.Done(); _ = sch.Run(ctx) }()
 	}
 
 	cfg := server.Config{Addr: *addr, Embedded: rdb.Embedded(), Logger: log, Token: *token}

@@ -62,7 +62,7 @@ type Engine struct {
 	log      *slog.Logger
 	opts     Options
 	cache    *stateCache
-	versions *versions
+	versions *versionCache
 	prefix   string
 	seq      atomic.Int64
 
@@ -91,7 +91,7 @@ func New(rdb *store.Redis, reg *flows.Registry, opts Options) *Engine {
 		opts.ConsumerPrefix = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	e := &Engine{rdb: rdb, reg: reg, log: opts.Logger, opts: opts, cache: newStateCache(opts.StateCacheBytes),
-		versions: newVersions(), prefix: opts.ConsumerPrefix, workers: map[*Worker]bool{}}
+		versions: newVersionCache(), prefix: opts.ConsumerPrefix, workers: map[*Worker]bool{}}
 	e.commits = newCommitter(rdb, e.log)
 	e.events = newEventBatcher(rdb, e.log)
 	e.watch = newRunWatcher(rdb, e.log)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
@@ -55,6 +56,11 @@ type ListQuery struct {
 	Until  time.Time // created at or before (zero: no bound)
 	Offset int
 	Limit  int // default 50, at most 500
+
+	// Version keeps only runs of this version (the full hash or a prefix of it).
+	Version string
+	// Trigger keeps only runs started so ("schedule:0"; "schedule" for any schedule).
+	Trigger string
 }
 
 // List returns a page of a flow's runs and how many runs match in all (for a status
@@ -72,7 +78,11 @@ func (e *Engine) List(ctx context.Context, flow string, q ListQuery) ([]*store.R
 		return nil, 0, &flows.Error{Code: flows.Invalid, Path: "status", Message: fmt.Sprintf("unknown status %q: use queued, running, waiting, succeeded, failed or cancelled", q.Status)}
 	}
 	e.pruneRuns(ctx, flow) // what expired since the janitor last looked
-	if q.Status == "" {
+	if q.Version != "" && (len(q.Version) > 64 || strings.Trim(strings.ToLower(q.Version), "0123456789abcdef") != "") {
+		return nil, 0, &flows.Error{Code: flows.Invalid, Path: "version", Message: fmt.Sprintf("%q is not a version (hex digits)", q.Version)}
+	}
+	q.Version = strings.ToLower(q.Version)
+	if q.Status == "" && q.Version == "" && q.Trigger == "" {
 		ids, err := e.rdb.RunIDs(ctx, flow, q.Since, q.Until, int64(q.Offset), int64(q.Limit))
 		if err != nil {
 			return nil, 0, err
@@ -84,7 +94,7 @@ func (e *Engine) List(ctx context.Context, flow string, q ListQuery) ([]*store.R
 		total, err := e.countRuns(ctx, flow, q)
 		return runs, total, err
 	}
-	// A status is not indexed: look through the newest runs.
+	// A status, version or trigger is not indexed: look through the newest runs.
 	const chunk, scanCap = 200, 10000
 	var out []*store.Run
 	var matched int64
@@ -98,7 +108,7 @@ func (e *Engine) List(ctx context.Context, flow string, q ListQuery) ([]*store.R
 			return nil, 0, err
 		}
 		for _, r := range runs {
-			if r.Status != q.Status {
+			if !q.matches(r) {
 				continue
 			}
 			if matched >= int64(q.Offset) && len(out) < q.Limit {
@@ -111,6 +121,18 @@ func (e *Engine) List(ctx context.Context, flow string, q ListQuery) ([]*store.R
 		}
 	}
 	return out, matched, nil
+}
+
+func (q ListQuery) matches(r *store.Run) bool {
+	switch {
+	case q.Status != "" && r.Status != q.Status:
+		return false
+	case q.Version != "" && !strings.HasPrefix(r.Version, q.Version):
+		return false
+	case q.Trigger != "" && r.Trigger != q.Trigger && !strings.HasPrefix(r.Trigger, q.Trigger+":"):
+		return false
+	}
+	return true
 }
 
 func (e *Engine) countRuns(ctx context.Context, flow string, q ListQuery) (int64, error) {

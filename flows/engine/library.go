@@ -63,6 +63,11 @@ func (s *LibrarySync) Sync(ctx context.Context) (map[string]flows.Problems, erro
 // Publish compiles one flow document, publishes its version (makes it current) and has
 // the workers serve it. The document's id must be the file's id.
 func (s *LibrarySync) Publish(ctx context.Context, id string, doc []byte) (*flows.Plan, flows.Problems, error) {
+	return s.PublishNote(ctx, id, doc, "")
+}
+
+// PublishNote is Publish with a note for the version's history (a save's message).
+func (s *LibrarySync) PublishNote(ctx context.Context, id string, doc []byte, message string) (*flows.Plan, flows.Problems, error) {
 	p, probs, err := s.e.Compile(doc)
 	if err != nil {
 		return nil, probs, err
@@ -72,7 +77,7 @@ func (s *LibrarySync) Publish(ctx context.Context, id string, doc []byte) (*flow
 			Message: "the flow's id \"" + p.Flow + "\" is not its file name \"" + id + ".json\""})
 		return nil, probs, &flows.InvalidError{Flow: id, Problems: probs}
 	}
-	if err := s.e.Publish(ctx, p); err != nil {
+	if err := s.e.PublishWithMessage(ctx, p, message); err != nil {
 		return nil, probs, err
 	}
 	s.mu.Lock()

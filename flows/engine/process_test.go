@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	if flowsEnv := os.Getenv("SLUICE_TEST_WORKER"); flowsEnv != "" {
 		os.Exit(workerMain(strings.Split(flowsEnv, ",")))
 	}
+	if flowsEnv := os.Getenv("SLUICE_TEST_SCHEDULER"); flowsEnv != "" {
+		os.Exit(schedulerMain(strings.Split(flowsEnv, ","))) // schedules_test.go
+	}
 	os.Exit(m.Run())
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
@@ -20,6 +21,10 @@ type StartOptions struct {
 	Webhook string
 	// Caller is the step that started this run as a subflow, if any.
 	Caller *Caller
+	// Trigger says what started the run, e.g. "schedule:0"; empty for a call or a person.
+	Trigger string
+	// Tick is the schedule tick the run is for.
+	Tick time.Time
 }
 
 // Caller names the step of another run that started a run (a subflow).
@@ -91,6 +96,12 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	fields := []string{"input", string(inputJSON)}
 	if opts.Webhook != "" {
 		fields = append(fields, "webhook", opts.Webhook)
+	}
+	if opts.Trigger != "" {
+		fields = append(fields, "trigger", opts.Trigger)
+	}
+	if !opts.Tick.IsZero() {
+		fields = append(fields, "tick", strconv.FormatInt(opts.Tick.UnixMilli(), 10))
 	}
 	if c := opts.Caller; c != nil {
 		fields = append(fields, "caller_flow", c.Flow, "caller_run", c.Run, "caller_node", c.Node)

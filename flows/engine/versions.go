@@ -1,176 +1,250 @@
 package engine
 
 import (
-	"container/list"
 	"context"
-	"crypto/sha256"
+	"encoding/json"
 	"fmt"
-	"sync"
+	"strings"
+	"time"
 
 	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/store"
 )
 
-// versions is the one cache of "which version of flow X did this process compile, store
-// or make current". It is bounded: compiled plans are kept by flow and version, and
-// compiled documents by the hash of their bytes, in one LRU of maxPlans entries; an
-// evicted plan is compiled again from Redis (or from its document) when next needed.
-//
-// Two operations touch Redis and are kept apart: storing a version (its JSON, node
-// ids and consumer groups, so any worker can run it) and making it the flow's current
-// version. Runs, forks and subflows store the version they run on; only saving or
-// publishing a flow makes one current.
-type versions struct {
-	mu    sync.Mutex
-	ll    *list.List
-	items map[string]*list.Element
+// makeCurrent makes a stored version the flow's current version and records it in the
+// flow's version history.
+func (e *Engine) makeCurrent(ctx context.Context, p *flows.Plan, message string) error {
+	// A flow with schedules, even disabled ones, is looked at by the schedulers: they move
+	// the marker of a disabled or paused schedule past its ticks, so that enabling it
+	// later does not run a tick from while it was off.
+	scheduled := len(p.Settings.Schedules) > 0
+	return e.rdb.SetCurrent(ctx, p.Flow, p.Version, store.CurrentOptions{Message: message, Scheduled: scheduled})
 }
 
-type versionEntry struct {
-	key    string
-	plan   *flows.Plan
-	probs  flows.Problems
-	err    error
-	stored bool // its JSON is in Redis (as far as this process knows)
-}
-
-// maxPlans bounds the entries the version cache keeps.
-const maxPlans = 256
-
-func newVersions() *versions {
-	return &versions{ll: list.New(), items: map[string]*list.Element{}}
-}
-
-func versionKey(flow, version string) string { return "v\x00" + flow + "\x00" + version }
-
-func docKey(doc []byte) string {
-	sum := sha256.Sum256(doc)
-	return "d\x00" + string(sum[:])
-}
-
-func (v *versions) get(key string) *versionEntry {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	el, ok := v.items[key]
-	if !ok {
-		return nil
-	}
-	v.ll.MoveToFront(el)
-	return el.Value.(*versionEntry)
-}
-
-// put keeps an entry; v.mu is not held.
-func (v *versions) put(e *versionEntry) *versionEntry {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if el, ok := v.items[e.key]; ok {
-		v.ll.MoveToFront(el)
-		return el.Value.(*versionEntry)
-	}
-	v.items[e.key] = v.ll.PushFront(e)
-	for v.ll.Len() > maxPlans {
-		last := v.ll.Back()
-		v.ll.Remove(last)
-		delete(v.items, last.Value.(*versionEntry).key)
-	}
-	return e
-}
-
-// Compile validates and compiles a document with the engine's registry. A document
-// compiled before (the same bytes) is not compiled again.
-func (e *Engine) Compile(doc []byte) (*flows.Plan, flows.Problems, error) {
-	key := docKey(doc)
-	if c := e.versions.get(key); c != nil {
-		return c.plan, c.probs, c.err
-	}
-	p, probs := flows.Compile(doc, e.reg, e.opts.Limits)
-	var err error
-	if p == nil {
-		id := ""
-		if d, derr := flows.DecodeState(doc); derr == nil {
-			id, _ = d["id"].(string)
-		}
-		err = &flows.InvalidError{Flow: id, Problems: probs}
-	}
-	e.versions.put(&versionEntry{key: key, plan: p, probs: probs, err: err})
-	if p != nil {
-		e.versions.put(&versionEntry{key: versionKey(p.Flow, p.Version), plan: p})
-	}
-	return p, probs, err
-}
-
-// StoreVersion stores the plan's version in Redis, so that any worker can load it, and
-// creates its consumer groups. It does not make the version current. It is idempotent.
-func (e *Engine) StoreVersion(ctx context.Context, p *flows.Plan) error {
-	c := e.versions.put(&versionEntry{key: versionKey(p.Flow, p.Version), plan: p})
-	e.versions.mu.Lock()
-	stored := c.stored
-	e.versions.mu.Unlock()
-	if stored {
-		return nil
-	}
-	if err := e.rdb.StoreVersion(ctx, p.Flow, p.Version, p.Source, p.NodeIDs()); err != nil {
-		return err
-	}
-	e.versions.mu.Lock()
-	c.stored = true
-	e.versions.mu.Unlock()
-	return nil
-}
-
-// Publish stores the plan's version and makes it the flow's current version: new runs
-// start on it and workers take their limits from it. Only saving or publishing a flow
-// calls this.
-func (e *Engine) Publish(ctx context.Context, p *flows.Plan) error {
+// PublishWithMessage publishes a plan (Publish) and notes message on its version.
+func (e *Engine) PublishWithMessage(ctx context.Context, p *flows.Plan, message string) error {
 	if err := e.StoreVersion(ctx, p); err != nil {
 		return err
 	}
-	return e.rdb.SetCurrent(ctx, p.Flow, p.Version)
+	return e.makeCurrent(ctx, p, message)
 }
 
-// forgetStored makes the next StoreVersion of plan write to Redis again (Redis lost
-// it: it restarted empty).
-func (e *Engine) forgetStored(p *flows.Plan) {
-	e.versions.mu.Lock()
-	defer e.versions.mu.Unlock()
-	if el, ok := e.versions.items[versionKey(p.Flow, p.Version)]; ok {
-		el.Value.(*versionEntry).stored = false
-	}
+// VersionRuns are figures of one version's runs, from the flow's newest runs.
+type VersionRuns struct {
+	Runs      int   `json:"runs"`
+	Succeeded int   `json:"succeeded"`
+	Failed    int   `json:"failed"`
+	Cancelled int   `json:"cancelled"`
+	Active    int   `json:"active"` // queued, running or waiting
+	Tokens    int64 `json:"tokens"`
+	// MeanMS is the mean duration of the finished runs, from their start.
+	MeanMS float64 `json:"mean_ms"`
 }
 
-// Plan returns the plan of a flow version, compiling the JSON stored in Redis the first
-// time. Runs continue on the version they started with.
-func (e *Engine) Plan(ctx context.Context, flow, version string) (*flows.Plan, error) {
-	if c := e.versions.get(versionKey(flow, version)); c != nil {
-		return c.plan, nil
+// Version is one version of a flow's history.
+type Version struct {
+	store.VersionInfo
+	Name  string       `json:"name,omitempty"`
+	Nodes int          `json:"nodes"`
+	Stats *VersionRuns `json:"runs,omitempty"`
+}
+
+// VersionHistory is a flow's versions, newest first.
+type VersionHistory struct {
+	Flow     string    `json:"flow"`
+	Current  string    `json:"current,omitempty"`
+	Versions []Version `json:"versions"`
+	// RunsLooked is how many of the flow's newest runs the figures are from.
+	RunsLooked int `json:"runs_looked"`
+}
+
+// statsWindow is how many of a flow's newest runs per-version figures are taken from.
+const statsWindow = 2000
+
+// maxVersions bounds how many versions a history lists.
+const maxVersions = 500
+
+// Versions returns a flow's version history, with figures of each version's runs.
+func (e *Engine) Versions(ctx context.Context, flow string) (*VersionHistory, error) {
+	if !flows.ValidID(flow) {
+		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: "no such flow"}
 	}
-	doc, err := e.rdb.VersionDoc(ctx, flow, version)
+	infos, current, err := e.rdb.Versions(ctx, flow, maxVersions)
+	if err != nil {
+		return nil, err
+	}
+	if len(infos) == 0 {
+		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: "the flow has no saved version"}
+	}
+	sums, err := e.rdb.RunSummaries(ctx, flow, statsWindow)
+	if err != nil {
+		return nil, err
+	}
+	stats := runStats(sums)
+	h := &VersionHistory{Flow: flow, Current: current, RunsLooked: len(sums), Versions: make([]Version, 0, len(infos))}
+	for _, vi := range infos {
+		v := Version{VersionInfo: vi, Stats: stats[vi.Version]}
+		if doc, err := e.rdb.VersionDoc(ctx, flow, vi.Version); err == nil {
+			var head struct {
+				Name  string            `json:"name"`
+				Nodes []json.RawMessage `json:"nodes"`
+			}
+			_ = json.Unmarshal(doc, &head)
+			v.Name, v.Nodes = head.Name, len(head.Nodes)
+		}
+		if v.Stats == nil {
+			v.Stats = &VersionRuns{}
+		}
+		h.Versions = append(h.Versions, v)
+	}
+	return h, nil
+}
+
+func runStats(sums []store.RunSummary) map[string]*VersionRuns {
+	out := map[string]*VersionRuns{}
+	total := map[string]time.Duration{}
+	for _, s := range sums {
+		st := out[s.Version]
+		if st == nil {
+			st = &VersionRuns{}
+			out[s.Version] = st
+		}
+		st.Runs++
+		st.Tokens += s.Tokens
+		switch s.Status {
+		case store.StatusSucceeded:
+			st.Succeeded++
+		case store.StatusFailed:
+			st.Failed++
+		case store.StatusCancelled:
+			st.Cancelled++
+		default:
+			st.Active++
+		}
+		if store.Finished(s.Status) && !s.Started.IsZero() && !s.Finished.IsZero() {
+			total[s.Version] += s.Finished.Sub(s.Started)
+		}
+	}
+	for v, st := range out {
+		if n := st.Succeeded + st.Failed + st.Cancelled; n > 0 {
+			st.MeanMS = float64(total[v].Microseconds()) / 1000 / float64(n)
+		}
+	}
+	return out
+}
+
+// ResolveVersion turns a version or a unique prefix of one (at least 7 characters) of the
+// flow's history into the full version.
+func (e *Engine) ResolveVersion(ctx context.Context, flow, v string) (string, error) {
+	v = strings.ToLower(strings.TrimSpace(v))
+	if len(v) == 64 {
+		return v, nil
+	}
+	if len(v) < 7 || strings.Trim(v, "0123456789abcdef") != "" {
+		return "", &flows.Error{Code: flows.NotFound, Flow: flow, Path: "version", Message: fmt.Sprintf("%q is not a version: give its 64 hex digits or at least the first 7", v)}
+	}
+	infos, _, err := e.rdb.Versions(ctx, flow, maxVersions)
+	if err != nil {
+		return "", err
+	}
+	var found []string
+	for _, vi := range infos {
+		if strings.HasPrefix(vi.Version, v) {
+			found = append(found, vi.Version)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", &flows.Error{Code: flows.NotFound, Flow: flow, Path: "version", Message: fmt.Sprintf("no version %s in the flow's history", v)}
+	case 1:
+		return found[0], nil
+	}
+	return "", &flows.Error{Code: flows.Conflict, Flow: flow, Path: "version", Message: fmt.Sprintf("%s names %d versions: give more digits", v, len(found))}
+}
+
+// VersionDetail is one version: its history entry, its document and its runs' figures.
+type VersionDetail struct {
+	Version
+	Document json.RawMessage `json:"document"`
+}
+
+// Version returns one version of a flow, the document exactly as it was saved.
+func (e *Engine) Version(ctx context.Context, flow, version string) (*VersionDetail, error) {
+	v, err := e.ResolveVersion(ctx, flow, version)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := e.rdb.VersionDoc(ctx, flow, v)
+	if err != nil {
+		return nil, err
+	}
+	vi, _, err := e.rdb.VersionInfoOf(ctx, flow, v)
+	if err != nil {
+		return nil, err
+	}
+	d := &VersionDetail{Version: Version{VersionInfo: vi}, Document: doc}
+	var head struct {
+		Name  string            `json:"name"`
+		Nodes []json.RawMessage `json:"nodes"`
+	}
+	_ = json.Unmarshal(doc, &head)
+	d.Name, d.Nodes = head.Name, len(head.Nodes)
+	if sums, err := e.rdb.RunSummaries(ctx, flow, statsWindow); err == nil {
+		d.Stats = runStats(sums)[v]
+	}
+	if d.Stats == nil {
+		d.Stats = &VersionRuns{}
+	}
+	return d, nil
+}
+
+// VersionDiff is what changed from one version to another.
+type VersionDiff struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	*flows.DocumentDiff
+}
+
+// DiffVersions compares two versions of a flow (from the older).
+func (e *Engine) DiffVersions(ctx context.Context, flow, from, to string) (*VersionDiff, error) {
+	docs := make([]*flows.Document, 2)
+	full := make([]string, 2)
+	for i, v := range []string{from, to} {
+		fv, err := e.ResolveVersion(ctx, flow, v)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := e.rdb.VersionDoc(ctx, flow, fv)
+		if err != nil {
+			return nil, err
+		}
+		var d flows.Document
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return nil, &flows.Error{Code: flows.Invalid, Flow: flow, Message: fmt.Sprintf("version %.12s is not a readable document: %v", fv, err)}
+		}
+		docs[i], full[i] = &d, fv
+	}
+	return &VersionDiff{From: full[0], To: full[1], DocumentDiff: flows.DiffDocuments(docs[0], docs[1])}, nil
+}
+
+// RollbackPlan is the plan of a version to roll back to: the version compiled again from
+// Redis with today's components. A version that no longer compiles cannot be made
+// current (its problems say why).
+func (e *Engine) RollbackPlan(ctx context.Context, flow, version string) (*flows.Plan, error) {
+	v, err := e.ResolveVersion(ctx, flow, version)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := e.rdb.VersionDoc(ctx, flow, v)
 	if err != nil {
 		return nil, err
 	}
 	p, _, err := e.Compile(doc)
 	if err != nil {
-		return nil, flows.Permanent(fmt.Errorf("version %.12s of flow %q no longer compiles: %w", version, flow, err))
-	}
-	c := e.versions.put(&versionEntry{key: versionKey(flow, version), plan: p})
-	e.versions.mu.Lock()
-	c.stored = true
-	e.versions.mu.Unlock()
-	return p, nil
-}
-
-// cachedPlan returns a plan already compiled in this process, or nil.
-func (e *Engine) cachedPlan(flow, version string) *flows.Plan {
-	if c := e.versions.get(versionKey(flow, version)); c != nil {
-		return c.plan
-	}
-	return nil
-}
-
-// CurrentPlan returns the plan of the flow's current version in Redis.
-func (e *Engine) CurrentPlan(ctx context.Context, flow string) (*flows.Plan, error) {
-	v, err := e.rdb.CurrentVersion(ctx, flow)
-	if err != nil {
 		return nil, err
 	}
-	return e.Plan(ctx, flow, v)
+	if p.Flow != flow {
+		return nil, &flows.Error{Code: flows.Invalid, Flow: flow, Message: fmt.Sprintf("version %.12s holds flow %q", v, p.Flow)}
+	}
+	return p, nil
 }

@@ -2,7 +2,9 @@
 // rest of the editor never builds a URL.
 import type { Change } from "../flow/diff";
 import type { ComponentSpec, FlowDocument, Problem } from "../flow/types";
-import type { Checkpoint, DeadLetter, FlowQueues, Run } from "./types";
+import type { SavedSchedule } from "../flow/schedules";
+import type { VersionDiff } from "../flow/versions";
+import type { Checkpoint, DeadLetter, FlowQueues, ImportReport, RolledBack, Run, VersionDetail, VersionHistory } from "./types";
 
 /** An error answer of the API: {"error": {status, code, message, problems?}}. */
 export class ApiError extends Error {
@@ -57,6 +59,15 @@ export interface Saved {
   version: string;
   published: boolean;
   problems: Problem[];
+  /** Set for an imported Langflow export. */
+  import?: ImportReport;
+}
+
+export interface ScheduleList {
+  flow: string;
+  version: string;
+  now: string;
+  schedules: SavedSchedule[];
 }
 
 export interface Started {
@@ -76,7 +87,7 @@ export const api = {
   components: () => call<{ components: ComponentSpec[] }>("GET", "/api/components").then((r) => r.components),
   getFlow: (flow: string) => call<FlowDocument>("GET", flowURL(flow)),
   validate: (doc: FlowDocument) => call<Validation>("POST", "/api/flows/validate", doc),
-  save: (doc: FlowDocument) => call<Saved>("PUT", flowURL(doc.id), doc),
+  save: (doc: FlowDocument, message?: string) => call<Saved>("PUT", flowURL(doc.id) + (message ? `?message=${encodeURIComponent(message)}` : ""), doc),
   startRun: (flow: string, input: unknown) => call<Started>("POST", `${flowURL(flow)}/runs`, { input }),
   getRun: (flow: string, run: string) => call<Run>("GET", runURL(flow, run)),
   cancel: (flow: string, run: string) => call<Run>("POST", `${runURL(flow, run)}/cancel`),
@@ -93,6 +104,19 @@ export const api = {
   retryDead: (flow: string, id: string) => call<{ id: string; entry: string }>("POST", `${flowURL(flow)}/deadletters/${encodeURIComponent(id)}/retry`),
   discardDead: (flow: string, id: string) => call<void>("DELETE", `${flowURL(flow)}/deadletters/${encodeURIComponent(id)}`),
   deleteFlow: (flow: string) => call<void>("DELETE", flowURL(flow)),
-  importFlow: (doc: unknown, overwrite = false) => call<Saved>("POST", `/api/flows${overwrite ? "?overwrite=true" : ""}`, doc),
+  importFlow: (doc: unknown, opts: { overwrite?: boolean; partial?: boolean } = {}) => {
+    const q = new URLSearchParams();
+    if (opts.overwrite) q.set("overwrite", "true");
+    if (opts.partial) q.set("partial", "true");
+    return call<Saved>("POST", `/api/flows${q.size ? "?" + q.toString() : ""}`, doc);
+  },
+  versions: (flow: string) => call<VersionHistory>("GET", `${flowURL(flow)}/versions`),
+  version: (flow: string, version: string) => call<VersionDetail>("GET", `${flowURL(flow)}/versions/${encodeURIComponent(version)}`),
+  versionDiff: (flow: string, from: string, to: string) =>
+    call<VersionDiff>("GET", `${flowURL(flow)}/versions/${encodeURIComponent(from)}/diff?to=${encodeURIComponent(to)}`),
+  rollback: (flow: string, version: string, message?: string) => call<RolledBack>("POST", `${flowURL(flow)}/rollback`, { version, message }),
+  schedules: (flow: string) => call<ScheduleList>("GET", `${flowURL(flow)}/schedules?next=3&runs=5`),
+  pauseSchedule: (flow: string, n: number) => call<SavedSchedule>("POST", `${flowURL(flow)}/schedules/${n}/pause`),
+  resumeSchedule: (flow: string, n: number) => call<SavedSchedule>("POST", `${flowURL(flow)}/schedules/${n}/resume`),
   mcpTools: (params: unknown) => call<{ tools: ToolDef[] }>("POST", "/api/mcp/tools", { params }).then((r) => r.tools),
 };

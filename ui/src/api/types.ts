@@ -26,6 +26,10 @@ export interface Run {
   finished_at?: string;
   parent_run?: string;
   parent_checkpoint?: string;
+  /** What started the run: "schedule:N" for the flow's Nth schedule. */
+  trigger?: string;
+  /** The schedule tick the run is for. */
+  tick?: string;
   /** Approvals the run waits for, by node. */
   waiting?: Record<string, Wait>;
 }
@@ -110,4 +114,51 @@ export interface LiveMessage {
   event?: LiveEvent;
   queues?: FlowQueues;
   error?: { code: string; message: string };
+}
+
+/** Figures of a version's runs among the flow's newest runs. */
+export interface VersionRuns {
+  runs: number;
+  succeeded: number;
+  failed: number;
+  cancelled: number;
+  active: number;
+  tokens: number;
+  mean_ms: number;
+}
+
+export interface VersionInfo {
+  version: string;
+  saved_at: string;
+  message?: string;
+  current: boolean;
+  name?: string;
+  nodes: number;
+  runs?: VersionRuns;
+}
+
+export interface VersionHistory {
+  flow: string;
+  current?: string;
+  runs_looked: number;
+  versions: VersionInfo[];
+}
+
+export interface VersionDetail extends VersionInfo {
+  document: unknown;
+}
+
+export interface RolledBack {
+  flow: string;
+  version: string;
+  previous?: string;
+  file_written: boolean;
+  published: boolean;
+}
+
+/** What converting a Langflow export did (the answer to an import). */
+export interface ImportReport {
+  from: "langflow";
+  gaps: { node: string; type: string; why: string; placeholder?: string }[];
+  notes: { node: string; type: string; message: string }[];
 }

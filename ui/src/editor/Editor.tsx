@@ -16,6 +16,7 @@ import {
 } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
 import { api, ApiError } from "../api/client";
+import type { ImportReport, VersionInfo } from "../api/types";
 import { connectionOf, toCanvasEdges, toCanvasNodes, type CanvasNode } from "../flow/canvas";
 import { checkConnection, type Connection } from "../flow/connect";
 import { clipText, copy, paste, type Clip } from "../flow/clipboard";
@@ -25,6 +26,10 @@ import { addNode, connect, moveNodes, removeItems } from "../flow/ops";
 import { mapProblems } from "../flow/problems";
 import { finished } from "../flow/runview";
 import { registryOf, type ComponentSpec, type FlowDocument, type Position } from "../flow/types";
+import { schedulesOf } from "../flow/schedules";
+import { diffView, short, showValue, summary, type DiffView, type VersionDiff } from "../flow/versions";
+import { HistoryPanel } from "./HistoryPanel";
+import { SchedulesPanel } from "./SchedulesPanel";
 import { FlowNodeView } from "./FlowNodeView";
 import { Inspector } from "./Inspector";
 import { Palette } from "./Palette";
@@ -42,7 +47,13 @@ export interface EditorData {
 }
 
 const nodeTypes = { flow: FlowNodeView };
-type Tab = "inspect" | "problems" | "run";
+type Tab = "inspect" | "problems" | "run" | "history" | "schedules";
+
+/** What the canvas shows instead of the document being edited: a version, read-only, or
+ * two versions compared. */
+type View =
+  | { kind: "version"; info: VersionInfo; doc: FlowDocument }
+  | { kind: "compare"; from: VersionInfo; to: VersionInfo; diff: VersionDiff; dv: DiffView };
 let clipboard: Clip | undefined;
 
 export function EditorApp({ data }: { data: EditorData }) {
@@ -63,6 +74,14 @@ function Editor({ data }: { data: EditorData }) {
   const [tab, setTab] = useState<Tab>("inspect");
   const [toast, setToast] = useState<{ text: string; kind: "ok" | "error" } | undefined>();
   const [saving, setSaving] = useState(false);
+  const [note, setNote] = useState("");
+  const [savedAt, setSavedAt] = useState(0);
+  const [view, setView] = useState<View | undefined>();
+  const [viewSel, setViewSel] = useState<Set<string>>(new Set());
+  const [imported, setImported] = useState<ImportReport | undefined>(() => {
+    const raw = sessionStorage.getItem(`sluice-import:${data.flow.id}`);
+    return raw ? (JSON.parse(raw) as ImportReport) : undefined;
+  });
   const rf = useReactFlow();
   const canvasRef = useRef<HTMLDivElement>(null);
   const { doc } = st;
@@ -84,14 +103,33 @@ function Editor({ data }: { data: EditorData }) {
     return () => clearTimeout(t);
   }, [toast]);
 
-  const nodes = useMemo(
+  const editNodes = useMemo(
     () => toCanvasNodes(doc, reg, { problems: pmap, run: rs.view?.nodes, queues: rs.queues, selectedNodes: st.selectedNodes, sizes: st.sizes }),
     [doc, reg, pmap, rs.view, rs.queues, st.selectedNodes, st.sizes],
   );
-  const edges = useMemo(() => toCanvasEdges(doc, { problems: pmap, run: rs.view?.nodes, selectedEdges: st.selectedEdges }), [doc, pmap, rs.view, st.selectedEdges]);
+  const editEdges = useMemo(() => toCanvasEdges(doc, { problems: pmap, run: rs.view?.nodes, selectedEdges: st.selectedEdges }), [doc, pmap, rs.view, st.selectedEdges]);
+  // A version open or two compared: drawn read-only in place of the document.
+  const viewDoc = view?.kind === "version" ? view.doc : view?.dv.doc;
+  const viewMarks = useMemo(() => (view?.kind === "compare" ? { nodes: view.dv.nodes, edges: view.dv.edges } : undefined), [view]);
+  const viewNodes = useMemo(() => (viewDoc ? toCanvasNodes(viewDoc, reg, { selectedNodes: viewSel, marks: viewMarks }) : []), [viewDoc, reg, viewSel, viewMarks]);
+  const viewEdges = useMemo(() => (viewDoc ? toCanvasEdges(viewDoc, { marks: viewMarks }) : []), [viewDoc, viewMarks]);
+  const nodes = view ? viewNodes : editNodes;
+  const edges = view ? viewEdges : editEdges;
 
   const onNodesChange = useCallback(
     (changes: NodeChange<CanvasNode>[]) => {
+      if (view) {
+        // Read-only: only selection, to show a node's changes.
+        let sel: Set<string> | undefined;
+        for (const c of changes) {
+          if (c.type !== "select") continue;
+          sel ??= new Set(viewSel);
+          if (c.selected) sel.add(c.id);
+          else sel.delete(c.id);
+        }
+        if (sel) setViewSel(sel);
+        return;
+      }
       const moves = new Map<string, Position>();
       let dragEnded = false;
       const sizes = new Map<string, Size>();
@@ -115,11 +153,12 @@ function Editor({ data }: { data: EditorData }) {
       if (sizes.size) store.setSizes(sizes);
       if (sel) store.select(sel, store.get().selectedEdges);
     },
-    [store],
+    [store, view, viewSel],
   );
 
   const onEdgesChange = useCallback(
     (changes: EdgeChange[]) => {
+      if (view) return;
       let sel: Set<string> | undefined;
       for (const c of changes) {
         if (c.type === "select") {
@@ -130,7 +169,7 @@ function Editor({ data }: { data: EditorData }) {
       }
       if (sel) store.select(store.get().selectedNodes, sel);
     },
-    [store],
+    [store, view],
   );
 
   const verdict = useCallback((c: Connection) => checkConnection(store.get().doc, reg, c), [store, reg]);
@@ -204,8 +243,10 @@ function Editor({ data }: { data: EditorData }) {
     }
     setSaving(true);
     try {
-      await api.save(d);
+      await api.save(d, note.trim() || undefined);
       store.markSaved(d);
+      setNote("");
+      setSavedAt(Date.now());
       if (isNew) {
         setIsNew(false);
         history.replaceState(null, "", `/flows/${encodeURIComponent(d.id)}`);
@@ -221,7 +262,52 @@ function Editor({ data }: { data: EditorData }) {
     } finally {
       setSaving(false);
     }
-  }, [store, isNew, say]);
+  }, [store, isNew, say, note]);
+
+  const openVersion = useCallback(
+    async (v: VersionInfo) => {
+      try {
+        const detail = await api.version(doc.id, v.version);
+        setViewSel(new Set());
+        setView({ kind: "version", info: v, doc: detail.document as FlowDocument });
+        setTimeout(() => void rf.fitView({ padding: 0.2, duration: 200 }), 50);
+      } catch (e) {
+        say(`Cannot open version ${short(v.version)}: ${e instanceof Error ? e.message : String(e)}`, "error");
+      }
+    },
+    [doc.id, rf, say],
+  );
+
+  const compare = useCallback(
+    async (from: VersionInfo, to: VersionInfo) => {
+      try {
+        const [a, b, d] = await Promise.all([api.version(doc.id, from.version), api.version(doc.id, to.version), api.versionDiff(doc.id, from.version, to.version)]);
+        setViewSel(new Set());
+        setView({ kind: "compare", from, to, diff: d, dv: diffView(a.document as FlowDocument, b.document as FlowDocument, d) });
+        setTab("history");
+        setTimeout(() => void rf.fitView({ padding: 0.2, duration: 200 }), 50);
+      } catch (e) {
+        say(`Cannot compare: ${e instanceof Error ? e.message : String(e)}`, "error");
+      }
+    },
+    [doc.id, rf, say],
+  );
+
+  const rollback = useCallback(
+    async (v: VersionInfo) => {
+      const ask = `Roll back to version ${short(v.version)}${v.message ? ` (“${v.message}”)` : ""}? It becomes current: new runs start on it and the flow's file is rewritten with it. Runs in flight keep their version.`;
+      if (!confirm(ask)) return;
+      if ((isNew || store.dirty) && !confirm("Your unsaved changes will be lost. Roll back anyway?")) return;
+      try {
+        await api.rollback(doc.id, v.version);
+        window.removeEventListener("beforeunload", leaveGuard.current);
+        location.reload();
+      } catch (e) {
+        say(`Not rolled back: ${e instanceof Error ? e.message : String(e)}`, "error");
+      }
+    },
+    [doc.id, isNew, store, say],
+  );
 
   const run = useCallback(
     async (input: unknown) => {
@@ -271,7 +357,7 @@ function Editor({ data }: { data: EditorData }) {
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       const mod = e.metaKey || e.ctrlKey;
-      if (!mod) return;
+      if (!mod || view) return;
       const k = e.key.toLowerCase();
       const t = e.target as HTMLElement | null;
       const typing = !!t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable);
@@ -295,17 +381,18 @@ function Editor({ data }: { data: EditorData }) {
     };
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
-  }, [save, store, doCopy, doPaste]);
+  }, [save, store, doCopy, doPaste, view]);
 
   // Unsaved changes: the browser asks before leaving the page. A new flow nobody has
   // edited yet (blank, or an example as it is) loses nothing.
   const guard = isNew ? st.canUndo : dirty;
+  const leaveGuard = useRef((e: BeforeUnloadEvent) => {
+    e.preventDefault();
+    e.returnValue = "";
+  });
   useEffect(() => {
     if (!guard) return;
-    const onLeave = (e: BeforeUnloadEvent) => {
-      e.preventDefault();
-      e.returnValue = "";
-    };
+    const onLeave = leaveGuard.current;
     window.addEventListener("beforeunload", onLeave);
     return () => window.removeEventListener("beforeunload", onLeave);
   }, [guard]);
@@ -339,23 +426,23 @@ function Editor({ data }: { data: EditorData }) {
           Save
         </button>
         <span className="sep" />
-        <button type="button" onClick={() => store.undo()} disabled={!st.canUndo} title="Undo (Ctrl+Z)">
+        <button type="button" onClick={() => store.undo()} disabled={!st.canUndo || !!view} title="Undo (Ctrl+Z)">
           Undo
         </button>
-        <button type="button" onClick={() => store.redo()} disabled={!st.canRedo} title="Redo (Ctrl+Shift+Z)">
+        <button type="button" onClick={() => store.redo()} disabled={!st.canRedo || !!view} title="Redo (Ctrl+Shift+Z)">
           Redo
         </button>
-        <button type="button" onClick={() => doCopy()} disabled={st.selectedNodes.size === 0} title="Copy (Ctrl+C)">
+        <button type="button" onClick={() => doCopy()} disabled={st.selectedNodes.size === 0 || !!view} title="Copy (Ctrl+C)">
           Copy
         </button>
-        <button type="button" onClick={doPaste} title="Paste (Ctrl+V)">
+        <button type="button" onClick={doPaste} disabled={!!view} title="Paste (Ctrl+V)">
           Paste
         </button>
-        <button type="button" onClick={deleteSelected} disabled={st.selectedNodes.size + st.selectedEdges.size === 0} title="Delete (Delete key)">
+        <button type="button" onClick={deleteSelected} disabled={st.selectedNodes.size + st.selectedEdges.size === 0 || !!view} title="Delete (Delete key)">
           Delete
         </button>
         <span className="sep" />
-        <button type="button" onClick={autoLayout} disabled={doc.nodes.length === 0}>
+        <button type="button" onClick={autoLayout} disabled={doc.nodes.length === 0 || !!view}>
           Auto-layout
         </button>
         <button type="button" onClick={() => void rf.fitView({ padding: 0.2, duration: 200 })}>
@@ -391,10 +478,12 @@ function Editor({ data }: { data: EditorData }) {
             onConnect={onConnect}
             onConnectEnd={onConnectEnd}
             isValidConnection={isValidConnection}
+            nodesDraggable={!view}
+            nodesConnectable={!view}
             onDelete={onDelete}
             onNodeClick={() => setTab((t) => (t === "problems" ? "inspect" : t))}
             onEdgeClick={() => setTab((t) => (t === "problems" ? "inspect" : t))}
-            deleteKeyCode={["Delete", "Backspace"]}
+            deleteKeyCode={view ? null : ["Delete", "Backspace"]}
             fitView={data.flow.nodes.length > 0}
             fitViewOptions={{ padding: 0.2, maxZoom: 1.2 }}
             minZoom={0.2}
@@ -412,7 +501,65 @@ function Editor({ data }: { data: EditorData }) {
               <p className="muted">Connect them by dragging from a port on the right of a node to a port on the left of the next.</p>
             </div>
           )}
-          {running && <div className={`canvas-running status-${rs.view!.status}`}>{rs.view!.status === "waiting" ? "Waiting for a decision…" : "Running…"}</div>}
+          {running && !view && <div className={`canvas-running status-${rs.view!.status}`}>{rs.view!.status === "waiting" ? "Waiting for a decision…" : "Running…"}</div>}
+          {view && (
+            <div className="canvas-banner" role="status" id="view-banner">
+              {view.kind === "version" ? (
+                <span>
+                  Version <code>{short(view.info.version)}</code>
+                  {view.info.current ? " (current)" : ""}, read-only{view.info.message ? ` — “${view.info.message}”` : ""}
+                </span>
+              ) : (
+                <span>
+                  <code>{short(view.from.version)}</code> → <code>{short(view.to.version)}</code>: {summary(view.diff)}
+                  <span className="legend">
+                    <span className="mark-added">added</span> <span className="mark-removed">removed</span> <span className="mark-changed">changed</span>
+                  </span>
+                </span>
+              )}
+              {view.kind === "version" && !view.info.current && (
+                <button type="button" className="danger" onClick={() => void rollback(view.info)}>
+                  Roll back to this
+                </button>
+              )}
+              <button type="button" className="primary" id="back-to-editing" onClick={() => setView(undefined)}>
+                Back to editing
+              </button>
+            </div>
+          )}
+          {imported && !view && (
+            <div className="canvas-banner import-report" role="status" id="import-report">
+              <details open={imported.gaps.length > 0}>
+                <summary>
+                  Imported from Langflow{imported.gaps.length ? `: ${imported.gaps.length} placeholder${imported.gaps.length === 1 ? "" : "s"} to replace` : ""}
+                  {imported.notes.length ? `, ${imported.notes.length} note${imported.notes.length === 1 ? "" : "s"}` : ""}
+                </summary>
+                <ul>
+                  {imported.gaps.map((g) => (
+                    <li key={g.node} className="error">
+                      {g.placeholder ? <code>{g.placeholder}</code> : g.node} ({g.type}): {g.why}
+                    </li>
+                  ))}
+                  {imported.notes.map((n, i) => (
+                    <li key={i}>
+                      {n.node} ({n.type}): {n.message}
+                    </li>
+                  ))}
+                </ul>
+              </details>
+              <button
+                type="button"
+                className="icon"
+                aria-label="Dismiss"
+                onClick={() => {
+                  sessionStorage.removeItem(`sluice-import:${doc.id}`);
+                  setImported(undefined);
+                }}
+              >
+                ×
+              </button>
+            </div>
+          )}
         </div>
         <aside className="side-panel" aria-label="Details">
           <div className="tabs" role="tablist">
@@ -425,9 +572,23 @@ function Editor({ data }: { data: EditorData }) {
             <button type="button" role="tab" aria-selected={tab === "run"} onClick={() => setTab("run")} id="run-tab">
               Test run{rs.view && <span className={`badge status-${rs.view.status}`}>{rs.view.status}</span>}
             </button>
+            <button type="button" role="tab" aria-selected={tab === "history"} onClick={() => setTab("history")} id="history-tab">
+              History
+            </button>
+            <button type="button" role="tab" aria-selected={tab === "schedules"} onClick={() => setTab("schedules")} id="schedules-tab">
+              Schedules{schedulesOf(doc).length > 0 && <span className="badge">{schedulesOf(doc).length}</span>}
+            </button>
           </div>
           <div className="tab-body" role="tabpanel">
-            {tab === "inspect" && <Inspector store={store} doc={doc} reg={reg} problems={pmap} selectedNodes={st.selectedNodes} selectedEdges={st.selectedEdges} isNew={isNew} />}
+            {tab === "inspect" && view && (
+              <p className="muted">
+                The canvas shows {view.kind === "version" ? "a saved version, read-only" : "two versions compared"}; the flow you edit is kept as it was.{" "}
+                <button type="button" className="link" onClick={() => setView(undefined)}>
+                  Back to editing
+                </button>
+              </p>
+            )}
+            {tab === "inspect" && !view && <Inspector store={store} doc={doc} reg={reg} problems={pmap} selectedNodes={st.selectedNodes} selectedEdges={st.selectedEdges} isNew={isNew} />}
             {tab === "problems" && <ProblemsPanel problems={validation.problems} map={pmap} checking={validation.checking} error={validation.error} onShow={showProblemTarget} />}
             {tab === "run" && (
               <RunPanel
@@ -442,6 +603,23 @@ function Editor({ data }: { data: EditorData }) {
                 onSelect={(node) => store.select([node])}
               />
             )}
+            {tab === "history" && (
+              <>
+                {view?.kind === "compare" && <Changes view={view} selected={viewSel} onShow={(id) => { setViewSel(new Set([id])); const n = rf.getNode(id); if (n) void rf.fitView({ nodes: [n], maxZoom: 1.2, duration: 200 }); }} />}
+                <HistoryPanel
+                  flow={doc.id}
+                  isNew={isNew}
+                  savedAt={savedAt}
+                  note={note}
+                  onNote={setNote}
+                  open={view?.kind === "version" ? view.info.version : undefined}
+                  onOpen={(v) => void openVersion(v)}
+                  onCompare={(a, b) => void compare(a, b)}
+                  onRollback={(v) => void rollback(v)}
+                />
+              </>
+            )}
+            {tab === "schedules" && <SchedulesPanel store={store} doc={doc} isNew={isNew} savedAt={savedAt} problems={validation.problems} say={say} />}
           </div>
         </aside>
       </div>
@@ -454,6 +632,53 @@ function Editor({ data }: { data: EditorData }) {
         </div>
       )}
     </div>
+  );
+}
+
+/** The changes between two versions, grouped; choosing a node shows it on the canvas. */
+function Changes({ view, selected, onShow }: { view: Extract<View, { kind: "compare" }>; selected: Set<string>; onShow: (node: string) => void }) {
+  const d = view.diff;
+  const node = (id: string, mark: string) => (
+    <li key={`${mark}:${id}`} className={`change mark-${mark}${selected.has(id) ? " selected" : ""}`}>
+      <button type="button" className="link" onClick={() => onShow(id)}>
+        {mark} node <code>{id}</code>
+      </button>
+      {mark === "changed" && (
+        <ul>
+          {(view.dv.changes.get(id) ?? []).map((c, i) => (
+            <li key={i} className="small">
+              <code>{c.path}</code>: {c.op === "add" ? `+ ${showValue(c.to)}` : c.op === "remove" ? `− ${showValue(c.from)}` : `${showValue(c.from)} → ${showValue(c.to)}`}
+            </li>
+          ))}
+        </ul>
+      )}
+    </li>
+  );
+  const edge = (e: { from: string; port?: string; to: string; to_port?: string }, mark: string, i: number) => (
+    <li key={`e${mark}${i}`} className={`change mark-${mark}`}>
+      {mark} edge <code>{`${e.from}.${e.port || "out"} → ${e.to}.${e.to_port || "in"}`}</code>
+    </li>
+  );
+  return (
+    <section className="changes" aria-label="changes between the versions" id="version-changes">
+      <h3>
+        Changes <code>{short(view.from.version)}</code> → <code>{short(view.to.version)}</code>
+      </h3>
+      <ul className="change-list">
+        {d.flow.map((c, i) => (
+          <li key={`f${i}`} className="change mark-changed">
+            flow <code>{c.path}</code>: {showValue(c.from)} → {showValue(c.to)}
+          </li>
+        ))}
+        {d.nodes_added.map((id) => node(id, "added"))}
+        {d.nodes_removed.map((id) => node(id, "removed"))}
+        {d.nodes_changed.map((c) => node(c.node, "changed"))}
+        {d.edges_added.map((e, i) => edge(e, "added", i))}
+        {d.edges_removed.map((e, i) => edge(e, "removed", i))}
+        {d.edges_changed.map((c, i) => edge(c.to, "changed", i))}
+      </ul>
+      {summary(d).startsWith("no changes") && <p className="muted">{summary(d)}</p>}
+    </section>
   );
 }
 

@@ -28,6 +28,7 @@ function summary(node: CanvasNode["data"]): string | undefined {
 
 function FlowNodeViewInner({ data, selected }: NodeProps<CanvasNode>) {
   const { node, spec, ports, problems, run, queue } = data;
+  const diffMark = data.mark;
   const mark = worst(problems);
   const groups = new Map<Position, PortSpec[]>();
   for (const p of ports) {
@@ -35,16 +36,17 @@ function FlowNodeViewInner({ data, selected }: NodeProps<CanvasNode>) {
     groups.set(s, [...(groups.get(s) ?? []), p]);
   }
   const sum = summary(data);
-  const classes = ["flow-node", `cat-${spec?.category ?? "unknown"}`, mark ? `has-${mark}` : "", run ? `run-${run.status}` : "", selected ? "selected" : ""];
+  const classes = ["flow-node", `cat-${spec?.category ?? "unknown"}`, mark ? `has-${mark}` : "", run ? `run-${run.status}` : "", selected ? "selected" : "", diffMark ? `diff-${diffMark}` : ""];
   return (
-    <div className={classes.filter(Boolean).join(" ")} data-node={node.id} data-status={run?.status ?? ""} title={spec?.description}>
+    <div className={classes.filter(Boolean).join(" ")} data-node={node.id} data-status={run?.status ?? ""} data-mark={diffMark ?? ""} title={spec?.description ?? node.description}>
+      {diffMark && <span className={`diff-badge mark-${diffMark}`}>{diffMark}</span>}
       <div className="flow-node-head">
         <span className="flow-node-title">{node.label || node.id}</span>
         <span className="flow-node-type">{spec?.title ?? node.type}</span>
       </div>
       {node.label && <div className="flow-node-id">{node.id}</div>}
       {sum && <div className="flow-node-summary">{sum.length > 60 ? sum.slice(0, 59) + "…" : sum}</div>}
-      {!spec && <div className="flow-node-problem">unknown type “{node.type}”</div>}
+      {!spec && <div className="flow-node-problem">{node.type.startsWith("langflow:") ? `placeholder for Langflow’s ${node.type.slice(9)}: replace it` : `unknown type “${node.type}”`}</div>}
       {run && (
         <div className="flow-node-run">
           <span className={`run-chip status-${run.status}`}>{STATUS_TEXT[run.status]}</span>

@@ -24,3 +24,25 @@ describe("canvas conversion", () => {
     expect(toCanvasEdges(doc, { problems })[1]!.className).toContain("edge-error");
   });
 });
+
+describe("nodes of an unknown type", () => {
+  it("get the ports their edges name, so an import's placeholder stays wired", () => {
+    const doc = flow([["in", "input"], ["p", "langflow:Memory"], ["a", "agent"], ["t", "langflow:Calculator"]], [
+      { from: "in", to: "p" },
+      { from: "p", to: "a" },
+      { from: "t", port: "tool", to: "a", to_port: "tools" },
+    ]);
+    const nodes = toCanvasNodes(doc, reg);
+    expect(nodes[1]!.data.ports.map((p) => `${p.direction}:${p.name}:${p.type}`)).toEqual(["in:in:state", "out:out:state"]);
+    expect(nodes[3]!.data.ports.map((p) => `${p.direction}:${p.name}:${p.type}`)).toEqual(["out:tool:tool"]);
+  });
+});
+
+describe("a comparison of two versions", () => {
+  it("marks nodes and edges", () => {
+    const doc = flow([["in", "input"], ["a", "transform"]], [{ from: "in", to: "a" }]);
+    const marks = { nodes: new Map([["a", "added" as const]]), edges: new Map([["in:out->a:in", "added" as const]]) };
+    expect(toCanvasNodes(doc, reg, { marks })[1]!.data.mark).toBe("added");
+    expect(toCanvasEdges(doc, { marks })[0]!.className).toContain("edge-added");
+  });
+});

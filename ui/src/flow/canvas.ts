@@ -4,11 +4,12 @@
 import type { Connection as RFConnection, Edge, Node } from "@xyflow/react";
 import type { Connection } from "./connect";
 import { canvasEdgeIds, fromPort, toPort } from "./edges";
-import { portsOf } from "./ports";
+import { portsFromEdges, portsOf } from "./ports";
 import type { ProblemMap } from "./problems";
 import type { NodeRun } from "./runview";
 import type { ComponentSpec, FlowDocument, FlowEdge, FlowNode, PortSpec, Problem, Registry } from "./types";
 import type { Size } from "./layout";
+import type { Mark } from "./versions";
 
 /** What the canvas knows about a node's stream: entries waiting and dead letters. */
 export interface QueueBadge {
@@ -24,6 +25,8 @@ export type NodeData = {
   problems: Problem[];
   run: NodeRun | undefined;
   queue: QueueBadge | undefined;
+  /** In a comparison of two versions: whether the node was added, removed or changed. */
+  mark?: Mark | undefined;
 };
 
 export type EdgeData = {
@@ -41,6 +44,8 @@ export interface Overlay {
   selectedNodes?: Set<string>;
   selectedEdges?: Set<string>;
   sizes?: Map<string, Size>;
+  /** A comparison of two versions (versions.ts). */
+  marks?: { nodes: Map<string, Mark>; edges: Map<string, Mark> };
 }
 
 export function toCanvasNodes(doc: FlowDocument, reg: Registry, o: Overlay = {}): CanvasNode[] {
@@ -54,7 +59,8 @@ export function toCanvasNodes(doc: FlowDocument, reg: Registry, o: Overlay = {})
       data: {
         node: n,
         spec,
-        ports: portsOf(n, spec),
+        ports: spec ? portsOf(n, spec) : portsFromEdges(n.id, doc),
+        mark: o.marks?.nodes.get(n.id),
         problems: o.problems?.byNode.get(n.id) ?? [],
         run: o.run?.[n.id],
         queue: o.queues?.get(n.id),
@@ -81,7 +87,11 @@ export function toCanvasEdges(doc: FlowDocument, o: Overlay = {}): CanvasEdge[] 
       selected: o.selectedEdges?.has(id) ?? false,
       data: { edge: e, problems },
       animated: !!o.run && running && o.run[e.from]?.status === "done",
-      className: [problems.some((p) => p.severity === "error") ? "edge-error" : problems.length ? "edge-warning" : "", e.condition ? "edge-conditional" : ""]
+      className: [
+        problems.some((p) => p.severity === "error") ? "edge-error" : problems.length ? "edge-warning" : "",
+        e.condition ? "edge-conditional" : "",
+        o.marks?.edges.has(id) ? `edge-${o.marks.edges.get(id)}` : "",
+      ]
         .filter(Boolean)
         .join(" "),
       ariaLabel: `edge from ${e.from}.${fromPort(e)} to ${e.to}.${toPort(e)}`,

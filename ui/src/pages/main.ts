@@ -65,14 +65,29 @@ importInput?.addEventListener("change", async () => {
     return;
   }
   try {
+    const opts = { overwrite: false, partial: false };
     let saved;
-    try {
-      saved = await api.importFlow(doc);
-    } catch (e) {
-      if (!(e instanceof ApiError && e.status === 409)) throw e;
-      if (!confirm(`${e.message}\n\nReplace the existing flow?`)) return;
-      saved = await api.importFlow(doc, true);
+    for (;;) {
+      try {
+        saved = await api.importFlow(doc, opts);
+        break;
+      } catch (e) {
+        if (e instanceof ApiError && e.status === 409 && !opts.overwrite) {
+          if (!confirm(`${e.message}\n\nReplace the existing flow?`)) return;
+          opts.overwrite = true;
+          continue;
+        }
+        const gaps = e instanceof ApiError ? e.problems.filter((p) => p.code === "langflow_unmapped") : [];
+        if (gaps.length && !opts.partial) {
+          const lines = gaps.map((p) => `• ${p.message}`).join("\n");
+          if (!confirm(`${gaps.length} Langflow node(s) have no Sluice equivalent:\n\n${lines}\n\nImport the rest, with a placeholder to replace for each of these?`)) return;
+          opts.partial = true;
+          continue;
+        }
+        throw e;
+      }
     }
+    if (saved.import) sessionStorage.setItem(`sluice-import:${saved.id}`, JSON.stringify(saved.import));
     location.href = `/flows/${encodeURIComponent(saved.id)}`;
   } catch (e) {
     showError(importInput.closest("[data-actions]"), e);

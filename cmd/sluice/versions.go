@@ -1,0 +1,336 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/store"
+)
+
+// openShared opens the Redis that flows' versions and schedules live in; the embedded
+// one would be empty.
+func openShared(ctx context.Context, cmd, url string) (*store.Redis, error) {
+	if url == "" {
+		return nil, &exitError{code: 2, err: fmt.Errorf("%s needs the shared Redis: set REDIS_URL or --redis", cmd)}
+	}
+	return store.Open(ctx, store.Options{URL: url})
+}
+
+func cmdVersions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("versions", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL (required; env REDIS_URL)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	cf := addComponentFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: sluice versions [flags] FLOW [VERSION [OTHER]]
+
+  sluice versions FLOW               lists the flow's versions, newest first
+  sluice versions FLOW VERSION       prints that version's flow document
+  sluice versions FLOW VERSION OTHER prints what changed from VERSION to OTHER
+                                     ("current" names the current version)
+
+A version is its 64 hex digits or a unique prefix of at least 7. See docs/versions.md.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 1 || len(pos) > 3 {
+		fs.Usage()
+		return &exitError{code: 2, err: errors.New("versions: give a flow id")}
+	}
+	rdb, err := openShared(ctx, "versions", *redisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	env, err := cf.env(nil)
+	if err != nil {
+		return err
+	}
+	e := engine.New(rdb, registry(env), engine.Options{Logger: discardLog()})
+	flow := pos[0]
+	switch len(pos) {
+	case 1:
+		h, err := e.Versions(ctx, flow)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(stdout, h)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "VERSION\tSAVED\tRUNS\tOK\tFAILED\tNOTE")
+		for _, v := range h.Versions {
+			saved := "—"
+			if !v.SavedAt.IsZero() {
+				saved = v.SavedAt.Local().Format("2006-01-02 15:04:05")
+			}
+			mark := ""
+			if v.Current {
+				mark = " (current)"
+			}
+			fmt.Fprintf(tw, "%.12s%s\t%s\t%d\t%d\t%d\t%s\n", v.VersionInfo.Version, mark, saved, v.Stats.Runs, v.Stats.Succeeded, v.Stats.Failed, v.Message)
+		}
+		fmt.Fprintf(tw, "(run figures from the flow's newest %d runs)\n", h.RunsLooked)
+		return tw.Flush()
+	case 2:
+		v, err := e.Version(ctx, flow, pos[1])
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(stdout, v)
+		}
+		_, err = stdout.Write(append(v.Document, '\n'))
+		return err
+	}
+	from, to := pos[1], pos[2]
+	if to == "current" {
+		p, err := e.CurrentPlan(ctx, flow)
+		if err != nil {
+			return err
+		}
+		to = p.Version
+	}
+	d, err := e.DiffVersions(ctx, flow, from, to)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, d)
+	}
+	printDiff(stdout, d)
+	return nil
+}
+
+func printDiff(w io.Writer, d *engine.VersionDiff) {
+	fmt.Fprintf(w, "from %.12s to %.12s\n", d.From, d.To)
+	if d.Empty() {
+		fmt.Fprintln(w, "no changes (positions aside)")
+		return
+	}
+	val := func(v any) string {
+		b, _ := json.Marshal(v)
+		if len(b) > 120 {
+			return string(b[:119]) + "…"
+		}
+		return string(b)
+	}
+	change := func(indent string, c flows.ValueChange) {
+		switch c.Op {
+		case "add":
+			fmt.Fprintf(w, "%s%s: + %s\n", indent, c.Path, val(c.To))
+		case "remove":
+			fmt.Fprintf(w, "%s%s: - %s\n", indent, c.Path, val(c.From))
+		default:
+			fmt.Fprintf(w, "%s%s: %s → %s\n", indent, c.Path, val(c.From), val(c.To))
+		}
+	}
+	for _, c := range d.Flow {
+		change("flow ", c)
+	}
+	for _, n := range d.NodesAdded {
+		fmt.Fprintf(w, "+ node %s\n", n)
+	}
+	for _, n := range d.NodesRemoved {
+		fmt.Fprintf(w, "- node %s\n", n)
+	}
+	for _, n := range d.NodesChanged {
+		fmt.Fprintf(w, "~ node %s\n", n.Node)
+		for _, c := range n.Changes {
+			change("    ", c)
+		}
+	}
+	for _, e := range d.EdgesAdded {
+		fmt.Fprintf(w, "+ edge %s\n", e.Key())
+	}
+	for _, e := range d.EdgesRemoved {
+		fmt.Fprintf(w, "- edge %s\n", e.Key())
+	}
+	for _, e := range d.EdgesChanged {
+		fmt.Fprintf(w, "~ edge %s\n", e.To.Key())
+		for _, c := range e.Changes {
+			change("    ", c)
+		}
+	}
+}
+
+func cmdRollback(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("rollback", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL (required; env REDIS_URL)")
+	dir := fs.String("flows", envOr("SLUICE_FLOWS", "./flows"), "directory of flow files: the flow's file there is rewritten with the version (env SLUICE_FLOWS)")
+	message := fs.String("message", "", "a note for the version's history")
+	cf := addComponentFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: sluice rollback [flags] FLOW VERSION
+
+Makes an earlier version of a flow current again: new runs start on it, runs in flight
+keep theirs. The flow's file in --flows is rewritten with that version, so that the
+editor and workers started from the file agree. See docs/versions.md.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		fs.Usage()
+		return &exitError{code: 2, err: errors.New("rollback: give a flow id and a version")}
+	}
+	rdb, err := openShared(ctx, "rollback", *redisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	env, err := cf.env(nil)
+	if err != nil {
+		return err
+	}
+	e := engine.New(rdb, registry(env), engine.Options{Logger: discardLog()})
+	flow := pos[0]
+	p, err := e.RollbackPlan(ctx, flow, pos[1])
+	if err != nil {
+		return err
+	}
+	lib := &store.Library{Dir: *dir}
+	wrote := false
+	if _, err := lib.Load(flow); err == nil {
+		if err := lib.Save(flow, p.Source); err != nil {
+			return err
+		}
+		wrote = true
+	} else if flows.ErrorCode(err) != flows.NotFound {
+		return err
+	}
+	if err := e.PublishWithMessage(ctx, p, *message); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "flow %s: version %.12s is current\n", flow, p.Version)
+	if wrote {
+		fmt.Fprintf(stdout, "wrote it to %s/%s.json\n", strings.TrimRight(*dir, "/"), flow)
+	} else {
+		fmt.Fprintf(stdout, "no %s.json in %s: no file written\n", flow, *dir)
+	}
+	return nil
+}
+
+func cmdSchedules(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("schedules", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL (required; env REDIS_URL)")
+	next := fs.Int("next", 3, "how many next fire times to show")
+	asJSON := fs.Bool("json", false, "print JSON")
+	cf := addComponentFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: sluice schedules [flags] FLOW [pause|resume N]
+
+  sluice schedules FLOW            lists the schedules of the flow's current version:
+                                   next fire times, paused or not, recent runs
+  sluice schedules FLOW pause N    pauses schedule N (0 is the first) in every process
+  sluice schedules FLOW resume N   resumes it; ticks that passed meanwhile do not run
+
+See docs/schedules.md.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 && len(pos) != 3 {
+		fs.Usage()
+		return &exitError{code: 2, err: errors.New("schedules: give a flow id, and optionally pause or resume with a schedule number")}
+	}
+	rdb, err := openShared(ctx, "schedules", *redisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	env, err := cf.env(nil)
+	if err != nil {
+		return err
+	}
+	e := engine.New(rdb, registry(env), engine.Options{Logger: discardLog()})
+	flow := pos[0]
+	if len(pos) == 3 {
+		var n int
+		if _, err := fmt.Sscan(pos[2], &n); err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("schedules: %q is not a schedule number", pos[2])}
+		}
+		switch pos[1] {
+		case "pause":
+			err = e.PauseSchedule(ctx, flow, n)
+		case "resume":
+			err = e.ResumeSchedule(ctx, flow, n)
+		default:
+			return &exitError{code: 2, err: fmt.Errorf("schedules: %q: use pause or resume", pos[1])}
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "flow %s: schedule %d %sd\n", flow, n, pos[1])
+		return nil
+	}
+	version, list, err := e.Schedules(ctx, flow, *next, 5)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, map[string]any{"flow": flow, "version": version, "schedules": list})
+	}
+	if len(list) == 0 {
+		fmt.Fprintf(stdout, "flow %s (version %.12s) has no schedules\n", flow, version)
+		return nil
+	}
+	for _, s := range list {
+		state := "on"
+		switch {
+		case !s.Enabled:
+			state = "disabled in the flow"
+		case s.Paused:
+			state = "paused"
+		}
+		tz := s.Timezone
+		if tz == "" {
+			tz = "UTC"
+		}
+		fmt.Fprintf(stdout, "%d  %s (%s)  %s\n", s.Index, s.Cron, tz, state)
+		for _, t := range s.Next {
+			fmt.Fprintf(stdout, "   next %s\n", t.Local().Format(time.RFC1123))
+		}
+		for _, r := range s.Runs {
+			fmt.Fprintf(stdout, "   run  %s  %s\n", r.ID, r.Status)
+		}
+	}
+	return nil
+}
+
+func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,273 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/nodes/nodetest"
+	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+// schedulerMain lets the test binary act as a scheduler process for the flows named in
+// SLUICE_TEST_SCHEDULER. With SLUICE_TEST_SCHEDULER_DIE set it dies in the middle of its
+// first due tick: after deciding to run it, before creating its run.
+func schedulerMain(flowIDs []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	r, err := store.Open(ctx, store.Options{URL: os.Getenv("REDIS_URL")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer r.Close()
+	e := engine.New(r, nodetest.Registry(r.Client), engine.Options{Logger: log})
+	o := engine.SchedulerOptions{Flows: func(context.Context) ([]string, error) { return flowIDs, nil }, Poll: 100 * time.Millisecond}
+	if os.Getenv("SLUICE_TEST_SCHEDULER_DIE") != "" {
+		o.BeforeStart = func(flow string, _ int, tick time.Time) {
+			log.Info("dying mid-tick", "flow", flow, "tick", tick.UnixMilli())
+			os.Exit(7)
+		}
+	}
+	log.Info("scheduler ready", "pid", os.Getpid())
+	if err := e.NewScheduler(o).Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func startSchedulerChild(t *testing.T, die bool, flows ...string) *child {
+	t.Helper()
+	c := &child{}
+	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	c.cmd.Env = append(os.Environ(), "SLUICE_TEST_SCHEDULER="+strings.Join(flows, ","), "REDIS_URL="+storetest.URL())
+	if die {
+		c.cmd.Env = append(c.cmd.Env, "SLUICE_TEST_SCHEDULER_DIE=1")
+	}
+	c.cmd.Stderr = c
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the scheduler process to start", 10*time.Second, func() bool { return strings.Contains(c.log(), "scheduler ready") })
+	t.Cleanup(func() {
+		c.cmd.Process.Kill()
+		c.cmd.Wait()
+	})
+	return c
+}
+
+// scheduler runs an in-process scheduler with an engine (and so consumers) of its own
+// until stop is called or the test ends.
+func (v *env) scheduler(p *flows.Plan, o engine.SchedulerOptions) (stop func()) {
+	v.t.Helper()
+	o.Flows = func(context.Context) ([]string, error) { return []string{p.Flow}, nil }
+	if o.Poll == 0 {
+		o.Poll = 100 * time.Millisecond
+	}
+	e := engine.New(v.r, v.reg, engine.Options{Logger: testLogger(v.t)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.NewScheduler(o).Run(ctx) }()
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			<-done
+		}
+	}
+	v.t.Cleanup(stop)
+	return stop
+}
+
+// runsByTick lists the flow's runs grouped by the tick they are for.
+func (v *env) runsByTick(p *flows.Plan) map[int64][]*store.Run {
+	v.t.Helper()
+	runs, _, err := v.e.List(context.Background(), p.Flow, engine.ListQuery{Limit: 500})
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	out := map[int64][]*store.Run{}
+	for _, r := range runs {
+		if r.Tick == nil {
+			v.t.Errorf("run %s has no tick (trigger %q)", r.ID, r.Trigger)
+			continue
+		}
+		out[r.Tick.UnixMilli()] = append(out[r.Tick.UnixMilli()], r)
+	}
+	return out
+}
+
+const everySecond = `{"sluice": 1, "id": "FLOW",
+ "settings": {"schedules": [{"cron": "@every 1s", "input": {"from": "schedule"}}]},
+ "nodes": [{"id": "in", "type": "input"}, {"id": "out", "type": "output", "params": {"value": ".from"}}],
+ "edges": [{"from": "in", "to": "out"}]}`
+
+func TestScheduleStartsExactlyOneRunPerTickAcrossProcesses(t *testing.T) {
+	r := storetest.Real(t)
+	v := newEnv(t, r)
+	p := v.compile(everySecond)
+	v.work(p)
+	startSchedulerChild(t, false, p.Flow)
+	stopA := v.scheduler(p, engine.SchedulerOptions{})
+	stopB := v.scheduler(p, engine.SchedulerOptions{})
+	const ticks = 6
+	waitFor(t, fmt.Sprintf("runs of %d ticks", ticks), 60*time.Second, func() bool { return len(v.runsByTick(p)) >= ticks })
+	stopA()
+	stopB()
+	// The child is still scheduling: take the ticks up to now, then check each of them.
+	byTick := v.runsByTick(p)
+	var ts []int64
+	for tick := range byTick {
+		ts = append(ts, tick)
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+	for i, tick := range ts {
+		if i > 0 && tick-ts[i-1] != 1000 {
+			t.Errorf("no run for the tick(s) between %d and %d", ts[i-1], tick)
+		}
+		runs := byTick[tick]
+		if len(runs) != 1 {
+			t.Errorf("tick %d has %d runs, want exactly 1", tick, len(runs))
+		}
+		for _, run := range runs {
+			if run.Trigger != "schedule:0" {
+				t.Errorf("run %s: trigger %q, want schedule:0", run.ID, run.Trigger)
+			}
+			if got := v.wait(p, run.ID); got.Status != store.StatusSucceeded || string(got.Output()) != `"schedule"` {
+				t.Errorf("run %s: %s with output %s, want succeeded with the schedule's input", run.ID, got.Status, got.Output())
+			}
+		}
+	}
+}
+
+var diedAt = regexp.MustCompile(`msg="dying mid-tick" flow=\S+ tick=(\d+)`)
+
+func TestScheduleTickStillRunsOnceWhenItsSchedulerDiesMidTick(t *testing.T) {
+	r := storetest.Real(t)
+	v := newEnv(t, r)
+	p := v.compile(strings.Replace(everySecond, "@every 1s", "@every 2s", 1))
+	v.work(p)
+	dying := startSchedulerChild(t, true, p.Flow)
+	died := make(chan struct{})
+	go func() { dying.cmd.Wait(); close(died) }()
+	// The other scheduler runs alongside; it creates a tick's run only once the dying
+	// process is gone, so the dying process is always first to the tick.
+	v.scheduler(p, engine.SchedulerOptions{BeforeStart: func(string, int, time.Time) { <-died }})
+	select {
+	case <-died:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the scheduler process did not reach a tick:\n%s", dying.log())
+	}
+	if code := dying.cmd.ProcessState.ExitCode(); code != 7 {
+		t.Fatalf("the scheduler process exited with %d, want 7 (died mid-tick):\n%s", code, dying.log())
+	}
+	m := diedAt.FindStringSubmatch(dying.log())
+	if m == nil {
+		t.Fatalf("the dying process did not log its tick:\n%s", dying.log())
+	}
+	var tick int64
+	fmt.Sscan(m[1], &tick)
+	waitFor(t, "the tick's run", 30*time.Second, func() bool { return len(v.runsByTick(p)[tick]) > 0 })
+	runs := v.runsByTick(p)[tick]
+	if len(runs) != 1 {
+		t.Fatalf("tick %d has %d runs, want exactly 1", tick, len(runs))
+	}
+	if got := v.wait(p, runs[0].ID); got.Status != store.StatusSucceeded {
+		t.Errorf("the tick's run is %s, want succeeded", got.Status)
+	}
+}
+
+func TestPausedScheduleLetsTicksPassAndResumeDoesNotCatchUp(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		ctx := context.Background()
+		v := newEnv(t, r)
+		p := v.compile(everySecond)
+		if err := v.e.PauseSchedule(ctx, p.Flow, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.e.PauseSchedule(ctx, p.Flow, 1); flows.ErrorCode(err) != flows.NotFound {
+			t.Errorf("pausing a schedule the flow does not have: %v, want not found", err)
+		}
+		view := func() engine.ScheduleView {
+			t.Helper()
+			_, views, err := v.e.Schedules(ctx, p.Flow, 3, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return views[0]
+		}
+		v.scheduler(p, engine.SchedulerOptions{})
+		var first time.Time
+		waitFor(t, "a tick to pass", 30*time.Second, func() bool {
+			lt := view().LastTick
+			if lt != nil && first.IsZero() && lt.After(time.Now().Add(-time.Minute)) {
+				first = *lt
+			}
+			return !first.IsZero()
+		})
+		waitFor(t, "two more ticks to pass", 30*time.Second, func() bool { return !view().LastTick.Before(first.Add(2 * time.Second)) })
+		if vw := view(); !vw.Paused || len(vw.Next) != 0 {
+			t.Errorf("schedule view %+v: want paused with no next fire times", vw)
+		}
+		if runs := v.runsByTick(p); len(runs) != 0 {
+			t.Fatalf("a paused schedule started runs for %d ticks", len(runs))
+		}
+		resumed := time.Now()
+		if err := v.e.ResumeSchedule(ctx, p.Flow, 0); err != nil {
+			t.Fatal(err)
+		}
+		if vw := view(); vw.Paused || len(vw.Next) != 3 {
+			t.Errorf("after resume: %+v, want not paused with 3 next fire times", vw)
+		}
+		waitFor(t, "a run after the resume", 30*time.Second, func() bool { return len(v.runsByTick(p)) > 0 })
+		for tick := range v.runsByTick(p) {
+			if tick <= resumed.UnixMilli() {
+				t.Errorf("resuming ran tick %d, which passed while the schedule was paused", tick)
+			}
+		}
+	})
+}
+
+func TestMissedTicksRunOnceOnStartUp(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		ctx := context.Background()
+		v := newEnv(t, r)
+		p := v.compile(strings.Replace(everySecond, "@every 1s", "@every 1h", 1))
+		key := p.Settings.Schedules[0].Key()
+		// Every scheduler was down for the last three hourly ticks.
+		now := time.Now()
+		if err := r.SeeSchedule(ctx, p.Flow, key, now.Add(-3*time.Hour-time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		s := engine.New(r, v.reg, engine.Options{Logger: testLogger(t)}).NewScheduler(engine.SchedulerOptions{
+			Flows: func(context.Context) ([]string, error) { return []string{p.Flow}, nil }})
+		for range 2 { // a second pass (or process) starts nothing more
+			if _, err := s.Tick(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runs := v.runsByTick(p)
+		latest := now.Truncate(time.Hour)
+		if len(runs) != 1 || len(runs[latest.UnixMilli()]) != 1 {
+			t.Fatalf("runs by tick %v, want one run, of the latest missed tick %s", runs, latest)
+		}
+		if id := runs[latest.UnixMilli()][0].ID; id != engine.ScheduleRunID(key, latest) {
+			t.Errorf("run id %s, want %s", id, engine.ScheduleRunID(key, latest))
+		}
+	})
+}

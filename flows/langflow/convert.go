@@ -1,0 +1,797 @@
+package langflow
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/sluicehq/sluice/flows"
+)
+
+// Options say how to convert.
+type Options struct {
+	// ID is the Sluice flow id; empty derives one from the export's name.
+	ID string
+}
+
+// Gap is a Langflow node the conversion could not map.
+type Gap struct {
+	Node string `json:"node"` // the Langflow node id
+	Type string `json:"type"` // its Langflow type
+	Why  string `json:"why"`
+	// Placeholder is the id of the placeholder node that stands for it in the document.
+	Placeholder string `json:"placeholder,omitempty"`
+}
+
+func (g Gap) String() string { return fmt.Sprintf("%s (%s): %s", g.Node, g.Type, g.Why) }
+
+// Note is something the conversion did that a person should know: a key not copied, a
+// provider to configure, a setting Sluice does not have.
+type Note struct {
+	Node    string `json:"node"`
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+func (n Note) String() string { return fmt.Sprintf("%s (%s): %s", n.Node, n.Type, n.Message) }
+
+// Result is a converted flow.
+type Result struct {
+	// Document is the Sluice flow document, indented. Every gap is in it as a
+	// placeholder node of type "langflow:<Type>", which fails validation until replaced.
+	Document []byte
+	Gaps     []Gap
+	Notes    []Note
+}
+
+// PlaceholderPrefix starts the type of a placeholder node: no component has such a type,
+// so a flow with one does not validate until the node is replaced.
+const PlaceholderPrefix = "langflow:"
+
+// Convert converts a Langflow export. The error is for an export it cannot read; gaps
+// are in the result.
+func Convert(data []byte, o Options) (*Result, error) {
+	ex, err := decode(data)
+	if err != nil {
+		return nil, err
+	}
+	c := &conv{ex: ex, byID: map[string]*lfNode{}, in: map[string][]lfEdge{}, out: map[string][]lfEdge{},
+		ids: map[string]string{}, used: map[string]bool{}, role: map[string]role{}, guard: map[string]guard{},
+		state: map[string]flows.StateKey{}, index: map[string]int{}}
+	for i := range ex.Data.Nodes {
+		n := &ex.Data.Nodes[i]
+		c.byID[n.ID] = n
+		c.index[n.ID] = i
+	}
+	for _, e := range ex.Data.Edges {
+		if c.byID[e.Source] == nil || c.byID[e.Target] == nil {
+			continue // a dangling edge carries nothing
+		}
+		c.in[e.Target] = append(c.in[e.Target], e)
+		c.out[e.Source] = append(c.out[e.Source], e)
+	}
+	return c.convert(o)
+}
+
+type role int
+
+const (
+	roleSkip   role = iota // sticky notes
+	roleEntry              // the input node
+	roleConst              // a text input without edges in: a state key with a default
+	roleAlias              // passes another node's value on (a text input fed by an edge)
+	roleStep               // a node of the control flow
+	roleRouter             // If-Else
+	roleOutput             // chat or text output
+	roleModel              // a model only used as another node's model: no node
+	roleTool               // attached to an agent's tools
+	roleGap                // no equivalent: a placeholder
+)
+
+type conv struct {
+	ex    *export
+	byID  map[string]*lfNode
+	index map[string]int
+	in    map[string][]lfEdge // by target
+	out   map[string][]lfEdge // by source
+	ids   map[string]string   // Langflow id -> Sluice id
+	used  map[string]bool
+	role  map[string]role
+	guard map[string]guard
+	entry string // Langflow id of the input node, "" when one is made up
+
+	nodes []flows.Node
+	edges []flows.Edge
+	state map[string]flows.StateKey
+	gaps  []Gap
+	notes []Note
+}
+
+func (c *conv) note(n *lfNode, format string, args ...any) {
+	c.notes = append(c.notes, Note{Node: n.ID, Type: n.kindName(), Message: fmt.Sprintf(format, args...)})
+}
+
+func (c *conv) gap(n *lfNode, why string) {
+	c.role[n.ID] = roleGap
+	c.gaps = append(c.gaps, Gap{Node: n.ID, Type: n.kindName(), Why: why})
+}
+
+// Model components that speak the OpenAI chat protocol, with the field holding their
+// base URL.
+var openAICompatible = map[string]string{
+	"OpenAIModel": "openai_api_base", "LanguageModelComponent": "", "OllamaModel": "base_url",
+	"GroqModel": "base_url", "LMStudioModel": "base_url", "DeepSeekModelComponent": "api_base",
+	"OpenRouterComponent": "", "XAIModel": "base_url", "xAIModel": "base_url", "NVIDIAModelComponent": "base_url",
+}
+
+// Model components that do not.
+var otherModels = map[string]string{
+	"AnthropicModel": "Anthropic", "GoogleGenerativeAIModel": "Google", "AmazonBedrockModel": "Amazon Bedrock",
+	"AzureOpenAIModel": "Azure OpenAI", "CohereModel": "Cohere", "MistralModel": "Mistral", "VertexAiModel": "Vertex AI",
+	"HuggingFaceModel": "Hugging Face", "ChatLiteLLMModel": "LiteLLM", "PerplexityModel": "Perplexity",
+}
+
+func isModel(typ string) bool {
+	_, a := openAICompatible[typ]
+	_, b := otherModels[typ]
+	return a || b
+}
+
+// modelProblem says why a model node cannot be a Sluice model, or "".
+func modelProblem(n *lfNode) string {
+	typ := n.kindName()
+	if p, ok := otherModels[typ]; ok {
+		return p + " models do not speak the OpenAI protocol; Sluice calls OpenAI-compatible endpoints only (point a provider at an OpenAI-compatible gateway for it)"
+	}
+	if typ == "LanguageModelComponent" {
+		if p := n.str("provider"); p != "" && p != "OpenAI" {
+			return p + " models do not speak the OpenAI protocol; Sluice calls OpenAI-compatible endpoints only"
+		}
+	}
+	return ""
+}
+
+// why an unmapped component has no equivalent.
+func unmappedWhy(n *lfNode, asTool bool) string {
+	typ, title := n.kindName(), n.title()
+	l := strings.ToLower(typ + " " + title)
+	switch {
+	case n.Data.Node.Edited:
+		return "its code was edited in Langflow: custom Python code does not run in Sluice"
+	case strings.Contains(l, "memory") || strings.Contains(l, "chat history") || strings.Contains(l, "message history"):
+		return "Sluice keeps no chat memory between runs: pass the history in the run's input or state"
+	case strings.Contains(l, "vector") || strings.Contains(l, "chroma") || strings.Contains(l, "faiss") || strings.Contains(l, "pinecone") ||
+		strings.Contains(l, "qdrant") || strings.Contains(l, "astra") || strings.Contains(l, "weaviate") || strings.Contains(l, "milvus") || strings.Contains(l, "pgvector"):
+		return "vector stores have no Sluice component: call the store's HTTP API with an http node"
+	case strings.Contains(l, "embedding"):
+		return "embeddings have no Sluice component: call the embeddings API with an http node"
+	case strings.Contains(l, "custom") || strings.Contains(l, "python") || strings.Contains(l, "code"):
+		return "custom Python code does not run in Sluice: write it as a transform (jq), or as a service an http node calls"
+	case strings.Contains(l, "file") || strings.Contains(l, "directory") || strings.Contains(l, "loader") || strings.Contains(l, "url"):
+		return "loading files or pages has no Sluice component: pass the content in the run's input, or fetch it with an http node"
+	case strings.Contains(l, "split") || strings.Contains(l, "parse") || strings.Contains(l, "combine") || strings.Contains(l, "text operation"):
+		return "no Sluice component does " + title + ": write it as a transform (jq) or a template"
+	case asTool:
+		return "no Sluice tool does what " + title + " does (Sluice tools: http, data, subflow)"
+	case isModel(typ):
+		return modelProblem(n)
+	}
+	return "no Sluice component does what " + title + " does"
+}
+
+// outputsTo reports whether any edge leaves n into a field named field.
+func (c *conv) outputsTo(n *lfNode, field string) bool {
+	for _, e := range c.out[n.ID] {
+		if e.fieldName() == field {
+			return true
+		}
+	}
+	return false
+}
+
+// usedAsValue reports whether some edge takes a value (not the model) out of n.
+func (c *conv) usedAsValue(n *lfNode) bool {
+	for _, e := range c.out[n.ID] {
+		if e.output() != "model_output" {
+			return true
+		}
+	}
+	return false
+}
+
+// classify gives every node its role.
+func (c *conv) classify() {
+	for i := range c.ex.Data.Nodes {
+		n := &c.ex.Data.Nodes[i]
+		if n.Type == "noteNode" || n.Data.Type == "note" || n.Data.Type == "Note" {
+			c.role[n.ID] = roleSkip
+			continue
+		}
+		if c.entry == "" && n.kindName() == "ChatInput" && !n.Data.Node.Edited {
+			c.entry = n.ID
+		}
+	}
+	if c.entry == "" {
+		for i := range c.ex.Data.Nodes {
+			n := &c.ex.Data.Nodes[i]
+			if n.kindName() == "TextInput" && len(c.in[n.ID]) == 0 && !n.Data.Node.Edited {
+				c.entry = n.ID
+				break
+			}
+		}
+	}
+	for i := range c.ex.Data.Nodes {
+		n := &c.ex.Data.Nodes[i]
+		if _, done := c.role[n.ID]; done {
+			continue
+		}
+		typ := n.kindName()
+		asTool := c.outputsTo(n, "tools")
+		switch {
+		case n.Data.Node.Edited:
+			c.gap(n, unmappedWhy(n, asTool))
+		case n.ID == c.entry:
+			c.role[n.ID] = roleEntry
+		case typ == "ChatInput" || typ == "TextInput":
+			if len(c.in[n.ID]) > 0 {
+				c.role[n.ID] = roleAlias
+			} else {
+				c.role[n.ID] = roleConst
+			}
+		case typ == "ChatOutput" || typ == "TextOutput":
+			c.role[n.ID] = roleOutput
+		case typ == "Prompt" || typ == "PromptTemplate":
+			c.role[n.ID] = roleStep
+		case isModel(typ):
+			if why := modelProblem(n); why != "" {
+				c.gap(n, why)
+			} else if c.usedAsValue(n) || len(c.out[n.ID]) == 0 {
+				c.role[n.ID] = roleStep
+			} else {
+				c.role[n.ID] = roleModel
+			}
+		case typ == "Agent":
+			if p := n.str("agent_llm"); p != "" && p != "OpenAI" && c.connectedModel(n) == nil {
+				c.gap(n, "the agent uses "+p+" models; Sluice agents call OpenAI-compatible providers only")
+			} else {
+				c.role[n.ID] = roleStep
+			}
+		case typ == "StructuredOutput" || typ == "StructuredOutputComponent":
+			if c.connectedModel(n) == nil {
+				c.gap(n, "structured output needs a model connected to its Language Model field")
+			} else {
+				c.role[n.ID] = roleStep
+			}
+		case typ == "APIRequest":
+			switch {
+			case strings.EqualFold(n.str("mode"), "curl") || (n.str("url_input") == "" && n.str("urls") == "" && n.str("curl") != "" && len(c.in[n.ID]) == 0):
+				c.gap(n, "the request is written as a cURL command: write its method, URL and headers in an http node")
+			case asTool:
+				c.role[n.ID] = roleTool
+			default:
+				c.role[n.ID] = roleStep
+			}
+		case typ == "ConditionalRouter":
+			c.role[n.ID] = roleRouter
+		default:
+			c.gap(n, unmappedWhy(n, asTool))
+		}
+	}
+}
+
+// connectedModel is the model node feeding n's model field, or nil.
+func (c *conv) connectedModel(n *lfNode) *lfNode {
+	for _, e := range c.in[n.ID] {
+		src := c.byID[e.Source]
+		if e.output() == "model_output" || e.fieldName() == "llm" || (e.fieldName() == "agent_llm" && isModel(src.kindName())) {
+			if isModel(src.kindName()) && modelProblem(src) == "" {
+				return src
+			}
+		}
+	}
+	return nil
+}
+
+var idChars = regexp.MustCompile(`[^a-z0-9]+`)
+
+// assignIDs names the nodes that become Sluice nodes after their Langflow titles.
+func (c *conv) assignIDs() {
+	for i := range c.ex.Data.Nodes {
+		n := &c.ex.Data.Nodes[i]
+		switch c.role[n.ID] {
+		case roleSkip, roleModel, roleAlias:
+			continue
+		}
+		base := strings.Trim(idChars.ReplaceAllString(strings.ToLower(n.title()), "_"), "_")
+		if base == "" || (base[0] >= '0' && base[0] <= '9') {
+			base = "node_" + base
+		}
+		if len(base) > 48 {
+			base = strings.TrimRight(base[:48], "_")
+		}
+		id := base
+		for k := 2; c.used[id] || reserved[id]; k++ {
+			id = base + "_" + strconv.Itoa(k)
+		}
+		c.used[id] = true
+		c.ids[n.ID] = id
+	}
+}
+
+// reserved are state keys a run uses itself (a non-object input is stored under "input").
+var reserved = map[string]bool{"input": true}
+
+// ref is where a value lives: a state key (text, an object, or an http response whose
+// body is the value), or a literal.
+type ref struct {
+	key     string
+	object  bool
+	body    bool
+	literal string
+	isLit   bool
+}
+
+func (r ref) template() string {
+	switch {
+	case r.isLit:
+		return escapeTemplate(r.literal)
+	case r.body:
+		return "{{json ." + r.key + ".body}}"
+	case r.object:
+		return "{{json ." + r.key + "}}"
+	}
+	return "{{." + r.key + "}}"
+}
+
+func (r ref) jq() string {
+	switch {
+	case r.isLit:
+		b, _ := json.Marshal(r.literal)
+		return string(b)
+	case r.body:
+		return "." + r.key + ".body"
+	}
+	return "." + r.key
+}
+
+// escapeTemplate makes text literal in a Go template.
+func escapeTemplate(s string) string {
+	return strings.ReplaceAll(s, "{{", `{{"{{"}}`)
+}
+
+// valueOf is the value an edge carries: ok is false for a model or a tool.
+func (c *conv) valueOf(e lfEdge, depth int) (ref, bool) {
+	src := c.byID[e.Source]
+	if depth > 20 {
+		return ref{}, false
+	}
+	switch c.role[src.ID] {
+	case roleEntry, roleConst:
+		return ref{key: c.ids[src.ID]}, true
+	case roleStep, roleGap:
+		if e.output() == "model_output" {
+			return ref{}, false
+		}
+		switch src.kindName() {
+		case "APIRequest":
+			return ref{key: c.ids[src.ID], body: true}, true
+		case "StructuredOutput", "StructuredOutputComponent":
+			return ref{key: c.ids[src.ID], object: true}, true
+		case "Agent":
+			if e.output() == "structured_response" {
+				return ref{key: c.ids[src.ID], object: true}, true
+			}
+		}
+		return ref{key: c.ids[src.ID]}, true
+	case roleRouter:
+		// The If-Else passes its message on (the input text when no message is wired).
+		for _, field := range []string{"message", "input_text"} {
+			for _, in := range c.in[src.ID] {
+				if in.fieldName() == field {
+					return c.valueOf(in, depth+1)
+				}
+			}
+		}
+		return ref{literal: src.str("input_text"), isLit: true}, true
+	case roleOutput, roleAlias:
+		for _, in := range c.in[src.ID] {
+			if in.fieldName() == "input_value" {
+				return c.valueOf(in, depth+1)
+			}
+		}
+		return ref{literal: src.str("input_value"), isLit: true}, true
+	}
+	return ref{}, false
+}
+
+// text is a field of n as a template: the values wired into it, else its literal value.
+func (c *conv) text(n *lfNode, field string) string {
+	var parts []string
+	for _, e := range c.in[n.ID] {
+		if e.fieldName() != field {
+			continue
+		}
+		if r, ok := c.valueOf(e, 0); ok {
+			parts = append(parts, r.template())
+		}
+	}
+	if len(parts) > 0 {
+		return strings.Join(parts, "\n")
+	}
+	return escapeTemplate(c.literal(n, field))
+}
+
+// jqOf is a field of n as jq: the value wired into it, else its literal value.
+func (c *conv) jqOf(n *lfNode, field string) string {
+	for _, e := range c.in[n.ID] {
+		if e.fieldName() == field {
+			if r, ok := c.valueOf(e, 0); ok {
+				return r.jq()
+			}
+		}
+	}
+	b, _ := json.Marshal(c.literal(n, field))
+	return string(b)
+}
+
+var credentialRE = regexp.MustCompile(`(?i)(^|[^a-z0-9])(sk-[a-z0-9_-]{16,}|sk-ant-[a-z0-9_-]{10,}|bearer\s+[a-z0-9._~+/=-]{12,}|ghp_[a-z0-9]{20,}|xox[abp]-[a-z0-9-]{10,}|AKIA[0-9A-Z]{16})`)
+
+// literal is a field's own value, with credentials left out.
+func (c *conv) literal(n *lfNode, field string) string {
+	s := n.str(field)
+	if credentialRE.MatchString(s) {
+		c.note(n, "field %s holds what looks like a credential; it was not copied", field)
+		return ""
+	}
+	return s
+}
+
+// choice is a node a node waits for, and the router port it needs ("" for a node that
+// is not a router).
+type choice struct {
+	router string // Langflow id
+	port   string // "true", "default" or ""
+}
+
+// guard is the router choices a node needs to run, by router.
+type guard map[string]string
+
+func (g guard) key(order map[string]int) string {
+	rs := make([]string, 0, len(g))
+	for r := range g {
+		rs = append(rs, r)
+	}
+	sort.Slice(rs, func(i, j int) bool { return order[rs[i]] < order[rs[j]] })
+	var b strings.Builder
+	for _, r := range rs {
+		b.WriteString(r + "=" + g[r] + ";")
+	}
+	return b.String()
+}
+
+// defaultPort is the router's port taken when no route matches: the If-Else's false.
+const defaultPort = "default"
+
+// routerPort is the Sluice port of an If-Else output.
+func routerPort(output string) string {
+	if output == "false_result" {
+		return defaultPort
+	}
+	return "true"
+}
+
+// deps are the control-flow nodes n waits for, with the router port for routers.
+func (c *conv) deps(n *lfNode) []choice {
+	seen := map[choice]bool{}
+	var out []choice
+	var add func(e lfEdge, depth int)
+	add = func(e lfEdge, depth int) {
+		if depth > 20 || e.fieldName() == "tools" {
+			return
+		}
+		src := c.byID[e.Source]
+		var ch choice
+		switch c.role[src.ID] {
+		case roleEntry, roleStep, roleGap:
+			if e.output() == "model_output" {
+				return
+			}
+			ch = choice{router: src.ID}
+		case roleRouter:
+			ch = choice{router: src.ID, port: routerPort(e.output())}
+		case roleAlias, roleOutput:
+			for _, in := range c.in[src.ID] {
+				add(in, depth+1)
+			}
+			return
+		default:
+			return
+		}
+		if !seen[ch] {
+			seen[ch] = true
+			out = append(out, ch)
+		}
+	}
+	for _, e := range c.in[n.ID] {
+		add(e, 0)
+	}
+	return out
+}
+
+// lane is where the control flow of one guard has got to.
+type lane struct {
+	tail  string // Sluice id
+	split string // Langflow id of the router that ends the lane, or ""
+}
+
+type port struct{ node, port string }
+
+func (c *conv) convert(o Options) (*Result, error) {
+	c.classify()
+	c.assignIDs()
+	c.constants()
+	id := o.ID
+	if id == "" {
+		id = strings.Trim(idChars.ReplaceAllString(strings.ToLower(c.ex.Name), "-"), "-")
+		if len(id) > 56 {
+			id = strings.TrimRight(id[:56], "-")
+		}
+		if id == "" {
+			id = "imported-flow"
+		}
+	}
+	if !flows.ValidID(id) {
+		return nil, fmt.Errorf("flow id %q: use lower-case letters, digits, '-' and '_'", id)
+	}
+	name := c.ex.Name
+	if name == "" {
+		name = "Imported flow"
+	}
+	doc := flows.Document{Sluice: flows.FormatVersion, ID: id, Name: name, Description: c.ex.Description}
+
+	// The control-flow nodes, ordered so that dependencies come first, branches of a
+	// router before what follows both, and routers after the other ready nodes.
+	var steps []*lfNode
+	for i := range c.ex.Data.Nodes {
+		n := &c.ex.Data.Nodes[i]
+		switch c.role[n.ID] {
+		case roleEntry, roleStep, roleRouter, roleOutput, roleGap:
+			if c.role[n.ID] == roleGap && c.outputsTo(n, "tools") {
+				continue // a tool's placeholder hangs on the agent, not in the control flow
+			}
+			steps = append(steps, n)
+		}
+	}
+	deps := map[string][]choice{}
+	waiting := map[string]int{}
+	users := map[string][]string{}
+	for _, n := range steps {
+		deps[n.ID] = c.deps(n)
+		waiting[n.ID] = len(deps[n.ID])
+		for _, d := range deps[n.ID] {
+			users[d.router] = append(users[d.router], n.ID)
+		}
+	}
+	order := map[string]int{}
+	var sorted []*lfNode
+	ready := map[string]bool{}
+	for _, n := range steps {
+		if waiting[n.ID] == 0 {
+			ready[n.ID] = true
+		}
+	}
+	less := func(a, b *lfNode) bool {
+		ka, kb := c.rank(a), c.rank(b)
+		for i := range ka {
+			if ka[i] != kb[i] {
+				return ka[i] < kb[i]
+			}
+		}
+		return c.index[a.ID] < c.index[b.ID]
+	}
+	for len(sorted) < len(steps) {
+		var next *lfNode
+		for _, n := range steps {
+			if ready[n.ID] && (next == nil || less(n, next)) {
+				next = n
+			}
+		}
+		if next == nil {
+			// A cycle of data edges: Langflow runs loops with its Loop component only.
+			for _, n := range steps {
+				if _, done := order[n.ID]; !done {
+					c.gap(n, "it is part of a cycle of edges; Sluice loops need a router or a conditional edge")
+					order[n.ID] = len(order)
+					sorted = append(sorted, n)
+				}
+			}
+			break
+		}
+		delete(ready, next.ID)
+		order[next.ID] = len(order)
+		sorted = append(sorted, next)
+		g := guard{}
+		for _, d := range deps[next.ID] {
+			for r, p := range c.guard[d.router] {
+				if q, ok := g[r]; ok && q != p {
+					g[r] = "*" // both branches: the node follows the router's branches
+				} else {
+					g[r] = p
+				}
+			}
+			if d.port != "" {
+				if q, ok := g[d.router]; ok && q != d.port {
+					g[d.router] = "*"
+				} else {
+					g[d.router] = d.port
+				}
+			}
+		}
+		for r, p := range g {
+			if p == "*" {
+				delete(g, r)
+			}
+		}
+		c.guard[next.ID] = g
+		for _, u := range users[next.ID] {
+			waiting[u]--
+			if waiting[u] == 0 {
+				ready[u] = true
+			}
+		}
+	}
+
+	// The entry: the Langflow input, or one made up when the flow has none.
+	entryID := ""
+	if c.entry != "" {
+		entryID = c.ids[c.entry]
+	} else {
+		entryID = "start"
+		for k := 2; c.used[entryID]; k++ {
+			entryID = "start_" + strconv.Itoa(k)
+		}
+		c.used[entryID] = true
+		x, y := 0.0, 0.0
+		for i, n := range c.ex.Data.Nodes {
+			if n.Position != nil && (i == 0 || n.Position.X < x) {
+				x, y = n.Position.X, n.Position.Y
+			}
+		}
+		doc.Nodes = append(doc.Nodes, flows.Node{ID: entryID, Type: flows.EntryType, Position: &flows.Position{X: x - 300, Y: y},
+			Description: "Made up on import: the Langflow flow has no chat or text input."})
+	}
+	lanes := map[string]*lane{"": {tail: entryID}}
+	var outputs []*lfNode
+	for _, n := range sorted {
+		switch c.role[n.ID] {
+		case roleEntry:
+			doc.Nodes = append(doc.Nodes, c.node(n))
+			continue
+		case roleOutput:
+			outputs = append(outputs, n)
+			continue
+		}
+		doc.Nodes = append(doc.Nodes, c.node(n))
+		c.attach(lanes, order, c.guard[n.ID], c.ids[n.ID])
+		l := lanes[c.guard[n.ID].key(order)]
+		l.tail, l.split = c.ids[n.ID], ""
+		if c.role[n.ID] == roleRouter {
+			l.split = n.ID
+		}
+	}
+	for _, n := range outputs {
+		doc.Nodes = append(doc.Nodes, c.node(n))
+		c.attach(lanes, order, c.guard[n.ID], c.ids[n.ID])
+	}
+	// Tools hang on their agents.
+	for i := range c.ex.Data.Nodes {
+		n := &c.ex.Data.Nodes[i]
+		isTool := c.role[n.ID] == roleTool || (c.role[n.ID] == roleGap && c.outputsTo(n, "tools"))
+		if !isTool {
+			continue
+		}
+		doc.Nodes = append(doc.Nodes, c.node(n))
+		for _, e := range c.out[n.ID] {
+			if e.fieldName() == "tools" && c.ids[e.Target] != "" {
+				c.edges = append(c.edges, flows.Edge{From: c.ids[n.ID], Port: "tool", To: c.ids[e.Target], ToPort: "tools"})
+			}
+		}
+	}
+	doc.Edges = c.edges
+	if doc.Edges == nil {
+		doc.Edges = []flows.Edge{}
+	}
+	if len(c.state) > 0 {
+		doc.State = c.state
+	}
+	// Placeholders say what they stand for.
+	for i := range c.gaps {
+		c.gaps[i].Placeholder = c.ids[c.gaps[i].Node]
+	}
+	b, err := doc.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Document: b, Gaps: c.gaps, Notes: c.notes}, nil
+}
+
+// rank orders ready nodes: branches of routers first (deeper guards), other nodes before
+// routers, then left to right and top to bottom on the canvas.
+func (c *conv) rank(n *lfNode) [4]float64 {
+	depth := 0.0
+	for _, d := range c.deps(n) {
+		if d.port != "" || len(c.guard[d.router]) > 0 {
+			depth = max(depth, float64(len(c.guard[d.router])+1))
+		}
+	}
+	isRouter := 0.0
+	if c.role[n.ID] == roleRouter {
+		isRouter = 1
+	}
+	entry := 1.0
+	if c.role[n.ID] == roleEntry {
+		entry = 0
+	}
+	x := 0.0
+	if n.Position != nil {
+		x = n.Position.X
+	}
+	return [4]float64{entry, -depth, isRouter, x}
+}
+
+// attach connects node id after the control flow of guard g: after the lane's tail, or
+// after every branch of the router that ended the lane, or from its router's port when
+// the branch has no lane yet.
+func (c *conv) attach(lanes map[string]*lane, order map[string]int, g guard, id string) {
+	key := g.key(order)
+	if _, ok := lanes[key]; !ok {
+		// A new branch: it starts at the port of the innermost router it needs.
+		inner := ""
+		for r := range g {
+			if inner == "" || order[r] > order[inner] {
+				inner = r
+			}
+		}
+		parent := guard{}
+		for r, p := range g {
+			if r != inner {
+				parent[r] = p
+			}
+		}
+		c.edges = append(c.edges, flows.Edge{From: c.ids[inner], Port: g[inner], To: id})
+		lanes[key] = &lane{tail: id}
+		return
+	}
+	for _, t := range c.tails(lanes, order, g) {
+		e := flows.Edge{From: t.node, To: id}
+		if t.port != flows.PortOut {
+			e.Port = t.port
+		}
+		c.edges = append(c.edges, e)
+	}
+}
+
+// tails are the open ends of a lane: its tail, or the ends of the branches of the
+// router that ends it.
+func (c *conv) tails(lanes map[string]*lane, order map[string]int, g guard) []port {
+	l := lanes[g.key(order)]
+	if l.split == "" {
+		return []port{{l.tail, flows.PortOut}}
+	}
+	var out []port
+	for _, p := range []string{"true", defaultPort} {
+		child := guard{l.split: p}
+		for r, q := range g {
+			child[r] = q
+		}
+		if _, ok := lanes[child.key(order)]; ok {
+			out = append(out, c.tails(lanes, order, child)...)
+		} else {
+			out = append(out, port{c.ids[l.split], p})
+		}
+	}
+	return out
+}

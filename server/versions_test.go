@@ -1,0 +1,152 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+func TestVersionsHistoryDiffRollbackAndRunsByVersion(t *testing.T) {
+	a := newAPI(t, storetest.Real(t))
+	id, v1doc := a.flowDoc("linear", nil)
+	var v1, v2 server.SavedFlow
+	a.must(http.StatusCreated, "PUT", "/api/flows/"+id+"?message="+url.QueryEscape("first draft"), v1doc).into(t, &v1)
+	r1 := a.settle(id, a.start(id, map[string]any{"input": map[string]any{"name": "Ada"}}))
+
+	var d map[string]any
+	json.Unmarshal(v1doc, &d)
+	d["nodes"].([]any)[3].(map[string]any)["params"] = map[string]any{"value": "{shouted: .greeting}"}
+	v2doc, _ := json.MarshalIndent(d, "", "  ")
+	a.must(http.StatusOK, "PUT", "/api/flows/"+id+"?message=shout", v2doc).into(t, &v2)
+	r2 := a.settle(id, a.start(id, map[string]any{"input": map[string]any{"name": "Bo"}}))
+	if r2.Status != "succeeded" || string(r2.Output) != `{"shouted":"HELLO, BO!"}` {
+		t.Fatalf("run of v2: %+v", r2)
+	}
+
+	var h engine.VersionHistory
+	a.must(200, "GET", "/api/flows/"+id+"/versions", nil).into(t, &h)
+	if len(h.Versions) != 2 || h.Current != v2.Version || h.Versions[0].Version != v2.Version || h.Versions[1].Version != v1.Version {
+		t.Fatalf("history = %+v, want v2 then v1, v2 current", h)
+	}
+	if h.Versions[0].Message != "shout" || h.Versions[1].Message != "first draft" || !h.Versions[0].Current || h.Versions[1].Current {
+		t.Errorf("notes and current: %+v", h.Versions)
+	}
+	if h.Versions[1].SavedAt.IsZero() || h.Versions[0].SavedAt.Before(h.Versions[1].SavedAt) {
+		t.Errorf("saved times: %v, %v", h.Versions[0].SavedAt, h.Versions[1].SavedAt)
+	}
+	if s := h.Versions[1].Stats; s == nil || s.Runs != 1 || s.Succeeded != 1 {
+		t.Errorf("figures of v1: %+v, want its one succeeded run", s)
+	}
+
+	var one engine.VersionDetail
+	a.must(200, "GET", "/api/flows/"+id+"/versions/"+v1.Version[:10], nil).into(t, &one)
+	var compact bytes.Buffer
+	json.Compact(&compact, v1doc)
+	if one.VersionInfo.Version != v1.Version || !bytes.Equal(one.Document, compact.Bytes()) {
+		t.Errorf("version by prefix: %s, document %s", one.VersionInfo.Version, one.Document)
+	}
+	a.must(http.StatusNotFound, "GET", "/api/flows/"+id+"/versions/abc", nil)
+	a.must(http.StatusNotFound, "GET", "/api/flows/"+id+"/versions/"+"0000000000", nil)
+
+	var diff engine.VersionDiff
+	a.must(200, "GET", "/api/flows/"+id+"/versions/"+v1.Version+"/diff", nil).into(t, &diff)
+	if diff.To != v2.Version || len(diff.NodesChanged) != 1 || diff.NodesChanged[0].Node != "out" ||
+		diff.NodesChanged[0].Changes[0].Path != "params.value" || len(diff.NodesAdded)+len(diff.NodesRemoved)+len(diff.EdgesAdded)+len(diff.EdgesRemoved) != 0 {
+		t.Errorf("diff v1 -> current = %+v", diff)
+	}
+
+	// Runs can be filtered by version.
+	var list server.RunList
+	a.must(200, "GET", "/api/flows/"+id+"/runs?version="+v1.Version[:12], nil).into(t, &list)
+	if len(list.Runs) != 1 || list.Runs[0].ID != r1.ID {
+		t.Errorf("runs of v1: %d, want run %s", len(list.Runs), r1.ID)
+	}
+	a.must(http.StatusBadRequest, "GET", "/api/flows/"+id+"/runs?version=nothex", nil)
+	// So can the runs page.
+	page := a.must(200, "GET", "/runs?flow="+id+"&version="+v1.Version[:12], nil, "Accept", "text/html").String()
+	if !strings.Contains(page, r1.ID) || strings.Contains(page, r2.ID) || strings.Count(page, `<option value="`+v1.Version[:12]+`" selected`) != 1 ||
+		!strings.Contains(page, `<option value="`+v2.Version[:12]+`"`) {
+		t.Errorf("the runs page filtered by v1 shows run 1 and not run 2, and offers both versions:\n%s", page)
+	}
+
+	// Rollback: v1 is current again, the file holds it, new runs take it.
+	var rb server.RolledBack
+	a.must(200, "POST", "/api/flows/"+id+"/rollback", map[string]string{"version": v1.Version[:8]}).into(t, &rb)
+	if rb.Version != v1.Version || rb.Previous != v2.Version || !rb.FileWritten || !rb.Published {
+		t.Errorf("rollback = %+v", rb)
+	}
+	if got := a.must(200, "GET", "/api/flows/"+id, nil); !bytes.Equal(got.body, v1doc) {
+		t.Errorf("after rollback the file is %s, want v1 as saved", got.body)
+	}
+	if r := a.settle(id, a.start(id, map[string]any{"input": map[string]any{"name": "Cy"}})); string(r.Output) != `{"greeting":"HELLO, CY!"}` {
+		t.Errorf("a run after rollback: %+v", r)
+	}
+	a.must(200, "GET", "/api/flows/"+id+"/versions", nil).into(t, &h)
+	if h.Current != v1.Version || len(h.Versions) != 2 {
+		t.Errorf("after rollback: current %.12s, %d versions", h.Current, len(h.Versions))
+	}
+	a.must(http.StatusBadRequest, "POST", "/api/flows/"+id+"/rollback", `{}`)
+	a.must(http.StatusNotFound, "GET", "/api/flows/nosuchflow/versions", nil)
+}
+
+func TestSchedulesThroughTheAPI(t *testing.T) {
+	a := newAPI(t, storetest.Embedded(t))
+	id := a.saveFlow(`{"sluice": 1, "id": "x",
+		"settings": {"schedules": [{"cron": "0 9 * * 1-5", "timezone": "Europe/Paris", "input": {"report": "daily"}}, {"cron": "@hourly", "enabled": false}]},
+		"nodes": [{"id": "in", "type": "input"}, {"id": "out", "type": "output"}], "edges": [{"from": "in", "to": "out"}]}`, nil)
+	var list server.ScheduleList
+	a.must(200, "GET", "/api/flows/"+id+"/schedules?next=3", nil).into(t, &list)
+	if len(list.Schedules) != 2 {
+		t.Fatalf("schedules = %+v", list)
+	}
+	s0 := list.Schedules[0]
+	if s0.Cron != "0 9 * * 1-5" || !s0.Enabled || s0.Paused || len(s0.Next) != 3 {
+		t.Fatalf("schedule 0 = %+v", s0)
+	}
+	paris, _ := time.LoadLocation("Europe/Paris")
+	for _, n := range s0.Next {
+		if l := n.In(paris); l.Hour() != 9 || l.Minute() != 0 || l.Weekday() == time.Saturday || l.Weekday() == time.Sunday {
+			t.Errorf("next fire time %s is not 09:00 on a weekday in Paris", l)
+		}
+	}
+	if s1 := list.Schedules[1]; s1.Enabled || len(s1.Next) != 0 {
+		t.Errorf("a disabled schedule: %+v, want no next fire times", s1)
+	}
+	var v engine.ScheduleView
+	a.must(200, "POST", "/api/flows/"+id+"/schedules/0/pause", nil).into(t, &v)
+	if !v.Paused || len(v.Next) != 0 {
+		t.Errorf("paused: %+v", v)
+	}
+	a.must(200, "GET", "/api/flows/"+id+"/schedules", nil).into(t, &list)
+	if !list.Schedules[0].Paused {
+		t.Error("the pause is not kept")
+	}
+	a.must(200, "POST", "/api/flows/"+id+"/schedules/0/resume", nil).into(t, &v)
+	if v.Paused || len(v.Next) == 0 {
+		t.Errorf("resumed: %+v", v)
+	}
+	a.must(http.StatusNotFound, "POST", "/api/flows/"+id+"/schedules/2/pause", nil)
+	a.must(http.StatusNotFound, "POST", "/api/flows/"+id+"/schedules/x/pause", nil)
+
+	// A bad cron is refused at save, at its path.
+	_, bad := a.flowDoc(`{"sluice": 1, "id": "x", "settings": {"schedules": [{"cron": "every day"}]},
+		"nodes": [{"id": "in", "type": "input"}], "edges": []}`, nil)
+	var id2 string
+	{
+		var d map[string]any
+		json.Unmarshal(bad, &d)
+		id2 = d["id"].(string)
+	}
+	e := a.must(http.StatusBadRequest, "PUT", "/api/flows/"+id2, bad).errorBody(t)
+	if len(e.Problems) != 1 || e.Problems[0].Code != "invalid_cron" || e.Problems[0].Path != "settings.schedules[0].cron" {
+		t.Errorf("problems = %+v", e.Problems)
+	}
+}

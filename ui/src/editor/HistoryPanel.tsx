@@ -1,0 +1,106 @@
+// The flow's version history: each saved version with its time, note and run figures;
+// open one read-only, compare two on the canvas, roll back. The note typed here goes
+// with the next save.
+import { useCallback, useEffect, useState } from "react";
+import { api, ApiError } from "../api/client";
+import type { VersionHistory, VersionInfo } from "../api/types";
+import { fromNow } from "../flow/schedules";
+import { short } from "../flow/versions";
+
+interface Props {
+  flow: string;
+  isNew: boolean;
+  /** Changes when the flow was saved, to load the history again. */
+  savedAt: number;
+  note: string;
+  onNote: (note: string) => void;
+  /** The version open on the canvas, if any. */
+  open?: string | undefined;
+  onOpen: (v: VersionInfo) => void;
+  onCompare: (from: VersionInfo, to: VersionInfo) => void;
+  onRollback: (v: VersionInfo) => void;
+}
+
+export function HistoryPanel({ flow, isNew, savedAt, note, onNote, open, onOpen, onCompare, onRollback }: Props) {
+  const [h, setH] = useState<VersionHistory | undefined>();
+  const [error, setError] = useState<string | undefined>();
+  const load = useCallback(() => {
+    if (isNew) return;
+    api.versions(flow).then(
+      (x) => {
+        setH(x);
+        setError(undefined);
+      },
+      (e) => setError(e instanceof ApiError && e.status === 404 ? undefined : e instanceof Error ? e.message : String(e)),
+    );
+  }, [flow, isNew]);
+  useEffect(load, [load, savedAt]);
+
+  const current = h?.versions.find((v) => v.current);
+  return (
+    <div className="history-panel" aria-label="version history">
+      <label className="field">
+        <span className="small">Note for the next save</span>
+        <input id="save-note" value={note} placeholder="What changed, e.g. “shorter system prompt”" onChange={(e) => onNote(e.target.value)} />
+      </label>
+      {isNew && <p className="muted small">The history starts with the first save.</p>}
+      {error && <p className="error">Could not load the history: {error}</p>}
+      {h && (
+        <>
+          <p className="muted small">
+            {h.versions.length} {h.versions.length === 1 ? "version" : "versions"}, newest first. Run figures are from the flow’s newest {h.runs_looked} runs.{" "}
+            <button type="button" className="link" onClick={load}>
+              Refresh
+            </button>
+          </p>
+          <ol className="version-list">
+            {h.versions.map((v, i) => {
+              const older = h.versions[i + 1];
+              return (
+                <li key={v.version} className={`version${v.current ? " current" : ""}${open === v.version ? " open" : ""}`} data-version={v.version}>
+                  <div className="version-head">
+                    <code title={v.version}>{short(v.version)}</code>
+                    {v.current && <span className="badge badge-current">current</span>}
+                    <span className="muted small" title={v.saved_at ? new Date(v.saved_at).toLocaleString() : ""}>
+                      {v.saved_at && !v.saved_at.startsWith("0001") ? fromNow(v.saved_at) : "before history was kept"}
+                    </span>
+                  </div>
+                  {v.message && <div className="version-note">{v.message}</div>}
+                  <div className="muted small">
+                    {v.nodes} nodes
+                    {v.runs && v.runs.runs > 0 && (
+                      <>
+                        {" · "}
+                        <a href={`/runs?flow=${encodeURIComponent(flow)}&version=${v.version.slice(0, 12)}`}>{v.runs.runs} runs</a> · {v.runs.succeeded} ok · {v.runs.failed} failed
+                      </>
+                    )}
+                  </div>
+                  <div className="version-actions">
+                    <button type="button" onClick={() => onOpen(v)}>
+                      Open
+                    </button>
+                    {older && (
+                      <button type="button" onClick={() => onCompare(older, v)} title="What this version changed">
+                        Changes
+                      </button>
+                    )}
+                    {!v.current && current && (
+                      <button type="button" onClick={() => onCompare(v, current)} title="From this version to the current one">
+                        vs current
+                      </button>
+                    )}
+                    {!v.current && (
+                      <button type="button" className="danger" onClick={() => onRollback(v)}>
+                        Roll back
+                      </button>
+                    )}
+                  </div>
+                </li>
+              );
+            })}
+          </ol>
+        </>
+      )}
+    </div>
+  );
+}
