@@ -30,6 +30,7 @@ type runEngine interface {
 	Cancel(ctx context.Context, flow, run string) error
 	Resume(ctx context.Context, flow, run, node string, decision json.RawMessage) error
 	Fork(ctx context.Context, flow, run, ckpt string, patch json.RawMessage, opts engine.ForkOptions) (string, error)
+	HasWebhook(ctx context.Context, run *store.Run) bool
 }
 
 var _ runEngine = (*engine.Engine)(nil)
@@ -59,7 +60,9 @@ type RunView struct {
 	*store.Run
 	Output       json.RawMessage     `json:"output"`
 	Waiting      map[string]WaitView `json:"waiting,omitempty"`
-	HasWebhook   bool                `json:"has_webhook,omitempty"`
+	// HasWebhook says whether the run's result goes to a webhook (given at start, or an
+	// output node's); the URL itself is never shown.
+	HasWebhook   bool                `json:"has_webhook"`
 	StorageBytes int64               `json:"storage_bytes,omitempty"`
 }
 
@@ -71,8 +74,8 @@ type WaitView struct {
 	OnTimeout string          `json:"on_timeout,omitempty"`
 }
 
-func viewRun(r *store.Run) *RunView {
-	v := &RunView{Run: r, Output: r.Output(), HasWebhook: r.Webhook != ""}
+func (s *Server) viewRun(ctx context.Context, r *store.Run) *RunView {
+	v := &RunView{Run: r, Output: r.Output(), HasWebhook: s.runs().HasWebhook(ctx, r)}
 	if v.Output == nil {
 		v.Output = json.RawMessage("null")
 	}
@@ -273,7 +276,7 @@ func (s *Server) answerStarted(c echo.Context, flow, id string, wait time.Durati
 		r, err := s.runs().Wait(ctx, flow, id)
 		cancel()
 		if err == nil {
-			return c.JSON(http.StatusOK, viewRun(r))
+			return c.JSON(http.StatusOK, s.viewRun(c.Request().Context(), r))
 		}
 		if c.Request().Context().Err() != nil {
 			return c.Request().Context().Err()
@@ -310,7 +313,7 @@ func (s *Server) getRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := viewRun(info.Run)
+	v := s.viewRun(ctx, info.Run)
 	v.StorageBytes = info.StorageBytes
 	return c.JSON(http.StatusOK, v)
 }
@@ -346,7 +349,7 @@ func (s *Server) listRuns(c echo.Context) error {
 	}
 	out := RunList{Runs: make([]*RunView, 0, len(runs)), Total: total, Offset: q.Offset, Limit: q.Limit}
 	for _, r := range runs {
-		out.Runs = append(out.Runs, viewRun(r))
+		out.Runs = append(out.Runs, s.viewRun(c.Request().Context(), r))
 	}
 	if next := q.Offset + len(runs); int64(next) < total && len(runs) == q.Limit {
 		out.NextOffset = &next
@@ -379,7 +382,7 @@ func (s *Server) cancelRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, viewRun(info.Run))
+	return c.JSON(http.StatusOK, s.viewRun(ctx, info.Run))
 }
 
 // ResumeRequest is the body of POST .../resume: the decision for the approval the run
@@ -421,7 +424,7 @@ func (s *Server) resumeRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, viewRun(info.Run))
+	return c.JSON(http.StatusOK, s.viewRun(ctx, info.Run))
 }
 
 // ForkRequest is the body of POST .../fork.

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/flows/nodes"
+	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -83,4 +84,12 @@ func attach(ctx context.Context, env *nodes.Env, rdb *store.Redis, e *engine.Eng
 	sub := e.NewSubflows()
 	sub.Bind(ctx, lib, workers...)
 	env.Subflows = sub
+}
+
+// newDispatcher delivers result webhooks the same way from serve and from worker: each
+// signed with its flow's SLUICE_HOOK_SECRET_<FLOW> (X-Sluice-Signature), connecting only
+// where the http component may (the same guard and --http-allow list).
+func newDispatcher(e *engine.Engine, env *nodes.Env, flowIDs func(context.Context) ([]string, error), outcome func(flow, what string)) *engine.Dispatcher {
+	return e.NewDispatcher(engine.DispatchOptions{Flows: flowIDs, Outcome: outcome, HTTP: env.HTTP,
+		Secret: func(flow string) []byte { return []byte(server.HookSecretFromEnv(flow)) }})
 }
