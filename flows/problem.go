@@ -51,6 +51,7 @@ const (
 	CodeTemplateSyntax   = "template_syntax"    // a template does not parse
 	CodeInvalidDuration  = "invalid_duration"   // not a duration such as "30s"
 	CodeLiteralSecret    = "literal_secret"     // a credential written into the document
+	CodeSecretNotAllowed = "secret_not_allowed" // {"$env": NAME} names a variable flows may not read
 	CodeJoinWithoutFork  = "join_without_fork"  // a join no fork's branches all reach
 	CodeMeetWithoutJoin  = "branches_meet_without_join"
 	CodeInvalidParams    = "invalid_params" // the component refused its params

@@ -20,6 +20,7 @@ import (
 type componentFlags struct {
 	providers string
 	httpAllow string
+	secrets   string
 }
 
 // addComponentFlags registers --providers and --http-allow on fs.
@@ -28,7 +29,9 @@ func addComponentFlags(fs *flag.FlagSet) *componentFlags {
 	fs.StringVar(&f.providers, "providers", envOr("SLUICE_PROVIDERS", ""),
 		"JSON file of named LLM providers (env SLUICE_PROVIDERS); the provider \"default\" is OPENAI_BASE_URL with OPENAI_API_KEY")
 	fs.StringVar(&f.httpAllow, "http-allow", envOr("SLUICE_HTTP_ALLOW", ""),
-		"internal addresses the http component may reach, e.g. 10.0.0.0/8,127.0.0.1:8080 (env SLUICE_HTTP_ALLOW); all others are refused")
+		"internal addresses the http component and result webhooks may reach, e.g. 10.0.0.0/8,127.0.0.1:8080 (env SLUICE_HTTP_ALLOW); all others are refused")
+	fs.StringVar(&f.secrets, "secrets", envOr("SLUICE_SECRETS", ""),
+		"environment variables flows may read with {\"$env\": NAME} besides SLUICE_SECRET_*, comma-separated (env SLUICE_SECRETS); Sluice's own settings never")
 	return f
 }
 
@@ -46,6 +49,7 @@ func (f *componentFlags) env(log *slog.Logger) (*nodes.Env, error) {
 		return nil, &exitError{code: 2, err: err}
 	}
 	providers := map[string]*nodes.Provider{nodes.DefaultProvider: def}
+	var keyEnvs []string // the providers' api_key_env: settings, never readable by flows
 	if f.providers != "" {
 		data, err := os.ReadFile(f.providers)
 		if err != nil {
@@ -57,6 +61,9 @@ func (f *componentFlags) env(log *slog.Logger) (*nodes.Env, error) {
 		}
 		for name, p := range named {
 			providers[name] = p
+			if p.APIKeyEnv != "" {
+				keyEnvs = append(keyEnvs, p.APIKeyEnv)
+			}
 		}
 	}
 	allow, err := nodes.ParseAllowList(f.httpAllow)
@@ -69,8 +76,17 @@ func (f *componentFlags) env(log *slog.Logger) (*nodes.Env, error) {
 		_ = n
 	}
 	sort.Strings(names)
-	log.Debug("components", "providers", strings.Join(names, "; "), "http_allow", f.httpAllow)
-	return &nodes.Env{Providers: providers, HTTP: &nodes.HTTPPolicy{Allow: allow}, Logger: log}, nil
+	secrets, err := flows.NewSecrets(flows.SecretsConfig{Allow: splitList(f.secrets), Reserved: keyEnvs})
+	if err != nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("--secrets: %w", err)}
+	}
+	if short := secrets.TooShort(); len(short) > 0 {
+		log.Warn("secrets shorter than 6 characters are not redacted from what steps produce", "variables", strings.Join(short, ", "))
+	}
+	// The engine's hooks redact every step's result and live events with this rule.
+	flows.UseSecrets(secrets)
+	log.Debug("components", "providers", strings.Join(names, "; "), "http_allow", f.httpAllow, "secrets", f.secrets)
+	return &nodes.Env{Providers: providers, HTTP: &nodes.HTTPPolicy{Allow: allow}, Secrets: secrets, Logger: log}, nil
 }
 
 // registry is the component registry of the binary, built with env (nil: defaults).

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -34,6 +35,7 @@ func (b *eventBatcher) emit(flow, run, node, kind string, data any) {
 	if err != nil {
 		return
 	}
+	raw = flows.RedactEvent(raw) // streamed tokens may repeat a secret (flows/secrets.go)
 	select {
 	case b.ch <- liveEvent{flow: flow, run: run, node: node, kind: kind, data: raw}:
 	default:

@@ -134,14 +134,16 @@ func (e *Engine) joinState(ctx context.Context, plan *flows.Plan, act store.Acti
 func runComponent(ctx context.Context, c flows.Component, s *flows.Step) (res *flows.Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("component panicked: %v\n%s", r, truncate(string(debug.Stack()), 2000))
+			_, err = flows.RedactStep(nil, fmt.Errorf("component panicked: %v\n%s", r, truncate(string(debug.Stack()), 2000)))
 		}
 	}()
 	res, err = c.Run(ctx, s)
 	if err == nil && res == nil {
 		res = &flows.Result{}
 	}
-	return res, err
+	// Secret values that came back (an upstream echoing a header) go no further than
+	// here: not into a checkpoint, event, dead letter or log line (flows/secrets.go).
+	return flows.RedactStep(res, err)
 }
 
 func truncate(s string, n int) string {
