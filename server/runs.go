@@ -58,12 +58,12 @@ type Started struct {
 // RunView is a run as the API shows it.
 type RunView struct {
 	*store.Run
-	Output       json.RawMessage     `json:"output"`
-	Waiting      map[string]WaitView `json:"waiting,omitempty"`
+	Output  json.RawMessage     `json:"output"`
+	Waiting map[string]WaitView `json:"waiting,omitempty"`
 	// HasWebhook says whether the run's result goes to a webhook (given at start, or an
 	// output node's); the URL itself is never shown.
-	HasWebhook   bool                `json:"has_webhook"`
-	StorageBytes int64               `json:"storage_bytes,omitempty"`
+	HasWebhook   bool  `json:"has_webhook"`
+	StorageBytes int64 `json:"storage_bytes,omitempty"`
 }
 
 // WaitView is an approval a run waits at.
