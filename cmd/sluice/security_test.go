@@ -7,9 +7,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -17,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store/storetest"
@@ -135,5 +139,117 @@ func TestResultWebhooksAreSignedAlikeByServeAndWorker(t *testing.T) {
 				t.Errorf("the webhook from %s has no %s", proc, name)
 			}
 		}
+	}
+}
+
+// attackPage is a page of another site the person has open while Sluice runs: it tries
+// every way a page can send a request without the server's consent (no-cors fetches with
+// the types a page may send, fetches that need a CORS preflight, a form posted by a
+// top-level navigation), with the browser's cookies for Sluice.
+const attackPage = `<!doctype html><title>attacking</title><script>
+const q = new URLSearchParams(location.search), target = q.get("target"), flow = q.get("flow");
+const doc = JSON.stringify({sluice: 1, id: "from-another-site", nodes: [{id: "in", type: "input"}], edges: []});
+const fd = new FormData();
+fd.append("file", new Blob([doc], {type: "application/json"}), "flow.json");
+const runs = target + "/api/flows/" + flow + "/runs";
+const input = JSON.stringify({input: {name: "Mallory"}});
+const opts = {credentials: "include"};
+Promise.allSettled([
+  fetch(target + "/api/flows", {...opts, method: "POST", mode: "no-cors", body: fd}),
+  fetch(target + "/api/flows?overwrite=true", {...opts, method: "POST", mode: "no-cors", headers: {"Content-Type": "text/plain"}, body: doc}),
+  fetch(runs, {...opts, method: "POST", mode: "no-cors"}),
+  fetch(runs, {...opts, method: "POST", mode: "no-cors", headers: {"Content-Type": "text/plain"}, body: input}),
+  fetch(runs, {...opts, method: "POST", mode: "no-cors", headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: "input=%7B%7D"}),
+  fetch(runs, {...opts, method: "POST", headers: {"Content-Type": "application/json"}, body: input}),
+  fetch(target + "/api/flows/" + flow, {...opts, method: "DELETE"}),
+]).then(() => { document.title = "done"; });
+</script>`
+
+// formPage posts a form to Sluice as soon as it loads (a top-level navigation).
+const formPage = `<!doctype html><title>form</title><form method="post"><input name="_csrf" value="guessed"><input name="x" value="1"></form>
+<script>const f = document.forms[0]; f.action = new URLSearchParams(location.search).get("to"); f.submit();</script>`
+
+func TestBrowserAnotherSitesPageCannotDriveSluice(t *testing.T) {
+	r := storetest.Real(t)
+	attacker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if req.URL.Path == "/form" {
+			io.WriteString(w, formPage)
+			return
+		}
+		io.WriteString(w, attackPage)
+	}))
+	defer attacker.Close()
+	_, port, _ := net.SplitHostPort(attacker.Listener.Addr().String())
+	// Two other origins on loopback: another site (localhost is not 127.0.0.1), and the
+	// same site on another port (which gets even SameSite=Strict cookies).
+	origins := []string{"http://localhost:" + port, "http://127.0.0.1:" + port}
+
+	for _, mode := range []struct{ name, token string }{{"no token", ""}, {"token", "browser-attack-token-7d1e"}} {
+		t.Run(mode.name, func(t *testing.T) {
+			dir := t.TempDir()
+			id, _ := writeExampleFlow(t, dir, "linear", nil)
+			storetest.DeleteFlowKeys(t, r, id)
+			storetest.DeleteFlowKeys(t, r, "from-another-site")
+			p := start(t, []string{"REDIS_URL=" + storetest.URL(), "SLUICE_TOKEN=" + mode.token}, "serve", "--addr", "127.0.0.1:0", "--flows", dir)
+			base := p.waitLine(t, servingLine, 30*time.Second)[1]
+			api := &apiClient{t: t, base: base, token: mode.token}
+			auth := ""
+			if mode.token == "" {
+				auth = "none"
+			}
+
+			b := newBrowser(t, base)
+			b.noShots = true
+			// The person uses Sluice in this browser: its cookies (the token's, the
+			// forms') are there for another page to ride on.
+			if mode.token != "" {
+				b.open("/?token=" + mode.token)
+			} else {
+				b.open("/")
+			}
+			b.waitText("main", id)
+			for _, origin := range origins {
+				b.open("/") // back on Sluice between attacks
+				b.run("open the attack page on "+origin, chromedp.Navigate(origin+"/attack?target="+url.QueryEscape(base)+"&flow="+id))
+				b.waitFor("the attack page's requests to settle", `document.title === "done"`)
+				for _, action := range []string{"delete", "duplicate"} {
+					b.run("open the form page on "+origin, chromedp.Navigate(origin+"/form?to="+url.QueryEscape(base+"/flows/"+id+"/"+action)))
+					b.waitFor("the form's answer from Sluice", fmt.Sprintf(`location.origin === %q`, base))
+				}
+			}
+
+			// Nothing changed: the one flow, no run, no copy, no import.
+			st, body := api.do("GET", "/api/flows", "", nil, auth)
+			var list struct{ Flows []struct{ ID string } }
+			json.Unmarshal(body, &list)
+			if st != 200 || len(list.Flows) != 1 || list.Flows[0].ID != id {
+				t.Errorf("flows after the attacks: %d %s, want only %s", st, body, id)
+			}
+			st, body = api.do("GET", "/api/flows/"+id+"/runs", "", nil, auth)
+			var runs struct{ Total int }
+			json.Unmarshal(body, &runs)
+			if st != 200 || runs.Total != 0 {
+				t.Errorf("runs after the attacks: %d %s, want none", st, body)
+			}
+			// The attacks did reach the server, and each was refused there.
+			refused := map[string]bool{}
+			line := regexp.MustCompile(`msg=request method=(POST|DELETE) path=(\S+) status=(\d+)`)
+			for _, l := range p.allLines() {
+				m := line.FindStringSubmatch(l)
+				if m == nil {
+					continue
+				}
+				if m[3] != "403" && m[3] != "415" && m[3] != "401" {
+					t.Errorf("an attack was answered %s: %s", m[3], l)
+				}
+				refused[m[1]+" "+m[2]] = true
+			}
+			for _, want := range []string{"POST /api/flows", "POST /api/flows/" + id + "/runs", "POST /flows/" + id + "/delete", "POST /flows/" + id + "/duplicate"} {
+				if !refused[want] {
+					t.Errorf("no refused %s in the server's log: the attack never reached it, so this proves nothing (%v)", want, refused)
+				}
+			}
+		})
 	}
 }
