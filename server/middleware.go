@@ -245,7 +245,8 @@ func (s *Server) requireJSON(always bool) echo.MiddlewareFunc {
 				return &flows.Error{Code: flows.TooLarge, Message: fmt.Sprintf("the request body is larger than %d bytes", s.cfg.BodyLimit)}
 			}
 			hasBody := req.ContentLength > 0 || (req.ContentLength < 0 && req.Body != nil && req.Body != http.NoBody)
-			if unsafeMethod(req.Method) && (hasBody || always) {
+			// A method the route does not have is answered 405 (or 404) by the router.
+			if unsafeMethod(req.Method) && (hasBody || always) && s.routed[req.Method+" "+c.Path()] {
 				ct := req.Header.Get(echo.HeaderContentType)
 				mt, _, err := mime.ParseMediaType(ct)
 				if err != nil || (mt != echo.MIMEApplicationJSON && !strings.HasSuffix(mt, "+json")) {

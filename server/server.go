@@ -136,6 +136,8 @@ type Server struct {
 	csrfKey []byte
 	// hookReads holds a slot per webhook body being read.
 	hookReads chan struct{}
+	// routed holds the registered routes, "METHOD path".
+	routed map[string]bool
 }
 
 // New builds the server; it does not listen until Run.
@@ -187,6 +189,10 @@ func New(cfg Config, d Deps) *Server {
 	e.JSONSerializer = plainJSON{}
 	s.echo = e
 	s.routes()
+	s.routed = map[string]bool{}
+	for _, r := range s.Routes() {
+		s.routed[r] = true
+	}
 	return s
 }
 
