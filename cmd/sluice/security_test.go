@@ -253,3 +253,62 @@ func TestBrowserAnotherSitesPageCannotDriveSluice(t *testing.T) {
 		})
 	}
 }
+
+// The secrets allow-list reaches validation in every command that compiles flows.
+func TestTheSecretsAllowListReachesEveryCommand(t *testing.T) {
+	r := storetest.Real(t)
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"auth": req.Header.Get("Authorization")})
+	}))
+	defer echo.Close()
+	dir := t.TempDir()
+	id, path := writeExampleFlow(t, dir, "linear", func(d map[string]any) {
+		d["nodes"] = []any{
+			map[string]any{"id": "in", "type": "input"},
+			map[string]any{"id": "call", "type": "http", "params": map[string]any{"url": echo.URL,
+				"headers": map[string]any{"Authorization": map[string]any{"$env": "ORDERS_KEY"}}}},
+			map[string]any{"id": "out", "type": "output"},
+		}
+		d["edges"] = []any{map[string]any{"from": "in", "to": "call"}, map[string]any{"from": "call", "to": "out"}}
+	})
+	storetest.DeleteFlowKeys(t, r, id)
+	const value = "orders-key-5e1f0a77"
+	run := func(env []string, args ...string) (int, string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, binary, args...)
+		cmd.Env = append(cmd.Environ(), append([]string{"ORDERS_KEY=" + value, "SLUICE_HTTP_ALLOW=127.0.0.1", "REDIS_URL=" + storetest.URL(), "SLUICE_SECRETS="}, env...)...)
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return 0, string(out)
+	}
+	refused := func(what string, code int, out string) {
+		t.Helper()
+		if code != 1 || !strings.Contains(out, "secret_not_allowed") || !strings.Contains(out, `node "call"`) || !strings.Contains(out, "ORDERS_KEY") {
+			t.Errorf("%s without the allow-list: exit %d, %q; want exit 1 with secret_not_allowed at node call", what, code, out)
+		}
+	}
+	code, out := run(nil, "validate", path)
+	refused("validate", code, out)
+	code, out = run(nil, "run", path)
+	refused("run", code, out)
+	code, out = run(nil, "worker", path)
+	refused("worker", code, out)
+
+	if code, out := run(nil, "validate", "--secrets", "ORDERS_KEY", path); code != 0 {
+		t.Errorf("validate --secrets ORDERS_KEY: exit %d, %s", code, out)
+	}
+	if code, out := run(nil, "validate", "--secrets", "SLUICE_TOKEN", path); code != 2 || !strings.Contains(out, "setting of Sluice") {
+		t.Errorf("validate --secrets SLUICE_TOKEN: exit %d, %s; want 2: Sluice's own settings are never readable", code, out)
+	}
+	code, out = run([]string{"SLUICE_SECRETS=ORDERS_KEY"}, "run", path)
+	if code != 0 || strings.Contains(out, value) || !strings.Contains(out, "[redacted:ORDERS_KEY]") {
+		t.Errorf("run with SLUICE_SECRETS=ORDERS_KEY: exit %d, %s; want the echoed key redacted", code, out)
+	}
+}
