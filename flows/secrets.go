@@ -63,9 +63,11 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // settingNames are the environment variables Sluice reads as its configuration.
 var settingNames = map[string]bool{"REDIS_URL": true, "OPENAI_API_KEY": true, "OPENAI_BASE_URL": true}
 
-// secretSettings are the settings whose values are secrets and are redacted.
+// secretSetting reports whether a setting's value is a secret, redacted like those flows
+// read. (REDIS_URL is not: no component sees it, and redacting a URL would only mangle
+// outputs that mention it.)
 func secretSetting(name string) bool {
-	return name == "SLUICE_TOKEN" || strings.HasPrefix(name, "SLUICE_HOOK_SECRET_") || name == "OPENAI_API_KEY" || name == "REDIS_URL"
+	return name == "SLUICE_TOKEN" || strings.HasPrefix(name, "SLUICE_HOOK_SECRET_") || name == "OPENAI_API_KEY"
 }
 
 // NewSecrets builds the rule. It refuses an allow-list entry that is not a variable name
