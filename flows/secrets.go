@@ -395,6 +395,12 @@ func RedactStep(res *Result, err error) (*Result, error) {
 	return res, s.RedactError(err)
 }
 
+// RedactData redacts any value with the process's rule: for what a step stores outside
+// its result, such as the turns a long step saves (Step.SaveTurn).
+func RedactData(v any) any {
+	return processSecrets.Load().RedactValue(v)
+}
+
 // RedactEvent is the engine's hook for live events (streamed tokens): it redacts their
 // JSON with the process's rule.
 func RedactEvent(data []byte) []byte {

@@ -202,6 +202,9 @@ func TestTheEngineHooksRedactWithTheProcessRule(t *testing.T) {
 	if got := string(flows.RedactEvent([]byte(`{"token": "sk-canary-0123456789"}`))); strings.Contains(got, "canary") {
 		t.Errorf("RedactEvent: %s", got)
 	}
+	if got, _ := json.Marshal(flows.RedactData(map[string]any{"turn": []any{"sk-canary-0123456789"}})); strings.Contains(string(got), "canary") {
+		t.Errorf("RedactData: %s", got)
+	}
 	flows.UseSecrets(nil)
 	if got := string(flows.RedactEvent([]byte(`"sk-canary-0123456789"`))); got != `"sk-canary-0123456789"` {
 		t.Errorf("without a rule: %s", got)
