@@ -120,17 +120,22 @@ func unsafeMethod(m string) bool {
 
 // CSRF tokens of the server-rendered pages' forms: a signed double-submit cookie. The
 // cookie holds a random nonce (HttpOnly, SameSite=Strict); a form carries
-// HMAC-SHA256(key, nonce) in its _csrf field, with a key this process drew at start. A
-// page elsewhere can neither read the cookie nor compute the field: even one that
-// manages to set a cookie for the host (another port of localhost shares cookies) cannot
-// sign its nonce. A form of a page rendered before a restart is refused: reloading the
-// page gives it a new token.
+// HMAC-SHA256(key, nonce) in its _csrf field. The key is derived from the token, so that
+// every process serving one deployment shares it (and forms survive a restart); without
+// a token (one process on loopback) it is drawn at start, and a form of a page rendered
+// before a restart is refused until the page is reloaded. A page elsewhere can neither
+// read the cookie nor compute the field: even one that manages to set a cookie for the
+// host (another port of localhost shares cookies) cannot sign its nonce.
 const (
 	csrfCookie = "sluice_csrf"
 	csrfField  = "_csrf"
 )
 
-func newCSRFKey() []byte {
+func newCSRFKey(token string) []byte {
+	if token != "" {
+		k := sha256.Sum256([]byte("sluice csrf key\x00" + token))
+		return k[:]
+	}
 	k := make([]byte, 32)
 	_, _ = rand.Read(k) // crypto/rand.Read never fails (Go 1.24+)
 	return k

@@ -177,7 +177,7 @@ func New(cfg Config, d Deps) *Server {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, redis: d.Redis, rdb: d.Redis, library: d.Library, engine: d.Engine, sync: d.Sync,
 		metrics: d.Metrics, limiter: newFailLimiter(cfg.AuthFailures, cfg.AuthWindow),
-		csrfKey: newCSRFKey(), hookReads: make(chan struct{}, cfg.HookConcurrency)}
+		csrfKey: newCSRFKey(cfg.Token), hookReads: make(chan struct{}, cfg.HookConcurrency)}
 	if d.Redis != nil {
 		s.hub = live.NewHub(d.Redis, cfg.Logger)
 		s.metrics.watchQueues(d.Redis)
