@@ -181,7 +181,7 @@ var errorCodes = []string{
 	flows.CodeDanglingEdge, flows.CodeUnknownPort, flows.CodePortMismatch, flows.CodeDuplicateEdge,
 	flows.CodeUnconnectedPort, flows.CodeNoInput, flows.CodeMultipleInputs, flows.CodeCycleWithoutExit,
 	flows.CodeJQSyntax, flows.CodeTemplateSyntax, flows.CodeInvalidDuration, flows.CodeInvalidCron, flows.CodeLiteralSecret,
-	flows.CodeJoinWithoutFork, flows.CodeInvalidParams,
+	flows.CodeJoinWithoutFork, flows.CodeInvalidParams, flows.CodeSecretNotAllowed,
 }
 
 var (

@@ -52,6 +52,7 @@ const (
 	CodeInvalidDuration  = "invalid_duration"   // not a duration such as "30s"
 	CodeInvalidCron      = "invalid_cron"       // a schedule's cron expression does not parse
 	CodeLiteralSecret    = "literal_secret"     // a credential written into the document
+	CodeSecretNotAllowed = "secret_not_allowed" // {"$env": NAME} names a variable flows may not read
 	CodeJoinWithoutFork  = "join_without_fork"  // a join no fork's branches all reach
 	CodeMeetWithoutJoin  = "branches_meet_without_join"
 	CodeInvalidParams    = "invalid_params" // the component refused its params

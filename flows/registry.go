@@ -160,8 +160,27 @@ func (s *Spec) Secrets() []string { return s.secrets }
 // Registry holds component specs by name. Build one per process (or per test); the
 // same name registered twice panics, as does an invalid spec.
 type Registry struct {
-	mu    sync.RWMutex
-	specs map[string]*Spec
+	mu      sync.RWMutex
+	specs   map[string]*Spec
+	secrets *Secrets
+}
+
+// SetSecrets sets the rule for the environment variables the registry's flows may read
+// with {"$env": NAME}, which validation applies (nil: DefaultSecrets).
+func (r *Registry) SetSecrets(s *Secrets) {
+	r.mu.Lock()
+	r.secrets = s
+	r.mu.Unlock()
+}
+
+// Secrets is the rule SetSecrets set, or DefaultSecrets.
+func (r *Registry) Secrets() *Secrets {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.secrets == nil {
+		return DefaultSecrets()
+	}
+	return r.secrets
 }
 
 // NewRegistry returns an empty registry.

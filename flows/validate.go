@@ -248,6 +248,9 @@ func (c *checker) checkNodes() {
 		if c.scanStrings(i) {
 			c.badParams[n.ID] = true
 		}
+		if c.checkSecretRefs(i) {
+			c.badParams[n.ID] = true
+		}
 		if n.Type == "" {
 			continue
 		}
@@ -344,6 +347,34 @@ func (c *checker) scanStrings(i int) bool {
 			bad = true
 		}
 	})
+	return bad
+}
+
+// checkSecretRefs reports every {"$env": NAME} in node i's params whose variable flows
+// may not read (Secrets.Check). It returns true when it found any.
+func (c *checker) checkSecretRefs(i int) bool {
+	rule := c.reg.Secrets()
+	bad := false
+	var walk func(v any, path []string)
+	walk = func(v any, path []string) {
+		switch x := v.(type) {
+		case map[string]any:
+			if name, ok := x["$env"].(string); ok {
+				if err := rule.Check(name); err != nil {
+					c.nodeProblem(i, CodeSecretNotAllowed, jsonPath(append(path[:len(path):len(path)], "$env")), "%v", err)
+					bad = true
+				}
+			}
+			for k, e := range x {
+				walk(e, append(path[:len(path):len(path)], k))
+			}
+		case []any:
+			for j, e := range x {
+				walk(e, append(path[:len(path):len(path)], strconv.Itoa(j)))
+			}
+		}
+	}
+	walk(c.rawParams(i), []string{"params"})
 	return bad
 }
 

@@ -137,12 +137,15 @@ func TestFlowsSaveGetListValidateExportImportDelete(t *testing.T) {
 	a.must(http.StatusConflict, "POST", "/api/flows", doc)
 	a.must(http.StatusCreated, "POST", "/api/flows?overwrite=true", doc)
 	id2, doc2 := a.flowDoc("triage", nil)
+	// A multipart upload is what another site's form could send: refused.
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
 	fw, _ := mw.CreateFormFile("file", "triage.json")
 	fw.Write(doc2)
 	mw.Close()
-	r := a.must(http.StatusCreated, "POST", "/api/flows", buf.Bytes(), "Content-Type", mw.FormDataContentType())
+	a.must(http.StatusUnsupportedMediaType, "POST", "/api/flows", buf.Bytes(), "Content-Type", mw.FormDataContentType())
+	a.must(http.StatusNotFound, "GET", "/api/flows/"+id2, nil)
+	r := a.must(http.StatusCreated, "POST", "/api/flows", doc2)
 	if loc := r.header.Get("Location"); loc != "/api/flows/"+id2 {
 		t.Errorf("import Location = %q", loc)
 	}

@@ -17,9 +17,13 @@ import (
 // codeRateLimited is the code of a client that failed authentication too often.
 const codeRateLimited flows.Code = "rate_limited"
 
+// codeRequestTimeout is the code of a request whose body did not arrive in time.
+const codeRequestTimeout flows.Code = "request_timeout"
+
 // statusOf is the one map from error codes to HTTP status.
 var statusOf = map[flows.Code]int{
 	codeRateLimited:    http.StatusTooManyRequests,
+	codeRequestTimeout: http.StatusRequestTimeout,
 	flows.Invalid:      http.StatusBadRequest,
 	flows.NotFound:     http.StatusNotFound,
 	flows.Conflict:     http.StatusConflict,
@@ -43,6 +47,7 @@ var codeOf = map[int]flows.Code{
 	http.StatusUnauthorized:          flows.Unauthorized,
 	http.StatusForbidden:             flows.Forbidden,
 	http.StatusTooManyRequests:       "rate_limited",
+	http.StatusRequestTimeout:        codeRequestTimeout,
 	http.StatusServiceUnavailable:    flows.Unavailable,
 }
 
@@ -110,6 +115,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 		if he.Code == http.StatusNotFound {
 			d.Message = "no route for " + c.Request().Method + " " + c.Request().URL.Path
 		}
+	}
+	// An answer given before the request's body was read closes the connection: net/http
+	// would otherwise read (up to 256 KiB of) the rest first, at the sender's pace.
+	if req := c.Request(); req.ContentLength != 0 && req.Body != nil && req.Body != http.NoBody {
+		c.Response().Header().Set(echo.HeaderConnection, "close")
 	}
 	if d.Status >= 500 {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "error", err)

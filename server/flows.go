@@ -2,9 +2,7 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"os"
@@ -173,30 +171,11 @@ func (s *Server) saveFlow(c echo.Context) error {
 	return c.JSON(status, saved)
 }
 
-// importFlow adds a flow from an uploaded document (a JSON body, or a multipart form's
-// "file"); the flow's id comes from the document. An existing flow is replaced only
-// with ?overwrite=true.
+// importFlow adds a flow from an uploaded document (a JSON body); the flow's id comes
+// from the document. An existing flow is replaced only with ?overwrite=true. A multipart
+// upload is refused (protect.go): it is what another site's form could send.
 func (s *Server) importFlow(c echo.Context) error {
-	var doc []byte
-	var err error
-	if mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType)); mt == "multipart/form-data" {
-		fh, ferr := c.FormFile("file")
-		if ferr != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(ferr, &mbe) {
-				return &flows.Error{Code: flows.TooLarge, Message: fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit)}
-			}
-			return &flows.Error{Code: flows.Invalid, Path: "file", Message: "send the flow document in the form field \"file\""}
-		}
-		f, ferr := fh.Open()
-		if ferr != nil {
-			return &flows.Error{Code: flows.Invalid, Path: "file", Message: "cannot read the uploaded file"}
-		}
-		doc, err = io.ReadAll(f)
-		f.Close()
-	} else {
-		doc, err = readBody(c)
-	}
+	doc, err := readBody(c)
 	if err != nil {
 		return err
 	}

@@ -157,8 +157,8 @@ func (a *api) do(method, path string, body any, header ...string) res {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if rd != nil || (method != "GET" && method != "HEAD") {
+		req.Header.Set("Content-Type", "application/json") // an API client: every change is a JSON request
 	}
 	if a.token != "" {
 		req.Header.Set("Authorization", "Bearer "+a.token)

@@ -21,6 +21,11 @@ import (
 // "Authorization: Bearer SECRET" or by signing the body: "X-Sluice-Signature:
 // sha256=HEX(HMAC-SHA256(SECRET, body))". A flow without a secret has no ingress.
 // An Idempotency-Key header makes a retried delivery start the run only once.
+//
+// Nothing is read of the body before the caller could be right: the flow must have a
+// secret, a bearer secret is checked at once, a signature must be present; then at most
+// cfg.HookConcurrency bodies are read at a time (503 past that), each within
+// cfg.ReadTimeout (408).
 func (s *Server) hook(c echo.Context) error {
 	flow, err := flowParam(c)
 	if err != nil {
@@ -30,17 +35,43 @@ func (s *Server) hook(c echo.Context) error {
 	if secret == "" {
 		return &flows.Error{Code: flows.NotFound, Message: "no webhook ingress for this flow"}
 	}
-	ip := clientIP(c.Request())
-	if wait := s.limiter.blocked(ip); wait > 0 {
-		return &flows.Error{Code: codeRateLimited, Message: "too many failed authentications from this address; try again later"}
+	req := c.Request()
+	ip := clientIP(req)
+	refuse := func() error {
+		if err := s.rateLimited(c, ip); err != nil {
+			return err
+		}
+		s.limiter.fail(ip)
+		return &flows.Error{Code: flows.Unauthorized, Message: "send the flow's webhook secret as Authorization: Bearer SECRET, or sign the body in X-Sluice-Signature"}
+	}
+	bearer, hasBearer := hookBearer(req)
+	sig := req.Header.Get("X-Sluice-Signature")
+	switch {
+	case hasBearer:
+		if !secretEqual(bearer, secret) {
+			return refuse()
+		}
+	case sig == "":
+		return refuse()
+	default:
+		// The signature needs the body: a blocked address does not get to send one.
+		if err := s.rateLimited(c, ip); err != nil {
+			return err
+		}
+	}
+	select {
+	case s.hookReads <- struct{}{}:
+	default:
+		c.Response().Header().Set("Retry-After", "1")
+		return &flows.Error{Code: flows.Unavailable, Message: "too many webhook deliveries are being received; retry shortly"}
 	}
 	body, err := readBody(c)
+	<-s.hookReads
 	if err != nil {
 		return err
 	}
-	if !hookAuthorized(c.Request(), secret, body) {
-		s.limiter.fail(ip)
-		return &flows.Error{Code: flows.Unauthorized, Message: "send the flow's webhook secret as Authorization: Bearer SECRET, or sign the body in X-Sluice-Signature"}
+	if !hasBearer && !hmac.Equal([]byte(sig), []byte(engine.Sign([]byte(secret), body))) {
+		return refuse()
 	}
 	if len(body) > 0 && !json.Valid(body) {
 		return &flows.Error{Code: flows.Invalid, Path: "input", Message: "the body is not JSON"}
@@ -49,13 +80,13 @@ func (s *Server) hook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
+	ctx := req.Context()
 	plan, err := s.planFor(ctx, flow, "")
 	if err != nil {
 		return err
 	}
 	opts := engine.StartOptions{}
-	if key := c.Request().Header.Get("Idempotency-Key"); key != "" {
+	if key := req.Header.Get("Idempotency-Key"); key != "" {
 		sum := sha256.Sum256([]byte(flow + "\x00" + key))
 		opts.RunID = "h" + hex.EncodeToString(sum[:12])
 	}
@@ -70,20 +101,24 @@ func (s *Server) hook(c echo.Context) error {
 	return s.answerStarted(c, flow, id, wait)
 }
 
-func hookAuthorized(r *http.Request, secret string, body []byte) bool {
-	want := sha256.Sum256([]byte(secret))
-	if h := r.Header.Get(echo.HeaderAuthorization); h != "" {
-		scheme, tok, ok := strings.Cut(h, " ")
-		if ok && strings.EqualFold(scheme, "Bearer") {
-			got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-			return hmac.Equal(got[:], want[:])
-		}
-		return false
+// hookBearer returns the secret of an Authorization header; ok is true when the header
+// is there at all (a header of another scheme is a wrong secret, not none).
+func hookBearer(r *http.Request) (string, bool) {
+	h := r.Header.Get(echo.HeaderAuthorization)
+	if h == "" {
+		return "", false
 	}
-	if sig := r.Header.Get("X-Sluice-Signature"); sig != "" {
-		return hmac.Equal([]byte(sig), []byte(engine.Sign([]byte(secret), body)))
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", true
 	}
-	return false
+	return strings.TrimSpace(tok), true
+}
+
+// secretEqual compares in constant time, the lengths hidden by hashing.
+func secretEqual(got, want string) bool {
+	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	return got != "" && hmac.Equal(a[:], b[:])
 }
 
 // HookInfo says how to call a flow's webhook ingress; it never contains the secret.

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/nodes"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/storetest"
@@ -131,6 +133,7 @@ func dispatch(t *testing.T, a *api, maxAttempts int, flowIDs ...string) {
 		Block: 100 * time.Millisecond, Refresh: 100 * time.Millisecond, ClaimAfter: time.Minute,
 		Secret:  func(string) []byte { return []byte("sign-key") },
 		Outcome: a.metrics.Delivery,
+		HTTP:    loopbackAllowed(t),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -321,7 +324,8 @@ func TestADeliveryADispatcherLeftIsTakenOverByAnother(t *testing.T) {
 	defer close(release)
 
 	opts := engine.DispatchOptions{Flows: func(context.Context) ([]string, error) { return []string{id}, nil },
-		MaxAttempts: 3, Backoff: 10 * time.Millisecond, Block: 100 * time.Millisecond, ClaimAfter: 300 * time.Millisecond}
+		MaxAttempts: 3, Backoff: 10 * time.Millisecond, Block: 100 * time.Millisecond, ClaimAfter: 300 * time.Millisecond,
+		HTTP: loopbackAllowed(t)}
 	ctx1, crash := context.WithCancel(context.Background())
 	done1 := make(chan error, 1)
 	go func() { done1 <- a.e.NewDispatcher(opts).Run(ctx1) }()
@@ -406,4 +410,40 @@ func TestAnOutputNodesWebhookGetsTheResultToo(t *testing.T) {
 			t.Errorf("%s got %+v", name, got[0])
 		}
 	}
+}
+
+func TestARunSaysWhetherItsResultGoesToAWebhook(t *testing.T) {
+	a := newAPI(t, storetest.Real(t))
+	withHook := a.saveFlow(`{"sluice": 1, "id": "x", "nodes": [{"id": "in", "type": "input"}, {"id": "out", "type": "hook_output", "params": {"webhook": "https://hooks.example/done?token=abc"}}],
+		"edges": [{"from": "in", "to": "out"}]}`, nil)
+	plain := a.saveFlow(`{"sluice": 1, "id": "x", "nodes": [{"id": "in", "type": "input"}, {"id": "out", "type": "hook_output"}],
+		"edges": [{"from": "in", "to": "out"}]}`, nil)
+	for flow, want := range map[string]bool{withHook: true, plain: false} {
+		run := a.start(flow, map[string]any{"input": map[string]any{"name": "Ada"}})
+		a.settle(flow, run)
+		var one map[string]any
+		a.must(200, "GET", "/api/flows/"+flow+"/runs/"+run, nil).into(t, &one)
+		var list struct{ Runs []map[string]any }
+		a.must(200, "GET", "/api/flows/"+flow+"/runs", nil).into(t, &list)
+		if len(list.Runs) != 1 {
+			t.Fatalf("runs of %s: %+v", flow, list.Runs)
+		}
+		for where, v := range map[string]map[string]any{"the run": one, "the list": list.Runs[0]} {
+			if got, ok := v["has_webhook"].(bool); !ok || got != want {
+				t.Errorf("%s of a flow whose output node has a webhook=%v: has_webhook = %#v, want %v", where, want, v["has_webhook"], want)
+			}
+		}
+		if strings.Contains(fmt.Sprint(one), "token=abc") {
+			t.Error("the run shows its webhook's URL")
+		}
+	}
+}
+
+// loopbackAllowed is the HTTP policy of tests whose webhook receivers listen on 127.0.0.1.
+func loopbackAllowed(t *testing.T) *nodes.HTTPPolicy {
+	allow, err := nodes.ParseAllowList("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &nodes.HTTPPolicy{Allow: allow}
 }

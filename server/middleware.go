@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -83,7 +84,10 @@ const TokenCookie = "sluice_token"
 
 // authenticate lets a request through when it carries the token: as
 // "Authorization: Bearer TOKEN", or in the cookie. A client address that presents wrong
-// tokens too often is refused with 429 until its window passes.
+// tokens too often is refused with 429 until its window passes; the right token still
+// opens the door from it, so that a person is not locked out by someone guessing from
+// the same address (the token's length, at least 16 characters, is what makes guessing
+// hopeless; the limit keeps guessers from flooding the log).
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if s.cfg.Token == "" {
@@ -91,15 +95,17 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		req := c.Request()
 		ip := clientIP(req)
-		if wait := s.limiter.blocked(ip); wait > 0 {
-			c.Response().Header().Set("Retry-After", strconv.Itoa(int(wait.Round(time.Second)/time.Second)+1))
-			return &flows.Error{Code: "rate_limited", Message: "too many failed authentications from this address; try again later"}
+		refuse := func(msg string) error {
+			if err := s.rateLimited(c, ip); err != nil {
+				return err
+			}
+			s.limiter.fail(ip)
+			return s.unauthorized(c, msg)
 		}
 		// A browser's first visit: ?token= sets the cookie and is taken out of the URL.
 		if q := req.URL.Query().Get("token"); q != "" && req.Method == http.MethodGet {
 			if !s.tokenOK(q) {
-				s.limiter.fail(ip)
-				return s.unauthorized(c, "the token is not valid")
+				return refuse("the token is not valid")
 			}
 			c.SetCookie(&http.Cookie{Name: TokenCookie, Value: q, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: req.TLS != nil})
 			u := *req.URL
@@ -108,33 +114,33 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			u.RawQuery = v.Encode()
 			return c.Redirect(http.StatusSeeOther, u.RequestURI())
 		}
-		tok, viaCookie := "", false
+		tok := ""
 		if h := req.Header.Get(echo.HeaderAuthorization); h != "" {
 			scheme, t, ok := strings.Cut(h, " ")
 			if !ok || !strings.EqualFold(scheme, "Bearer") {
-				s.limiter.fail(ip)
-				return s.unauthorized(c, "use Authorization: Bearer TOKEN")
+				return refuse("use Authorization: Bearer TOKEN")
 			}
 			tok = strings.TrimSpace(t)
 		} else if ck, err := req.Cookie(TokenCookie); err == nil {
-			tok, viaCookie = ck.Value, true
+			tok = ck.Value
 		}
 		if tok == "" {
 			return s.unauthorized(c, "this server needs a token: send Authorization: Bearer TOKEN (in a browser, open any page once with ?token=TOKEN)")
 		}
 		if !s.tokenOK(tok) {
-			s.limiter.fail(ip)
-			return s.unauthorized(c, "the token is not valid")
-		}
-		// A cookie travels with cross-site requests too (SameSite aside): a change made
-		// with it must come from a page of this server.
-		if viaCookie && req.Method != http.MethodGet && req.Method != http.MethodHead {
-			if o := req.Header.Get("Origin"); o != "" && !sameOrigin(o, req.Host) {
-				return &flows.Error{Code: flows.Forbidden, Message: "cross-origin request refused"}
-			}
+			return refuse("the token is not valid")
 		}
 		return next(c)
 	}
+}
+
+// rateLimited is the 429 of an address that failed authentication too often, or nil.
+func (s *Server) rateLimited(c echo.Context, ip string) error {
+	if wait := s.limiter.blocked(ip); wait > 0 {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(wait.Round(time.Second)/time.Second)+1))
+		return &flows.Error{Code: codeRateLimited, Message: "too many failed authentications from this address; try again later"}
+	}
+	return nil
 }
 
 func (s *Server) unauthorized(c echo.Context, msg string) error {
@@ -226,34 +232,29 @@ func (l *failLimiter) fail(ip string) {
 	f.n++
 }
 
-// alsoAccepts are the routes that take a body other than JSON, and which.
-var alsoAccepts = map[string][]string{
-	"POST /api/flows": {"multipart/form-data"}, // import: an uploaded file
-}
-
-// requireJSON answers 415 to a request with a body that is not JSON (or, where
-// alsoAccepts allows, another media type), and caps every body at the configured limit.
-func (s *Server) requireJSON() echo.MiddlewareFunc {
+// requireJSON answers 415 to a request whose body is not JSON, and caps every body at the
+// configured limit. With always (the API), every unsafe method must say
+// application/json, with a body or without: that is the type another site's page cannot
+// send without a CORS preflight. Without it (the webhook ingress, authenticated by the
+// flow's secret), only a request with a body must.
+func (s *Server) requireJSON(always bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
-			also := alsoAccepts[req.Method+" "+c.Path()]
 			if req.ContentLength > s.cfg.BodyLimit {
 				return &flows.Error{Code: flows.TooLarge, Message: fmt.Sprintf("the request body is larger than %d bytes", s.cfg.BodyLimit)}
 			}
 			hasBody := req.ContentLength > 0 || (req.ContentLength < 0 && req.Body != nil && req.Body != http.NoBody)
-			if hasBody && req.Method != http.MethodGet && req.Method != http.MethodHead {
-				mt, _, err := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
-				ok := err == nil && (mt == echo.MIMEApplicationJSON || strings.HasSuffix(mt, "+json"))
-				for _, a := range also {
-					ok = ok || mt == a
-				}
-				if !ok {
-					want := "application/json"
-					if len(also) > 0 {
-						want += " or " + strings.Join(also, " or ")
+			// A method the route does not have is answered 405 (or 404) by the router.
+			if unsafeMethod(req.Method) && (hasBody || always) && s.routed[req.Method+" "+c.Path()] {
+				ct := req.Header.Get(echo.HeaderContentType)
+				mt, _, err := mime.ParseMediaType(ct)
+				if err != nil || (mt != echo.MIMEApplicationJSON && !strings.HasSuffix(mt, "+json")) {
+					msg := fmt.Sprintf("send Content-Type: application/json (it was %q)", ct)
+					if always && !hasBody {
+						msg = "send Content-Type: application/json, also without a body: changes are accepted only as JSON requests"
 					}
-					return &flows.Error{Code: flows.Unsupported, Message: fmt.Sprintf("send the body as %s (Content-Type was %q)", want, req.Header.Get(echo.HeaderContentType))}
+					return &flows.Error{Code: flows.Unsupported, Message: msg}
 				}
 			}
 			req.Body = http.MaxBytesReader(c.Response(), req.Body, s.cfg.BodyLimit)
@@ -268,6 +269,11 @@ func readBody(c echo.Context) ([]byte, error) {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return nil, &flows.Error{Code: flows.TooLarge, Message: fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit)}
+	}
+	var ne net.Error
+	if errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		c.Response().Header().Set(echo.HeaderConnection, "close")
+		return nil, &flows.Error{Code: codeRequestTimeout, Message: "the request body did not arrive in time"}
 	}
 	if err != nil {
 		return nil, &flows.Error{Code: flows.Invalid, Message: "cannot read the request body"}

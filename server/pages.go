@@ -112,7 +112,9 @@ func (s *Server) homePage(c echo.Context) error {
 		_ = json.Unmarshal(doc, &head)
 		exs = append(exs, pages.Example{ID: id, Name: head.Name, Description: head.Description})
 	}
-	return s.render(c, http.StatusOK, pages.Home(s.page("Flows", "flows"), s.library.Dir, items, exs))
+	p := s.page("Flows", "flows")
+	p.CSRF = s.csrfToken(c)
+	return s.render(c, http.StatusOK, pages.Home(p, s.library.Dir, items, exs))
 }
 
 // editorData is what the editor island is given (ui/src/editor/Editor.tsx EditorData).

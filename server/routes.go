@@ -12,7 +12,8 @@ import (
 func (s *Server) routes() {
 	e := s.echo
 	e.IPExtractor = echo.ExtractIPDirect() // forwarded headers are not trusted
-	e.Use(s.recoverPanics, s.requestLog(), securityHeaders)
+	// Host, Origin and Sec-Fetch-Site are checked before anything else (protect.go).
+	e.Use(s.recoverPanics, s.requestLog(), securityHeaders, s.checkHost, s.crossOrigin(), s.bodyDeadline)
 	if len(s.cfg.CORSOrigins) > 0 {
 		e.Use(s.cors())
 	}
@@ -22,7 +23,7 @@ func (s *Server) routes() {
 	e.GET("/readyz", s.readyz)
 
 	// The webhook ingress authenticates with the flow's own secret instead.
-	e.POST("/hooks/:flow", s.hook, s.requireJSON())
+	e.POST("/hooks/:flow", s.hook, s.requireJSON(false))
 
 	auth := e.Group("", s.authenticate)
 	auth.GET("/metrics", s.metricsHandler)
@@ -32,8 +33,8 @@ func (s *Server) routes() {
 	// Pages (pages.go): the editor island and the server-rendered views.
 	auth.GET("/flows/new", s.newFlowPage)
 	auth.GET("/flows/:flow", s.editorPage)
-	auth.POST("/flows/:flow/duplicate", s.duplicateFlowPage)
-	auth.POST("/flows/:flow/delete", s.deleteFlowPage)
+	auth.POST("/flows/:flow/duplicate", s.duplicateFlowPage, s.checkCSRF)
+	auth.POST("/flows/:flow/delete", s.deleteFlowPage, s.checkCSRF)
 	auth.GET("/runs", s.runsPage)
 	auth.GET("/flows/:flow/runs/:run", s.runPage)
 	auth.GET("/queues", s.queuesPage)
@@ -44,9 +45,10 @@ func (s *Server) routes() {
 	auth.POST("/mcp", mcpHandler)
 	auth.DELETE("/mcp", mcpHandler)
 	auth.GET("/v1/models", s.listModels)
-	auth.POST("/v1/chat/completions", s.chatCompletions, s.requireJSON())
+	auth.POST("/v1/chat/completions", s.chatCompletions, s.requireJSON(true))
 
-	api := auth.Group("/api", s.requireJSON())
+	// Every change through the API is a JSON request (protect.go).
+	api := auth.Group("/api", s.requireJSON(true))
 	api.GET("/openapi.json", s.openAPI)
 	api.GET("/components", s.listComponents)
 	api.POST("/mcp/tools", s.listMCPTools)

@@ -30,6 +30,7 @@ type runEngine interface {
 	Cancel(ctx context.Context, flow, run string) error
 	Resume(ctx context.Context, flow, run, node string, decision json.RawMessage) error
 	Fork(ctx context.Context, flow, run, ckpt string, patch json.RawMessage, opts engine.ForkOptions) (string, error)
+	HasWebhook(ctx context.Context, run *store.Run) bool
 }
 
 var _ runEngine = (*engine.Engine)(nil)
@@ -57,10 +58,12 @@ type Started struct {
 // RunView is a run as the API shows it.
 type RunView struct {
 	*store.Run
-	Output       json.RawMessage     `json:"output"`
-	Waiting      map[string]WaitView `json:"waiting,omitempty"`
-	HasWebhook   bool                `json:"has_webhook,omitempty"`
-	StorageBytes int64               `json:"storage_bytes,omitempty"`
+	Output  json.RawMessage     `json:"output"`
+	Waiting map[string]WaitView `json:"waiting,omitempty"`
+	// HasWebhook says whether the run's result goes to a webhook (given at start, or an
+	// output node's); the URL itself is never shown.
+	HasWebhook   bool  `json:"has_webhook"`
+	StorageBytes int64 `json:"storage_bytes,omitempty"`
 	// Spend is what the run's model calls spent (failed attempts too), and Budget its
 	// flow's caps; only on GET of one run.
 	Spend  *flows.Spend  `json:"spend,omitempty"`
@@ -75,8 +78,15 @@ type WaitView struct {
 	OnTimeout string          `json:"on_timeout,omitempty"`
 }
 
+func (s *Server) viewRun(ctx context.Context, r *store.Run) *RunView {
+	v := viewRun(r)
+	v.HasWebhook = s.runs().HasWebhook(ctx, r)
+	return v
+}
+
+// viewRun is a run as the API shows it, but for what needs the engine.
 func viewRun(r *store.Run) *RunView {
-	v := &RunView{Run: r, Output: r.Output(), HasWebhook: r.Webhook != ""}
+	v := &RunView{Run: r, Output: r.Output()}
 	if v.Output == nil {
 		v.Output = json.RawMessage("null")
 	}
@@ -282,7 +292,7 @@ func (s *Server) answerStarted(c echo.Context, flow, id string, wait time.Durati
 		r, err := s.runs().Wait(ctx, flow, id)
 		cancel()
 		if err == nil {
-			return c.JSON(http.StatusOK, viewRun(r))
+			return c.JSON(http.StatusOK, s.viewRun(c.Request().Context(), r))
 		}
 		if c.Request().Context().Err() != nil {
 			return c.Request().Context().Err()
@@ -319,7 +329,7 @@ func (s *Server) getRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := viewRun(info.Run)
+	v := s.viewRun(ctx, info.Run)
 	v.StorageBytes = info.StorageBytes
 	if s.rdb != nil {
 		if spend, err := s.rdb.RunSpend(ctx, flow, run); err == nil && spend.Tokens > 0 {
@@ -363,7 +373,7 @@ func (s *Server) listRuns(c echo.Context) error {
 	}
 	out := RunList{Runs: make([]*RunView, 0, len(runs)), Total: total, Offset: q.Offset, Limit: q.Limit}
 	for _, r := range runs {
-		out.Runs = append(out.Runs, viewRun(r))
+		out.Runs = append(out.Runs, s.viewRun(c.Request().Context(), r))
 	}
 	if next := q.Offset + len(runs); int64(next) < total && len(runs) == q.Limit {
 		out.NextOffset = &next
@@ -396,7 +406,7 @@ func (s *Server) cancelRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, viewRun(info.Run))
+	return c.JSON(http.StatusOK, s.viewRun(ctx, info.Run))
 }
 
 // ResumeRequest is the body of POST .../resume: the decision for the approval the run
@@ -438,7 +448,7 @@ func (s *Server) resumeRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, viewRun(info.Run))
+	return c.JSON(http.StatusOK, s.viewRun(ctx, info.Run))
 }
 
 // ForkRequest is the body of POST .../fork.

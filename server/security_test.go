@@ -86,8 +86,13 @@ func TestFailedAuthenticationIsRateLimited(t *testing.T) {
 	if e := r.errorBody(t); e.Code != "rate_limited" || r.header.Get("Retry-After") == "" {
 		t.Errorf("429 = %+v, Retry-After %q", e, r.header.Get("Retry-After"))
 	}
-	// Even the right token waits until the window passes; health stays open.
-	a.must(http.StatusTooManyRequests, "GET", "/api/flows", nil)
+	// Wrong tokens stay refused, and so does a request with no token; the right token
+	// gets through from the same address (someone guessing must not lock a person out).
+	a.must(http.StatusTooManyRequests, "GET", "/api/flows", nil, "Authorization", "Bearer guess again")
+	a.must(http.StatusTooManyRequests, "GET", "/?token=guess", nil, "Authorization", "")
+	a.must(http.StatusUnauthorized, "GET", "/api/flows", nil, "Authorization", "")
+	a.must(200, "GET", "/api/flows", nil)
+	a.must(http.StatusTooManyRequests, "GET", "/api/flows", nil, "Authorization", "Bearer guess")
 	a.must(200, "GET", "/healthz", nil)
 	if strings.Contains(a.logs.String(), "guess") || strings.Contains(a.logs.String(), testToken) {
 		t.Error("the log shows a token that was sent")

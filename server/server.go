@@ -13,8 +13,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -53,6 +56,56 @@ type Config struct {
 	HookSecret func(flow string) string
 	// MaxWait caps the wait parameter of run requests (default 60s).
 	MaxWait time.Duration
+	// AllowedHosts are further Host names the server answers to without a token, for a
+	// proxy in front of it ("sluice.internal", "*.example.com", "*" for any). Loopback
+	// names and addresses are always allowed; with a token, any Host is.
+	AllowedHosts []string
+	// ReadHeaderTimeout bounds the reading of a request's headers (default 10s) and
+	// ReadTimeout that of its body (default 30s): a slower client gets 408 and its
+	// connection is closed.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	// HookConcurrency caps the webhook deliveries whose bodies are read at the same
+	// time (default 64); one more gets 503.
+	HookConcurrency int
+}
+
+// MinTokenLength is the fewest characters a token may have.
+const MinTokenLength = 16
+
+// CheckToken refuses a token that is too short to resist guessing (fewer than
+// MinTokenLength characters that are not spaces) or that holds white space, which
+// Authorization headers lose. An empty token (authentication off) is not checked.
+func CheckToken(token string) error {
+	if token == "" {
+		return nil
+	}
+	if strings.TrimSpace(token) == "" {
+		return fmt.Errorf("SLUICE_TOKEN is only white space: use at least %d random characters (e.g. openssl rand -hex 24)", MinTokenLength)
+	}
+	if strings.ContainsFunc(token, unicode.IsSpace) {
+		return errors.New("SLUICE_TOKEN contains white space (a line break from a file?): use only visible characters")
+	}
+	if n := utf8.RuneCountInString(token); n < MinTokenLength {
+		return fmt.Errorf("SLUICE_TOKEN has %d characters; use at least %d random ones (e.g. openssl rand -hex 24)", n, MinTokenLength)
+	}
+	return nil
+}
+
+// CheckConfig refuses settings that would leave the server open: a short token, no token
+// beyond loopback, and, without a token, CORS for any origin (any web page could then
+// drive the server).
+func CheckConfig(cfg Config) error {
+	if err := CheckToken(cfg.Token); err != nil {
+		return err
+	}
+	if err := CheckListen(cfg.Addr, cfg.Token); err != nil {
+		return err
+	}
+	if cfg.Token == "" && slices.Contains(cfg.CORSOrigins, "*") {
+		return errors.New("--cors \"*\" without a token would let any web page drive this server: name the origins, or set SLUICE_TOKEN")
+	}
+	return nil
 }
 
 // Deps are the parts of Sluice the server works with.
@@ -93,6 +146,12 @@ type Server struct {
 	plans   planCache
 	mcp     *mcp.Server
 	tools   MCPToolLister
+	// csrfKey signs the pages' form tokens (protect.go).
+	csrfKey []byte
+	// hookReads holds a slot per webhook body being read.
+	hookReads chan struct{}
+	// routed holds the registered routes, "METHOD path".
+	routed map[string]bool
 }
 
 // New builds the server; it does not listen until Run.
@@ -118,11 +177,21 @@ func New(cfg Config, d Deps) *Server {
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = 60 * time.Second
 	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = 10 * time.Second
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = 30 * time.Second
+	}
+	if cfg.HookConcurrency <= 0 {
+		cfg.HookConcurrency = 64
+	}
 	if d.Metrics == nil {
 		d.Metrics = NewMetrics()
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, redis: d.Redis, rdb: d.Redis, library: d.Library, engine: d.Engine, sync: d.Sync,
-		metrics: d.Metrics, limiter: newFailLimiter(cfg.AuthFailures, cfg.AuthWindow)}
+		metrics: d.Metrics, limiter: newFailLimiter(cfg.AuthFailures, cfg.AuthWindow),
+		csrfKey: newCSRFKey(cfg.Token), hookReads: make(chan struct{}, cfg.HookConcurrency)}
 	if d.Redis != nil {
 		s.hub = live.NewHub(d.Redis, cfg.Logger)
 		s.metrics.watchQueues(d.Redis)
@@ -138,6 +207,10 @@ func New(cfg Config, d Deps) *Server {
 	e.JSONSerializer = plainJSON{}
 	s.echo = e
 	s.routes()
+	s.routed = map[string]bool{}
+	for _, r := range s.Routes() {
+		s.routed[r] = true
+	}
 	return s
 }
 
@@ -202,7 +275,7 @@ func HookSecretEnv(flow string) string {
 // Run listens on cfg.Addr and serves until ctx ends, then shuts down gracefully within
 // cfg.ShutdownTimeout. ready, when not nil, receives the bound address once listening.
 func (s *Server) Run(ctx context.Context, ready func(addr net.Addr)) error {
-	if err := CheckListen(s.cfg.Addr, s.cfg.Token); err != nil {
+	if err := CheckConfig(s.cfg); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", s.cfg.Addr)
@@ -211,7 +284,7 @@ func (s *Server) Run(ctx context.Context, ready func(addr net.Addr)) error {
 	}
 	hs := &http.Server{
 		Handler:           s.echo,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return ctx },

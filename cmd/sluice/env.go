@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/flows/nodes"
+	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -21,6 +22,7 @@ type componentFlags struct {
 	providers   string
 	httpAllow   string
 	mcpCommands string
+	secrets     string
 }
 
 // addComponentFlags registers --providers, --http-allow and --mcp-commands on fs.
@@ -29,9 +31,11 @@ func addComponentFlags(fs *flag.FlagSet) *componentFlags {
 	fs.StringVar(&f.providers, "providers", envOr("SLUICE_PROVIDERS", ""),
 		"JSON file of named LLM providers (env SLUICE_PROVIDERS); the provider \"default\" is OPENAI_BASE_URL with OPENAI_API_KEY")
 	fs.StringVar(&f.httpAllow, "http-allow", envOr("SLUICE_HTTP_ALLOW", ""),
-		"internal addresses the http component may reach, e.g. 10.0.0.0/8,127.0.0.1:8080 (env SLUICE_HTTP_ALLOW); all others are refused")
+		"internal addresses the http component, mcp servers and result webhooks may reach, e.g. 10.0.0.0/8,127.0.0.1:8080 (env SLUICE_HTTP_ALLOW); all others are refused")
 	fs.StringVar(&f.mcpCommands, "mcp-commands", envOr("SLUICE_MCP_COMMANDS", ""),
 		"commands the mcp component may start as stdio MCP servers, comma-separated, e.g. npx,/usr/local/bin/github-mcp-server (env SLUICE_MCP_COMMANDS); none by default")
+	fs.StringVar(&f.secrets, "secrets", envOr("SLUICE_SECRETS", ""),
+		"environment variables flows may read with {\"$env\": NAME} besides SLUICE_SECRET_*, comma-separated (env SLUICE_SECRETS); Sluice's own settings never")
 	return f
 }
 
@@ -49,6 +53,7 @@ func (f *componentFlags) env(log *slog.Logger) (*nodes.Env, error) {
 		return nil, &exitError{code: 2, err: err}
 	}
 	providers := map[string]*nodes.Provider{nodes.DefaultProvider: def}
+	var keyEnvs []string // the providers' api_key_env: settings, never readable by flows
 	if f.providers != "" {
 		data, err := os.ReadFile(f.providers)
 		if err != nil {
@@ -60,6 +65,9 @@ func (f *componentFlags) env(log *slog.Logger) (*nodes.Env, error) {
 		}
 		for name, p := range named {
 			providers[name] = p
+			if p.APIKeyEnv != "" {
+				keyEnvs = append(keyEnvs, p.APIKeyEnv)
+			}
 		}
 	}
 	allow, err := nodes.ParseAllowList(f.httpAllow)
@@ -72,14 +80,17 @@ func (f *componentFlags) env(log *slog.Logger) (*nodes.Env, error) {
 		_ = n
 	}
 	sort.Strings(names)
-	log.Debug("components", "providers", strings.Join(names, "; "), "http_allow", f.httpAllow)
-	var commands []string
-	for _, c := range strings.Split(f.mcpCommands, ",") {
-		if c = strings.TrimSpace(c); c != "" {
-			commands = append(commands, c)
-		}
+	secrets, err := flows.NewSecrets(flows.SecretsConfig{Allow: splitList(f.secrets), Reserved: keyEnvs})
+	if err != nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("--secrets: %w", err)}
 	}
-	return &nodes.Env{Providers: providers, HTTP: &nodes.HTTPPolicy{Allow: allow}, Logger: log, MCPCommands: commands}, nil
+	if short := secrets.TooShort(); len(short) > 0 {
+		log.Warn("secrets shorter than 6 characters are not redacted from what steps produce", "variables", strings.Join(short, ", "))
+	}
+	// The engine's hooks redact every step's result and live events with this rule.
+	flows.UseSecrets(secrets)
+	log.Debug("components", "providers", strings.Join(names, "; "), "http_allow", f.httpAllow, "secrets", f.secrets)
+	return &nodes.Env{Providers: providers, HTTP: &nodes.HTTPPolicy{Allow: allow}, Secrets: secrets, Logger: log, MCPCommands: splitList(f.mcpCommands)}, nil
 }
 
 // registry is the component registry of the binary, built with env (nil: defaults).
@@ -118,4 +129,12 @@ func (a limiter) Mark(ctx context.Context, provider string, s []nodes.LimitScope
 
 func (a limiter) Pause(ctx context.Context, provider, model string, d time.Duration) error {
 	return a.l.Pause(ctx, provider, model, d)
+}
+
+// newDispatcher delivers result webhooks the same way from serve and from worker: each
+// signed with its flow's SLUICE_HOOK_SECRET_<FLOW> (X-Sluice-Signature), connecting only
+// where the http component may (the same guard and --http-allow list).
+func newDispatcher(e *engine.Engine, env *nodes.Env, flowIDs func(context.Context) ([]string, error), outcome func(flow, what string)) *engine.Dispatcher {
+	return e.NewDispatcher(engine.DispatchOptions{Flows: flowIDs, Outcome: outcome, HTTP: env.HTTP,
+		Secret: func(flow string) []byte { return []byte(server.HookSecretFromEnv(flow)) }})
 }

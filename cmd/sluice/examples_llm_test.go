@@ -117,7 +117,7 @@ func TestRunSupportExampleWithAnMCPToolServer(t *testing.T) {
 	srv, toolResults := fakeModel(t)
 	orders := mcptest.StartHTTP(t)
 	in := `{"ticket": "The report query on orders A-1 is slow", "context": {"tables": {"orders": {"rows": 120000000, "indexes": ["id"]}}}}`
-	out, err := runExample(t, srv, "support-mcp", in, "SUPPORT_MCP_URL="+orders.URL, "SLUICE_HTTP_ALLOW=127.0.0.1")
+	out, err := runExample(t, srv, "support-mcp", in, "SLUICE_SECRET_SUPPORT_MCP_URL="+orders.URL, "SLUICE_HTTP_ALLOW=127.0.0.1")
 	if err != nil {
 		t.Fatalf("sluice run: %v\n%s", err, stderrOf(err))
 	}

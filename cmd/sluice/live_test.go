@@ -24,7 +24,7 @@ func TestLiveViewShowsStepsRunByASeparateWorkerProcess(t *testing.T) {
 	dir := t.TempDir()
 	id, path := writeExampleFlow(t, dir, "linear", nil)
 	storetest.DeleteFlowKeys(t, r, id)
-	const token = "live-test-token"
+	const token = "live-test-token-1"
 	env := []string{"REDIS_URL=" + storetest.URL(), "SLUICE_TOKEN=" + token}
 
 	srv := start(t, env, "serve", "--addr", "127.0.0.1:0", "--flows", dir, "--workers", "0")
@@ -118,7 +118,7 @@ func TestServeRefusesToListenBeyondLoopbackWithoutAToken(t *testing.T) {
 		t.Fatalf("err %v, output %q; want exit 2 asking for SLUICE_TOKEN", err, out)
 	}
 	// With a token it serves, and the token is needed.
-	const token = "beyond-loopback"
+	const token = "beyond-loopback-1"
 	p := start(t, []string{"REDIS_URL=", "SLUICE_TOKEN=" + token}, "serve", "--addr", "0.0.0.0:0", "--flows", t.TempDir())
 	base := p.waitLine(t, servingLine, 20*time.Second)[1]
 	for tok, want := range map[string]int{"": 401, token: 200} {

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -288,36 +289,52 @@ func hundredThousandNodes() string {
 func TestSecretCanaryAppearsNowhere(t *testing.T) {
 	r := storetest.Real(t)
 	canary := "canary-" + strings.ReplaceAll(storetest.FlowID(t), "-", "")
+	// The upstream echoes every request header back: in a 200 answer, in a 400 (which
+	// fails the step for good) and in a 500 (retried, then dead-lettered).
 	var received sync.Map
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		received.Store(req.URL.Path, req.Header.Get("Authorization"))
-		if strings.HasSuffix(req.URL.Path, "/fail") {
-			http.Error(w, "upstream says no", http.StatusInternalServerError)
-			return
+		echo, _ := json.Marshal(map[string]any{"you_sent": req.Header})
+		switch {
+		case strings.HasSuffix(req.URL.Path, "/bad"):
+			http.Error(w, "bad request, you sent "+string(echo), http.StatusBadRequest)
+		case strings.HasSuffix(req.URL.Path, "/fail"):
+			http.Error(w, "upstream says no to "+req.Header.Get("Authorization"), http.StatusInternalServerError)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(echo)
 		}
-		fmt.Fprint(w, `{"ok": true}`)
 	}))
 	defer upstream.Close()
 
 	dir := t.TempDir()
-	api, srv := serveFor(t, dir, "SLUICE_CANARY_KEY="+canary, "SLUICE_HTTP_ALLOW=127.0.0.1", "SLUICE_LOG_LEVEL=debug")
+	api, srv := serveFor(t, dir, "SLUICE_SECRET_CANARY="+canary, "SLUICE_HTTP_ALLOW=127.0.0.1", "SLUICE_LOG_LEVEL=debug")
 	id := storetest.FlowID(t)
 	storetest.DeleteFlowKeys(t, r, id)
-	flow := map[string]any{"sluice": 1, "id": id,
-		"settings": map[string]any{"max_attempts": 2, "claim_after": "1s"},
-		"nodes": []any{
-			map[string]any{"id": "in", "type": "input"},
-			map[string]any{"id": "call", "type": "http", "params": map[string]any{
-				"url":     upstream.URL + "/{{.path}}",
-				"headers": map[string]any{"Authorization": map[string]any{"$env": "SLUICE_CANARY_KEY", "prefix": "Bearer "}}}},
-			map[string]any{"id": "out", "type": "output"},
-		},
-		"edges": []any{map[string]any{"from": "in", "to": "call"}, map[string]any{"from": "call", "to": "out"}}}
-	if st, b := api.json("PUT", "/api/flows/"+id, flow); st/100 != 2 {
+	flow := func(env string) map[string]any {
+		return map[string]any{"sluice": 1, "id": id,
+			"settings": map[string]any{"max_attempts": 2, "claim_after": "1s"},
+			"nodes": []any{
+				map[string]any{"id": "in", "type": "input"},
+				map[string]any{"id": "call", "type": "http", "params": map[string]any{
+					"url":     upstream.URL + "/{{.path}}",
+					"headers": map[string]any{"Authorization": map[string]any{"$env": env, "prefix": "Bearer "}}}},
+				map[string]any{"id": "out", "type": "output"},
+			},
+			"edges": []any{map[string]any{"from": "in", "to": "call"}, map[string]any{"from": "call", "to": "out"}}}
+	}
+	// The server's own settings cannot be read into a flow.
+	for _, env := range []string{"SLUICE_TOKEN", "REDIS_URL", "SLUICE_HOOK_SECRET_" + strings.ToUpper(strings.ReplaceAll(id, "-", "_")), "PATH"} {
+		if st, b := api.json("PUT", "/api/flows/"+id, flow(env)); st != 400 || !strings.Contains(string(b), `"code":"secret_not_allowed"`) || !strings.Contains(string(b), `"node":"call"`) {
+			t.Errorf("a flow reading %s: %d %s, want 400 secret_not_allowed at node call", env, st, b)
+		}
+	}
+	if st, b := api.json("PUT", "/api/flows/"+id, flow("SLUICE_SECRET_CANARY")); st/100 != 2 {
 		t.Fatalf("save: %d %s", st, b)
 	}
 
 	// A websocket watches everything the flow does.
+	var mu sync.Mutex
 	var frames bytes.Buffer
 	h := http.Header{"Authorization": {"Bearer " + api.token}}
 	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(api.base, "http")+"/ws?flow="+id, h)
@@ -332,24 +349,35 @@ func TestSecretCanaryAppearsNowhere(t *testing.T) {
 			if err != nil {
 				return
 			}
+			mu.Lock()
 			frames.Write(b)
+			frames.WriteByte('\n')
+			mu.Unlock()
 		}
 	}()
 
 	var runs []string
-	for _, path := range []string{"ok", "fail"} {
+	for _, path := range []string{"ok", "bad", "fail"} {
 		st, b := api.json("POST", "/api/flows/"+id+"/runs?wait=30s", map[string]any{"input": map[string]any{"path": path}})
 		var run store.Run
 		json.Unmarshal(b, &run)
 		if st != 200 || !store.Finished(run.Status) {
 			t.Fatalf("run %s: %d %s", path, st, b)
 		}
+		if want := map[string]string{"ok": store.StatusSucceeded, "bad": store.StatusFailed, "fail": store.StatusFailed}[path]; run.Status != want {
+			t.Errorf("run %s: %s (%s), want %s", path, run.Status, run.Error, want)
+		}
+		if path != "ok" && !strings.Contains(run.Error, "[redacted:SLUICE_SECRET_CANARY]") {
+			t.Errorf("run %s: error %q does not show where the secret was taken out", path, run.Error)
+		}
 		runs = append(runs, run.ID)
 	}
-	if got, _ := received.Load("/ok"); got != "Bearer "+canary {
-		t.Fatalf("the upstream got Authorization %q: the secret was not used", got)
+	for _, path := range []string{"/ok", "/bad", "/fail"} {
+		if got, _ := received.Load(path); got != "Bearer "+canary {
+			t.Fatalf("the upstream got Authorization %q on %s: the secret was not used", got, path)
+		}
 	}
-	// Every read a user can make of the runs.
+	// Every read a user can make of the runs, pages included.
 	for _, run := range runs {
 		for _, p := range []string{"", "/checkpoints"} {
 			api.json("GET", "/api/flows/"+id+"/runs/"+run+p, nil)
@@ -361,24 +389,43 @@ func TestSecretCanaryAppearsNowhere(t *testing.T) {
 		for _, c := range hist.Checkpoints {
 			api.json("GET", "/api/flows/"+id+"/runs/"+run+"/checkpoints/"+c.ID, nil)
 		}
+		api.do("GET", "/flows/"+id+"/runs/"+run, "", nil, "")
 	}
-	for _, p := range []string{"/api/flows/" + id, "/api/flows/" + id + "/export", "/api/flows/" + id + "/queues", "/api/flows/" + id + "/deadletters", "/api/flows", "/metrics"} {
+	for _, p := range []string{"/api/flows/" + id, "/api/flows/" + id + "/export", "/api/flows/" + id + "/queues", "/api/flows/" + id + "/deadletters",
+		"/api/flows/" + id + "/runs", "/api/flows", "/metrics", "/runs?flow=" + id, "/queues?flow=" + id, "/"} {
 		api.json("GET", p, nil)
 	}
-	time.Sleep(1500 * time.Millisecond) // a queue-stats tick and the last events reach the websocket
+	if st, b := api.json("GET", "/api/flows/"+id+"/deadletters", nil); st != 200 || !bytes.Contains(b, []byte("[redacted:SLUICE_SECRET_CANARY]")) {
+		t.Errorf("dead letters: %d %s, want the failed steps with the secret taken out", st, b)
+	}
+	// The websocket has seen every run finish and a queue-stats frame.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		seen := frames.String()
+		mu.Unlock()
+		done := strings.Contains(seen, `"type":"queues"`)
+		for _, run := range runs {
+			done = done && strings.Contains(seen, run)
+		}
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the websocket did not see every run and a queue-stats frame:\n%.2000s", seen)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	ws.Close()
 	<-wsDone
 
 	if strings.Contains(api.seen.String(), canary) {
-		t.Error("the canary is in an API response")
+		t.Error("the canary is in an API response or page")
 	}
 	if strings.Contains(frames.String(), canary) {
 		t.Error("the canary is in a websocket frame")
 	}
-	if frames.Len() == 0 {
-		t.Error("the websocket saw nothing: the check above proves nothing")
-	}
-	// Every key of the flow and every value in it.
+	// Every key of the flow and every value in it, and every key of the cache.
 	ctx := context.Background()
 	keys, _ := r.Client.Keys(ctx, "*"+id+"*").Result()
 	if len(keys) == 0 {
@@ -392,8 +439,13 @@ func TestSecretCanaryAppearsNowhere(t *testing.T) {
 			t.Errorf("the canary is in the value of %s", k)
 		}
 	}
-	// The server's log, at debug level.
-	time.Sleep(200 * time.Millisecond)
+	// The server's log, at debug level, all of it: the process is stopped first.
+	srv.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-srv.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop on SIGTERM")
+	}
 	log := srv.allLines()
 	if len(log) == 0 {
 		t.Fatal("no log lines captured")

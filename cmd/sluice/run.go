@@ -227,7 +227,7 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	var dispatched chan error
 	if *dispatch {
 		dispatched = make(chan error, 1)
-		d := e.NewDispatcher(engine.DispatchOptions{Flows: func(context.Context) ([]string, error) { return ids, nil }})
+		d := newDispatcher(e, env, func(context.Context) ([]string, error) { return ids, nil }, nil)
 		go func() { dispatched <- d.Run(ctx) }()
 	}
 	var scheduled chan error

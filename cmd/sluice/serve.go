@@ -30,6 +30,8 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	cors := fs.String("cors", envOr("SLUICE_CORS_ORIGINS", ""), "comma-separated origins allowed to call the API from a browser; empty: CORS off (env SLUICE_CORS_ORIGINS)")
 	dispatch := fs.Bool("dispatch", true, "deliver result webhooks from this process")
 	schedule := fs.Bool("schedule", true, "start the runs of the library's flows' schedules from this process (any number of processes may: each tick runs once)")
+	allowedHosts := fs.String("allowed-hosts", envOr("SLUICE_ALLOWED_HOSTS", ""), "without a token, further Host names to answer besides localhost and loopback addresses, comma-separated (\"sluice.internal\", \"*.example.com\"), for a proxy in front (env SLUICE_ALLOWED_HOSTS)")
+	readTimeout := fs.String("read-timeout", envOr("SLUICE_READ_TIMEOUT", "30s"), "how long a request's body may take to arrive; slower ones get 408 (env SLUICE_READ_TIMEOUT)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sluice serve [flags]\n\nServes the flow editor, the JSON API and health on --addr.\n\nFlags:")
 		fs.PrintDefaults()
@@ -53,11 +55,13 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if *token == "" {
 		*token = os.Getenv("SLUICE_TOKEN")
 	}
-	if err := server.CheckListen(*addr, *token); err != nil {
-		return &exitError{code: 2, err: err}
+	rt, err := time.ParseDuration(*readTimeout)
+	if err != nil || rt <= 0 {
+		return &exitError{code: 2, err: fmt.Errorf("--read-timeout %q: want a duration such as 30s", *readTimeout)}
 	}
-	if *token != "" && len(*token) < 16 {
-		log.Warn("SLUICE_TOKEN is short: use at least 16 random characters (e.g. openssl rand -hex 24)")
+	cfg := server.Config{Addr: *addr, Logger: log, Token: *token, CORSOrigins: splitList(*cors), AllowedHosts: splitList(*allowedHosts), ReadTimeout: rt}
+	if err := server.CheckConfig(cfg); err != nil {
+		return &exitError{code: 2, err: err}
 	}
 	lib, err := store.NewLibrary(*dir)
 	if err != nil {
@@ -96,8 +100,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if *dispatch {
 		// The library's flows: flows that only headless workers serve are theirs to
 		// dispatch (several deployments may share one Redis).
-		d := e.NewDispatcher(engine.DispatchOptions{Outcome: metrics.Delivery, Flows: libraryFlows(lib),
-			Secret: func(flow string) []byte { return []byte(server.HookSecretFromEnv(flow)) }})
+		d := newDispatcher(e, env, libraryFlows(lib), metrics.Delivery)
 		bg.Add(1)
 		go func() { defer bg.Done(); _ = d.Run(ctx) }()
 	}
@@ -108,12 +111,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		go func() { defer bg.Done(); _ = sch.Run(ctx) }()
 	}
 
-	cfg := server.Config{Addr: *addr, Embedded: rdb.Embedded(), Logger: log, Token: *token}
-	for _, o := range strings.Split(*cors, ",") {
-		if o = strings.TrimSpace(o); o != "" {
-			cfg.CORSOrigins = append(cfg.CORSOrigins, o)
-		}
-	}
+	cfg.Embedded = rdb.Embedded()
 	srv := server.New(cfg, server.Deps{Redis: rdb, Library: lib, Engine: e, Sync: libSync, Metrics: metrics, MCPTools: env, Version: version})
 	err = srv.Run(ctx, func(a net.Addr) {
 		log.Info("sluice is serving", "url", "http://"+displayAddr(*addr, a), "flows", lib.Dir, "workers", *workers, "auth", *token != "")
@@ -163,4 +161,15 @@ func displayAddr(requested string, bound net.Addr) string {
 		host = "localhost"
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// splitList reads a comma-separated setting, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/nodes"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -31,8 +32,13 @@ type DispatchOptions struct {
 	// Flows returns the flows whose results to deliver; nil means every flow that has
 	// data in Redis.
 	Flows func(ctx context.Context) ([]string, error)
-	// Client sends the webhooks (default: a client with a 10s timeout).
-	Client *http.Client
+	// HTTP is where webhooks may connect: the http component's policy, so that the same
+	// --http-allow list applies, checked when each connection is dialled (nil refuses
+	// every loopback, private, link-local and other internal address). A refused
+	// webhook goes to the delivery dead letters at once: retrying cannot help.
+	HTTP *nodes.HTTPPolicy
+	// Timeout bounds one attempt (default 10s).
+	Timeout time.Duration
 	// MaxAttempts is how often one webhook is tried before it goes to the delivery dead
 	// letters (default 8).
 	MaxAttempts int
@@ -60,6 +66,7 @@ type DispatchOptions struct {
 type Dispatcher struct {
 	e        *Engine
 	opts     DispatchOptions
+	client   *http.Client
 	consumer string
 	slots    chan struct{}
 	wg       sync.WaitGroup
@@ -67,8 +74,11 @@ type Dispatcher struct {
 
 // NewDispatcher returns a dispatcher; it does nothing until Run.
 func (e *Engine) NewDispatcher(opts DispatchOptions) *Dispatcher {
-	if opts.Client == nil {
-		opts.Client = &http.Client{Timeout: 10 * time.Second}
+	if opts.HTTP == nil {
+		opts.HTTP = &nodes.HTTPPolicy{}
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
 	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 8
@@ -94,7 +104,7 @@ func (e *Engine) NewDispatcher(opts DispatchOptions) *Dispatcher {
 	if opts.Flows == nil {
 		opts.Flows = e.rdb.Flows
 	}
-	return &Dispatcher{e: e, opts: opts, consumer: "dispatch-" + e.consumerName(), slots: make(chan struct{}, opts.Concurrency)}
+	return &Dispatcher{e: e, opts: opts, client: opts.HTTP.Client(opts.Timeout), consumer: "dispatch-" + e.consumerName(), slots: make(chan struct{}, opts.Concurrency)}
 }
 
 // Run delivers until ctx ends, then waits for deliveries in flight (each ends at its
@@ -261,6 +271,19 @@ func (d *Dispatcher) ack(res store.Result) {
 // targets are the webhooks of a finished run: the one given when it started, and those
 // of its output nodes that produced a value.
 func (d *Dispatcher) targets(ctx context.Context, run *store.Run) []string {
+	return d.e.webhookTargets(ctx, run, true)
+}
+
+// HasWebhook reports whether a run's result goes to a webhook: one given when it started,
+// or one of an output node of its flow's version (for a finished run, of an output node
+// that produced a value, as the dispatcher sends it).
+func (e *Engine) HasWebhook(ctx context.Context, run *store.Run) bool {
+	return len(e.webhookTargets(ctx, run, store.Finished(run.Status))) > 0
+}
+
+// webhookTargets lists a run's webhooks; produced keeps only the output nodes that
+// produced a value.
+func (e *Engine) webhookTargets(ctx context.Context, run *store.Run, produced bool) []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(u string) {
@@ -270,11 +293,11 @@ func (d *Dispatcher) targets(ctx context.Context, run *store.Run) []string {
 		}
 	}
 	add(run.Webhook)
-	if plan, err := d.e.Plan(ctx, run.Flow, run.Version); err == nil {
+	if plan, err := e.Plan(ctx, run.Flow, run.Version); err == nil {
 		for _, id := range plan.Order {
 			n := plan.Nodes[id]
 			if w, ok := n.Component.(Webhooker); ok {
-				if _, produced := run.Outputs[id]; produced {
+				if _, did := run.Outputs[id]; did || !produced {
 					add(w.Webhook())
 				}
 			}
@@ -302,7 +325,7 @@ func (d *Dispatcher) deliverTo(ctx context.Context, res store.Result, target str
 		if ctx.Err() != nil {
 			return false
 		}
-		if attempt == d.opts.MaxAttempts {
+		if attempt == d.opts.MaxAttempts || errors.Is(lastErr, nodes.ErrForbiddenAddress) {
 			break
 		}
 		d.outcome(res.Flow, "retry")
@@ -365,6 +388,14 @@ func (d *Dispatcher) post(ctx context.Context, res store.Result, target string, 
 	if err != nil {
 		return errors.New("the webhook URL is not valid")
 	}
+	// The scheme and a host written as an address are checked before anything is sent;
+	// names are checked on the addresses they resolve to, when dialled. Credentials in the
+	// URL are a receiver's basic auth, allowed here.
+	bare := *req.URL
+	bare.User = nil
+	if err := d.opts.HTTP.CheckURL(&bare); err != nil {
+		return fmt.Errorf("POST %s: %w", redactURL(target), err)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "sluice-webhook")
 	req.Header.Set("X-Sluice-Flow", res.Flow)
@@ -392,14 +423,14 @@ func (d *Dispatcher) post(ctx context.Context, res store.Result, target string, 
 			}
 		}
 	}()
-	resp, err := d.opts.Client.Do(req)
+	resp, err := d.client.Do(req)
 	close(stop)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return fmt.Errorf("POST %s: %v", redactURL(target), err)
+		return fmt.Errorf("POST %s: %w", redactURL(target), err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -28,6 +29,7 @@ func (b *eventBatcher) emit(flow, run, node, kind string, data any) {
 	if err != nil {
 		return
 	}
+	raw = flows.RedactEvent(raw) // streamed tokens may repeat a secret (flows/secrets.go)
 	select {
 	case b.ch <- store.LiveEvent{Flow: flow, Run: run, Node: node, Type: kind, Data: raw}:
 	default:

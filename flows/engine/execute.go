@@ -17,13 +17,15 @@ type runFunc func(ctx context.Context, j *job) (*flows.Result, error)
 // handlers.
 type middleware func(runFunc) runFunc
 
-// component is the innermost runFunc: the node's component itself.
+// component is the innermost runFunc: the node's component itself. Secret values that
+// come back from it (an upstream echoing a header) go no further: not into a
+// checkpoint, event, dead letter or log line (flows/secrets.go).
 func component(ctx context.Context, j *job) (*flows.Result, error) {
 	res, err := j.node.Component.Run(ctx, j.step)
 	if err == nil && res == nil {
 		res = &flows.Result{}
 	}
-	return res, err
+	return flows.RedactStep(res, err)
 }
 
 // chain applies middlewares, the first one outermost.
@@ -52,7 +54,8 @@ func withRecover(next runFunc) runFunc {
 	return func(ctx context.Context, j *job) (res *flows.Result, err error) {
 		defer func() {
 			if r := recover(); r != nil {
-				res, err = nil, fmt.Errorf("component panicked: %v\n%s", r, truncate(string(debug.Stack()), 2000))
+				_, err = flows.RedactStep(nil, fmt.Errorf("component panicked: %v\n%s", r, truncate(string(debug.Stack()), 2000)))
+				res = nil
 			}
 		}()
 		return next(ctx, j)

@@ -134,7 +134,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) (*job, stepOutcome, boo
 	}
 	step.Emit = func(kind string, data any) { e.events.emit(a.Flow, a.Run, a.Node, kind, data) }
 	step.SaveTurn = func(ctx context.Context, turn any) error {
-		b, err := json.Marshal(flows.JSONValue(turn))
+		b, err := json.Marshal(flows.RedactData(flows.JSONValue(turn)))
 		if err != nil {
 			return fmt.Errorf("turn is not JSON: %w", err)
 		}

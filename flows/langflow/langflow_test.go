@@ -149,7 +149,7 @@ func TestCredentialsAreNeverCopied(t *testing.T) {
 	for _, n := range doc.Nodes {
 		var c bytes.Buffer
 		json.Compact(&c, n.Params)
-		if n.ID == "weather_api" && !bytes.Contains(c.Bytes(), []byte(`"Authorization":{"$env":"WEATHER_API_AUTHORIZATION","prefix":"Bearer "}`)) {
+		if n.ID == "weather_api" && !bytes.Contains(c.Bytes(), []byte(`"Authorization":{"$env":"SLUICE_SECRET_WEATHER_API_AUTHORIZATION","prefix":"Bearer "}`)) {
 			t.Errorf("the Authorization header is not an environment reference: %s", n.Params)
 		}
 	}
@@ -268,7 +268,7 @@ func TestConvertedFlowsRunAgainstTheFakeOpenAIServer(t *testing.T) {
 			return llmtest.Text("Yes, take an umbrella: " + r.Last().Text())
 		})
 		doc := bytes.ReplaceAll(convert(t, "agent_with_tool").Document, []byte("https://api.example.com"), []byte(api.URL))
-		run := newRunner(t, srv, map[string]string{"WEATHER_API_AUTHORIZATION": "token-123"}).run(doc, `{}`)
+		run := newRunner(t, srv, map[string]string{"SLUICE_SECRET_WEATHER_API_AUTHORIZATION": "token-123"}).run(doc, `{}`)
 		if run.Status != store.StatusSucceeded || !strings.Contains(string(run.Output()), `\"rain\":true`) {
 			t.Fatalf("run %s: output %s, error %s", run.Status, run.Output(), run.Error)
 		}

@@ -305,7 +305,7 @@ func (c *conv) httpParams(n *lfNode) map[string]any {
 		for _, kv := range hs {
 			k, v := kv[0], kv[1]
 			if secretHeaderRE.MatchString(k) || credentialRE.MatchString(v) {
-				env := strings.ToUpper(strings.Trim(idChars.ReplaceAllString(strings.ToLower(id+"_"+k), "_"), "_"))
+				env := "SLUICE_SECRET_" + strings.ToUpper(strings.Trim(idChars.ReplaceAllString(strings.ToLower(id+"_"+k), "_"), "_"))
 				ref := map[string]any{"$env": env}
 				if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
 					ref["prefix"] = "Bearer "

@@ -23,8 +23,9 @@ func httpSpec(env *Env) flows.Spec {
 		Title:    "HTTP request",
 		Category: "tools",
 		Description: "Sends an HTTP request: method, a URL template, headers, a body, a timeout and a cap on the " +
-			"response size. Header values that are secrets come from environment variables ({\"$env\": \"NAME\"}, " +
-			"with an optional prefix such as \"Bearer \"), never from the flow. The server refuses to connect to " +
+			"response size. Header values that are secrets come from environment variables of the server ({\"$env\": \"NAME\"}, " +
+			"with an optional prefix such as \"Bearer \"), never from the flow: SLUICE_SECRET_* and the names the server allows " +
+			"with --secrets, never a setting of Sluice itself; their values are redacted from the response. The server refuses to connect to " +
 			"loopback, private, link-local, CGNAT and other internal addresses (checked when each connection is " +
 			"dialled, redirects included) unless its HTTP allow-list admits them. As a step its templates see the " +
 			"node's input and the response ({status, content_type, body}; a JSON body parsed) is stored under " +
@@ -50,7 +51,7 @@ func httpSpec(env *Env) flows.Spec {
 				"as": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$", "default": "response", "description": "State key the response is stored under (as a step)."},` + toolParams + `,` + toolArgsParam + `
 			}
 		}`),
-		Example: json.RawMessage(`{"method": "GET", "url": "https://api.example.com/orders/{{urlquery .order_id}}", "headers": {"Accept": "application/json", "Authorization": {"$env": "EXAMPLE_TOKEN", "prefix": "Bearer "}}, "timeout": "10s", "tool_parameters": {"type": "object", "required": ["order_id"], "properties": {"order_id": {"type": "string"}}}}`),
+		Example: json.RawMessage(`{"method": "GET", "url": "https://api.example.com/orders/{{urlquery .order_id}}", "headers": {"Accept": "application/json", "Authorization": {"$env": "SLUICE_SECRET_EXAMPLE_TOKEN", "prefix": "Bearer "}}, "timeout": "10s", "tool_parameters": {"type": "object", "required": ["order_id"], "properties": {"order_id": {"type": "string"}}}}`),
 		New:     func(b *flows.Build) (flows.Component, error) { return newHTTP(env, b) },
 	}
 }
@@ -224,7 +225,10 @@ func (h *HTTP) do(ctx context.Context, node string, r *httpRequest) (map[string]
 	for _, hd := range h.headers {
 		v := r.Headers[hd.name]
 		if hd.env != "" {
-			secret, ok := h.env.LookupEnv(hd.env)
+			secret, ok, err := h.env.Secrets.Lookup(hd.env)
+			if err != nil {
+				return nil, flows.Permanent(&flows.Error{Code: flows.Forbidden, Node: node, Path: "params.headers." + hd.name, Err: err})
+			}
 			if !ok || secret == "" {
 				return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node, Path: "params.headers." + hd.name,
 					Message: fmt.Sprintf("environment variable %s is not set on the server", hd.env)})
@@ -252,8 +256,12 @@ func (h *HTTP) do(ctx context.Context, node string, r *httpRequest) (map[string]
 		return nil, flows.Permanent(&flows.Error{Code: flows.TooLarge, Node: node, Path: "params.max_bytes",
 			Message: fmt.Sprintf("%s: the response is larger than max_bytes (%d bytes)", where, h.max)})
 	}
-	ctype := res.Header.Get("Content-Type")
-	out := map[string]any{"status": res.StatusCode, "content_type": ctype, "body": responseBody(raw, ctype)}
+	// An upstream may echo what it was sent (a header's secret): nothing of the answer
+	// leaves this function, for the cache, the state or an error, unredacted.
+	secrets := h.env.Secrets
+	raw = secrets.RedactBytes(raw)
+	ctype := secrets.Redact(res.Header.Get("Content-Type"))
+	out := map[string]any{"status": res.StatusCode, "content_type": ctype, "body": secrets.RedactValue(responseBody(raw, ctype))}
 	if res.StatusCode >= 400 {
 		msg := fmt.Sprintf("%s: answered %d %s", where, res.StatusCode, http.StatusText(res.StatusCode))
 		if len(raw) > 0 && utf8.Valid(raw) {

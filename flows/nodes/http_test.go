@@ -30,9 +30,9 @@ func TestHTTPSendsTheRenderedRequestWithSecretHeadersFromTheEnvironment(t *testi
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"id": 7, "status": "open"}`))
 	})
-	h := buildIn(t, httpEnv(map[string]string{"ORDERS_TOKEN": "s3cret"}), "http", `{"method": "POST",
+	h := buildIn(t, httpEnv(map[string]string{"SLUICE_SECRET_ORDERS": "s3cret"}), "http", `{"method": "POST",
 		"url": "`+srv.URL+`/orders/{{.order}}?q={{urlquery .q}}",
-		"headers": {"Authorization": {"$env": "ORDERS_TOKEN", "prefix": "Bearer "}, "X-Trace": "run-{{.order}}"},
+		"headers": {"Authorization": {"$env": "SLUICE_SECRET_ORDERS", "prefix": "Bearer "}, "X-Trace": "run-{{.order}}"},
 		"json": "{note: .q}", "as": "order_info"}`)
 	s, _ := newStep(state(t, `{"order": 42, "q": "a b&c"}`))
 	res, err := h.Run(context.Background(), s)
@@ -54,10 +54,10 @@ func TestHTTPSendsTheRenderedRequestWithSecretHeadersFromTheEnvironment(t *testi
 
 func TestHTTPRefusesAMissingSecretAndAParamWithALiteralOne(t *testing.T) {
 	srv, hits := countingServer(t, nil)
-	h := buildIn(t, httpEnv(nil), "http", `{"url": "`+srv.URL+`", "headers": {"Authorization": {"$env": "NOT_SET"}}}`)
+	h := buildIn(t, httpEnv(nil), "http", `{"url": "`+srv.URL+`", "headers": {"Authorization": {"$env": "SLUICE_SECRET_NOT_SET"}}}`)
 	s, _ := newStep(state(t, `{}`))
 	_, err := h.Run(context.Background(), s)
-	wantPermanent(t, err, "params.headers.Authorization", "environment variable NOT_SET is not set")
+	wantPermanent(t, err, "params.headers.Authorization", "environment variable SLUICE_SECRET_NOT_SET is not set")
 	if hits.Load() != 0 {
 		t.Error("a request went out without its secret header")
 	}
@@ -168,5 +168,66 @@ func TestHTTPCachedRequestRunsOnceForParallelCallers(t *testing.T) {
 	}
 	if st := env.CacheStats(); st.Hits != 2 || st.Misses != 1 {
 		t.Errorf("cache stats %+v, want 2 hits and 1 miss", st)
+	}
+}
+
+func TestHTTPRefusesVariablesFlowsMayNotRead(t *testing.T) {
+	srv, hits := countingServer(t, nil)
+	env := httpEnv(map[string]string{"SLUICE_TOKEN": "the-server-token-123", "HOME": "/root"})
+	for _, name := range []string{"SLUICE_TOKEN", "HOME"} {
+		h := buildIn(t, env, "http", `{"url": "`+srv.URL+`", "headers": {"Authorization": {"$env": "`+name+`"}}}`)
+		s, _ := newStep(state(t, `{}`))
+		_, err := h.Run(context.Background(), s)
+		if !flows.IsPermanent(err) || flows.ErrorCode(err) != flows.Forbidden || !strings.Contains(err.Error(), name) {
+			t.Errorf("$env %s: %v, want a permanent refusal naming it", name, err)
+		}
+	}
+	if hits.Load() != 0 {
+		t.Error("a request went out")
+	}
+}
+
+func TestHTTPRedactsSecretsTheUpstreamEchoes(t *testing.T) {
+	const secret = "canary-7f3a9c2e41"
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		switch r.URL.Path {
+		case "/json":
+			w.Header().Set("Content-Type", "application/json")
+			b, _ := json.Marshal(map[string]any{"you_sent": r.Header, auth: "as a key"})
+			w.Write(b)
+		case "/escaped":
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"auth": "` + strings.ReplaceAll(auth, "c", `\u0063`) + `"}`))
+		case "/text":
+			w.Header().Set("Content-Type", "text/plain; charset="+auth)
+			w.Write([]byte("you sent " + auth))
+		case "/401":
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte("bad credentials: " + auth))
+		default:
+			w.WriteHeader(http.StatusBadGateway)
+			w.Write([]byte("upstream failed with " + auth))
+		}
+	})
+	vars := map[string]string{"SLUICE_SECRET_CANARY": secret}
+	env := httpEnv(vars)
+	for _, path := range []string{"json", "escaped", "text", "401", "502"} {
+		h := buildCached(t, env, "http", `{"url": "`+srv.URL+`/`+path+`", "headers": {"Authorization": {"$env": "SLUICE_SECRET_CANARY", "prefix": "Bearer "}}}`, "1m")
+		s, _ := newStep(state(t, `{}`))
+		res, err := h.Run(context.Background(), s)
+		var text string
+		if err != nil {
+			text = err.Error()
+		} else {
+			b, _ := json.Marshal(res)
+			text = string(b)
+		}
+		if strings.Contains(text, secret) || strings.Contains(text, "canary") {
+			t.Errorf("%s: the secret came back: %s", path, text)
+		}
+		if !strings.Contains(text, "[redacted:SLUICE_SECRET_CANARY]") {
+			t.Errorf("%s: no redaction mark in %s", path, text)
+		}
 	}
 }

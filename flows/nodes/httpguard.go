@@ -255,14 +255,25 @@ func legacyIPv4(host string) (netip.Addr, bool) {
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
 }
 
-// client returns the http component's client for a request timeout: no proxy (a
-// proxy would be dialled instead of the destination), every dial checked by Control,
-// every redirect's URL checked again and at most maxRedirects followed.
+// httpClient is the http component's client, made once per Env from its policy.
 func (e *Env) httpClient() *http.Client {
 	if c, ok := e.guards.Load("client"); ok {
 		return c.(*http.Client)
 	}
-	p := e.HTTP
+	actual, _ := e.guards.LoadOrStore("client", e.HTTP.Client(0))
+	return actual.(*http.Client)
+}
+
+// Client returns an HTTP client that connects only where the policy allows: no proxy (a
+// proxy would be dialled instead of the destination), every dial checked by Control on
+// the address actually dialled, every redirect's URL checked again and at most
+// maxRedirects followed. timeout bounds a whole request (0: none; the caller's context
+// then does). The http component and the result webhooks use it. A nil policy refuses
+// every internal address.
+func (p *HTTPPolicy) Client(timeout time.Duration) *http.Client {
+	if p == nil {
+		p = &HTTPPolicy{}
+	}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: p.Control}
 	resolver := p.Resolver
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -301,7 +312,7 @@ func (e *Env) httpClient() *http.Client {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
-	c := &http.Client{Transport: tr, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+	return &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		if len(via) >= maxRedirects {
 			return fmt.Errorf("stopped after %d redirects", maxRedirects)
 		}
@@ -310,8 +321,6 @@ func (e *Env) httpClient() *http.Client {
 		}
 		return nil
 	}}
-	actual, _ := e.guards.LoadOrStore("client", c)
-	return actual.(*http.Client)
 }
 
 const maxRedirects = 5

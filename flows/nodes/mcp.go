@@ -67,7 +67,7 @@ func mcpSpec(env *Env) flows.Spec {
 				"timeout": {"type": "string", "format": "duration", "default": "60s", "description": "Deadline of connecting, and of each tool call."}
 			}
 		}`),
-		Example: json.RawMessage(`{"url": "https://mcp.example.com/mcp", "headers": {"Authorization": {"$env": "EXAMPLE_MCP_TOKEN", "prefix": "Bearer "}}, "tools": ["search_issues", "get_issue"], "tool_prefix": "tracker_"}`),
+		Example: json.RawMessage(`{"url": "https://mcp.example.com/mcp", "headers": {"Authorization": {"$env": "SLUICE_SECRET_EXAMPLE_MCP_TOKEN", "prefix": "Bearer "}}, "tools": ["search_issues", "get_issue"], "tool_prefix": "tracker_"}`),
 		New:     func(b *flows.Build) (flows.Component, error) { return newMCP(env, b) },
 	}
 }
@@ -108,7 +108,11 @@ func (v mcpValue) resolve(e *Env, node, path string) (string, error) {
 	if v.env == "" {
 		return v.literal, nil
 	}
-	s, ok := e.LookupEnv(v.env)
+	e.init()
+	s, ok, err := e.Secrets.Lookup(v.env)
+	if err != nil {
+		return "", flows.Permanent(&flows.Error{Code: flows.Forbidden, Node: node, Path: path, Err: err})
+	}
 	if !ok || s == "" {
 		return "", flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node, Path: path,
 			Message: fmt.Sprintf("environment variable %s is not set on this worker", v.env)})

@@ -112,14 +112,14 @@ func TestMCPAgentCallsToolsOverStreamableHTTP(t *testing.T) {
 	srv := llmtest.New(t)
 	env := mcpEnv(t, srv)
 	env.LookupEnv = func(name string) (string, bool) {
-		if name == "MCP_TOKEN" {
+		if name == "SLUICE_SECRET_MCP_TOKEN" {
 			return "tok-123", true
 		}
 		return "", false
 	}
 	mcpSrv := mcptest.StartHTTP(t)
 	answerWithResults(srv, llmtest.Call("c1", "lookup_order", `{"id": "A-1"}`), llmtest.Call("c2", "add", `{"a": "two"}`))
-	a, s := mcpAgentStep(t, env, `{"url": "`+mcpSrv.URL+`", "headers": {"Authorization": {"$env": "MCP_TOKEN", "prefix": "Bearer "}}}`, "")
+	a, s := mcpAgentStep(t, env, `{"url": "`+mcpSrv.URL+`", "headers": {"Authorization": {"$env": "SLUICE_SECRET_MCP_TOKEN", "prefix": "Bearer "}}}`, "")
 	res, err := a.Run(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"os"
 	"sync"
 
 	"github.com/sluicehq/sluice/flows"
@@ -43,8 +42,11 @@ type Env struct {
 	MCPCommands []string
 	// Logger logs what components do (never secrets); nil discards.
 	Logger *slog.Logger
+	// Secrets is the rule for the environment variables {"$env": NAME} may name and the
+	// redaction of their values (nil: SLUICE_SECRET_* only, read with LookupEnv).
+	Secrets *flows.Secrets
 	// LookupEnv reads the environment variables that {"$env": NAME} references name
-	// (default os.LookupEnv); tests replace it.
+	// when Secrets is nil (default os.LookupEnv); tests replace it.
 	LookupEnv func(name string) (string, bool)
 
 	initOnce sync.Once
@@ -90,8 +92,12 @@ func (e *Env) init() {
 		if e.Logger == nil {
 			e.Logger = slog.New(slog.DiscardHandler)
 		}
-		if e.LookupEnv == nil {
-			e.LookupEnv = os.LookupEnv
+		if e.Secrets == nil {
+			if e.LookupEnv == nil {
+				e.Secrets = flows.DefaultSecrets()
+			} else {
+				e.Secrets, _ = flows.NewSecrets(flows.SecretsConfig{Lookup: e.LookupEnv}) // no allow-list: cannot fail
+			}
 		}
 	})
 }
@@ -106,6 +112,7 @@ func Register(reg *flows.Registry, env *Env) {
 		env = &Env{}
 	}
 	env.init()
+	reg.SetSecrets(env.Secrets)
 	for _, s := range []flows.Spec{
 		inputSpec(),
 		outputSpec(),

@@ -20,6 +20,7 @@ type Page struct {
 	Embedded bool   // the server runs on the embedded Redis: runs vanish on exit
 	Bundle   bool   // the UI bundle was built: load the pages' script
 	Full     bool   // the page fills the window (the editor): no padding, no scrolling
+	CSRF     string // the token the page's POST forms carry (server/protect.go)
 }
 
 func Base(p Page) templ.Component {
@@ -47,7 +48,7 @@ func Base(p Page) templ.Component {
 		var templ_7745c5c3_Var2 string
 		templ_7745c5c3_Var2, templ_7745c5c3_Err = templ.JoinStringErrs(p.Title)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `templ/layout/layout.templ`, Line: 20, Col: 19}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `templ/layout/layout.templ`, Line: 21, Col: 19}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var2))
 		if templ_7745c5c3_Err != nil {
@@ -126,7 +127,7 @@ func Base(p Page) templ.Component {
 			var templ_7745c5c3_Var7 string
 			templ_7745c5c3_Var7, templ_7745c5c3_Err = templruntime.NewAttributeExpression(current(p.Section == "flows")).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templ/layout/layout.templ`, Line: 31, Col: 113}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templ/layout/layout.templ`, Line: 32, Col: 113}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var7)
 			if templ_7745c5c3_Err != nil {
@@ -179,7 +180,7 @@ func Base(p Page) templ.Component {
 			var templ_7745c5c3_Var10 string
 			templ_7745c5c3_Var10, templ_7745c5c3_Err = templruntime.NewAttributeExpression(current(p.Section == "runs")).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templ/layout/layout.templ`, Line: 32, Col: 115}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templ/layout/layout.templ`, Line: 33, Col: 115}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var10)
 			if templ_7745c5c3_Err != nil {
@@ -232,7 +233,7 @@ func Base(p Page) templ.Component {
 			var templ_7745c5c3_Var13 string
 			templ_7745c5c3_Var13, templ_7745c5c3_Err = templruntime.NewAttributeExpression(current(p.Section == "queues")).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templ/layout/layout.templ`, Line: 33, Col: 121}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `templ/layout/layout.templ`, Line: 34, Col: 121}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var13)
 			if templ_7745c5c3_Err != nil {

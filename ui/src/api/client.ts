@@ -19,11 +19,12 @@ export class ApiError extends Error {
 }
 
 async function call<T>(method: string, url: string, body?: unknown): Promise<T> {
-  const init: RequestInit = { method, headers: { Accept: "application/json" }, credentials: "same-origin" };
-  if (body !== undefined) {
-    init.body = JSON.stringify(body);
-    (init.headers as Record<string, string>)["Content-Type"] = "application/json";
-  }
+  const headers: Record<string, string> = { Accept: "application/json" };
+  // Every change is a JSON request, with a body or without: the server refuses others
+  // (another site's page cannot send this type without a CORS preflight).
+  if (method !== "GET") headers["Content-Type"] = "application/json";
+  const init: RequestInit = { method, headers, credentials: "same-origin" };
+  if (body !== undefined) init.body = JSON.stringify(body);
   let res: Response;
   try {
     res = await fetch(url, init);

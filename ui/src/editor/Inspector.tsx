@@ -24,7 +24,8 @@ interface Props {
   isNew: boolean;
 }
 
-const COMMON_ENV = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GITHUB_TOKEN", "SLACK_BOT_TOKEN"];
+// Suggestions: flows may read SLUICE_SECRET_* (and what the server allows with --secrets).
+const COMMON_ENV = ["SLUICE_SECRET_OPENAI_KEY", "SLUICE_SECRET_ANTHROPIC_KEY", "SLUICE_SECRET_GITHUB_TOKEN", "SLUICE_SECRET_SLACK_TOKEN"];
 
 export function Inspector({ store, doc, reg, problems, selectedNodes, selectedEdges, isNew }: Props) {
   if (selectedNodes.size === 1) {

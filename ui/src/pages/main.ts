@@ -37,7 +37,8 @@ document.addEventListener("click", async (e) => {
     const url = b.dataset.post ?? b.dataset.delete!;
     const res = await fetch(url, {
       method: b.dataset.post ? "POST" : "DELETE",
-      headers: body === undefined ? { Accept: "application/json" } : { Accept: "application/json", "Content-Type": "application/json" },
+      // A JSON request also without a body: the server accepts changes only as such.
+      headers: { Accept: "application/json", "Content-Type": "application/json" },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     if (!res.ok) {

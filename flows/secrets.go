@@ -1,0 +1,408 @@
+package flows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Secrets is the operator's rule for the environment variables flows may read with
+// {"$env": NAME}, and the redaction of secret values wherever a step's results go.
+//
+// A flow may read SLUICE_SECRET_* and the names the operator lists (--secrets), never a
+// setting of Sluice itself (SLUICE_TOKEN, SLUICE_HOOK_SECRET_*, REDIS_URL, OPENAI_API_KEY,
+// any other SLUICE_* and the providers' api_key_env), even when listed: whoever may save
+// a flow must not be able to read the server's environment. Validation refuses other
+// names with the node and JSON path; the http component refuses them again when it runs.
+//
+// Redaction replaces every known secret value by "[redacted:NAME]": the values of the
+// variables flows may read, of Sluice's own secrets (the token, webhook secrets,
+// provider keys) and of any variable a step actually read. It is applied where a step's
+// result leaves the component (the engine's hook: output, update, items, error; live
+// events), and by the http component to every response before it is cached, so that an
+// upstream echoing a header puts the secret in no checkpoint, event, dead letter, page
+// or log line.
+type Secrets struct {
+	allow    map[string]bool // names listed besides the prefix
+	reserved map[string]bool // further settings of Sluice (providers' api_key_env)
+	lookup   func(string) (string, bool)
+
+	mu       sync.RWMutex
+	values   map[string]string // value -> name, every value that is redacted
+	replacer *strings.Replacer
+}
+
+// SecretPrefix starts the names of the environment variables every flow may read.
+const SecretPrefix = "SLUICE_SECRET_"
+
+// MinRedactLength is the shortest value that is redacted: a shorter one would replace
+// ordinary text (a secret that short is no secret anyway).
+const MinRedactLength = 6
+
+// SecretsConfig configures NewSecrets.
+type SecretsConfig struct {
+	// Allow lists environment variables flows may read besides SLUICE_SECRET_*.
+	Allow []string
+	// Reserved lists further names that are settings of Sluice (the providers'
+	// api_key_env), never readable by flows; their values are redacted.
+	Reserved []string
+	// Lookup reads one variable (default os.LookupEnv); Environ lists them all, as
+	// NAME=VALUE (default os.Environ; nil with a Lookup of its own means none).
+	Lookup  func(string) (string, bool)
+	Environ func() []string
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// settingNames are the environment variables Sluice reads as its configuration.
+var settingNames = map[string]bool{"REDIS_URL": true, "OPENAI_API_KEY": true, "OPENAI_BASE_URL": true}
+
+// secretSetting reports whether a setting's value is a secret, redacted like those flows
+// read. (REDIS_URL is not: no component sees it, and redacting a URL would only mangle
+// outputs that mention it.)
+func secretSetting(name string) bool {
+	return name == "SLUICE_TOKEN" || strings.HasPrefix(name, "SLUICE_HOOK_SECRET_") || name == "OPENAI_API_KEY"
+}
+
+// NewSecrets builds the rule. It refuses an allow-list entry that is not a variable name
+// or that names a setting of Sluice.
+func NewSecrets(cfg SecretsConfig) (*Secrets, error) {
+	s := &Secrets{allow: map[string]bool{}, reserved: map[string]bool{}, lookup: cfg.Lookup, values: map[string]string{}}
+	if s.lookup == nil {
+		s.lookup = os.LookupEnv
+		if cfg.Environ == nil {
+			cfg.Environ = os.Environ
+		}
+	}
+	for _, n := range cfg.Reserved {
+		s.reserved[n] = true
+	}
+	for _, n := range cfg.Allow {
+		if !envNameRE.MatchString(n) {
+			return nil, fmt.Errorf("secrets allow-list: %q is not an environment variable name", n)
+		}
+		if s.setting(n) {
+			return nil, fmt.Errorf("secrets allow-list: %s is a setting of Sluice itself; flows can never read it", n)
+		}
+		s.allow[n] = true
+	}
+	if cfg.Environ != nil {
+		for _, kv := range cfg.Environ() {
+			name, value, _ := strings.Cut(kv, "=")
+			if s.Check(name) == nil || secretSetting(name) || s.reserved[name] {
+				s.values[value] = name
+			}
+		}
+	}
+	for n := range s.allow {
+		if v, ok := s.lookup(n); ok {
+			s.values[v] = n
+		}
+	}
+	for n := range s.reserved {
+		if v, ok := s.lookup(n); ok {
+			s.values[v] = n
+		}
+	}
+	s.build()
+	return s, nil
+}
+
+// setting reports whether name is configuration of Sluice, which flows never read.
+func (s *Secrets) setting(name string) bool {
+	if settingNames[name] || s.reserved[name] {
+		return true
+	}
+	return strings.HasPrefix(name, "SLUICE_") && !strings.HasPrefix(name, SecretPrefix)
+}
+
+// Check returns nil when flows may read the environment variable name, else an error
+// saying why not and what to do.
+func (s *Secrets) Check(name string) error {
+	if s == nil {
+		s = &Secrets{} // the prefix only
+	}
+	switch {
+	case s.setting(name):
+		return fmt.Errorf("%s is a setting of Sluice itself; flows can never read it", name)
+	case strings.HasPrefix(name, SecretPrefix) && len(name) > len(SecretPrefix), s.allow[name]:
+		return nil
+	}
+	return fmt.Errorf("flows may not read the environment variable %s: name it %s… or allow it on the server with --secrets %s (SLUICE_SECRETS)", name, SecretPrefix, name)
+}
+
+// Lookup reads a variable flows may read; the value is redacted from then on.
+func (s *Secrets) Lookup(name string) (string, bool, error) {
+	if s == nil {
+		s = DefaultSecrets()
+	}
+	if err := s.Check(name); err != nil {
+		return "", false, err
+	}
+	v, ok := s.lookup(name)
+	if ok && v != "" {
+		s.add(name, v)
+	}
+	return v, ok, nil
+}
+
+func (s *Secrets) add(name, value string) {
+	s.mu.RLock()
+	_, known := s.values[value]
+	s.mu.RUnlock()
+	if known {
+		return
+	}
+	s.mu.Lock()
+	s.values[value] = name
+	s.mu.Unlock()
+	s.build()
+}
+
+// build makes the replacer of every value long enough, in the form it has in text and
+// in JSON text (escaped), the longest first so that a value containing another wins.
+func (s *Secrets) build() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	type pair struct{ old, new string }
+	var pairs []pair
+	for v, name := range s.values {
+		if len(v) < MinRedactLength {
+			continue
+		}
+		mark := "[redacted:" + name + "]"
+		pairs = append(pairs, pair{v, mark})
+		if b, err := json.Marshal(v); err == nil {
+			if esc := string(b[1 : len(b)-1]); esc != v {
+				pairs = append(pairs, pair{esc, mark})
+			}
+		}
+	}
+	sort.Slice(pairs, func(i, j int) bool {
+		if len(pairs[i].old) != len(pairs[j].old) {
+			return len(pairs[i].old) > len(pairs[j].old)
+		}
+		return pairs[i].old < pairs[j].old
+	})
+	if len(pairs) == 0 {
+		s.replacer = nil
+		return
+	}
+	args := make([]string, 0, 2*len(pairs))
+	for _, p := range pairs {
+		args = append(args, p.old, p.new)
+	}
+	s.replacer = strings.NewReplacer(args...)
+}
+
+// TooShort lists the secret variables whose values are too short to be redacted.
+func (s *Secrets) TooShort() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []string
+	for v, name := range s.values {
+		if v != "" && len(v) < MinRedactLength {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Redact replaces every secret value in text.
+func (s *Secrets) Redact(text string) string {
+	if s == nil {
+		return text
+	}
+	s.mu.RLock()
+	r := s.replacer
+	s.mu.RUnlock()
+	if r == nil {
+		return text
+	}
+	return r.Replace(text)
+}
+
+// RedactBytes is Redact for raw bytes (a response body, JSON text); b itself is returned
+// when it holds no secret.
+func (s *Secrets) RedactBytes(b []byte) []byte {
+	if s == nil {
+		return b
+	}
+	if out := s.Redact(string(b)); out != string(b) {
+		return []byte(out)
+	}
+	return b
+}
+
+// RedactValue returns v (a decoded JSON value: maps, slices, strings, numbers...) with
+// every secret replaced in its strings and keys; parts without one are shared, not
+// copied.
+func (s *Secrets) RedactValue(v any) any {
+	if s == nil {
+		return v
+	}
+	s.mu.RLock()
+	r := s.replacer
+	s.mu.RUnlock()
+	if r == nil {
+		return v
+	}
+	out, _ := redactValue(r, v)
+	return out
+}
+
+func redactValue(r *strings.Replacer, v any) (any, bool) {
+	switch x := v.(type) {
+	case string:
+		if y := r.Replace(x); y != x {
+			return y, true
+		}
+	case map[string]any:
+		var out map[string]any
+		for k, e := range x {
+			nk := r.Replace(k)
+			ne, changed := redactValue(r, e)
+			if changed || nk != k {
+				if out == nil {
+					out = make(map[string]any, len(x))
+					for k2, e2 := range x {
+						out[k2] = e2
+					}
+				}
+				if nk != k {
+					delete(out, k)
+				}
+				out[nk] = ne
+			}
+		}
+		if out != nil {
+			return out, true
+		}
+	case []any:
+		var out []any
+		for i, e := range x {
+			if ne, changed := redactValue(r, e); changed {
+				if out == nil {
+					out = append([]any(nil), x...)
+				}
+				out[i] = ne
+			}
+		}
+		if out != nil {
+			return out, true
+		}
+	case json.RawMessage:
+		if y := r.Replace(string(x)); y != string(x) {
+			return json.RawMessage(y), true
+		}
+	default:
+		// Other Go values (structs a component returns) are redacted through their JSON.
+		if v == nil {
+			return v, false
+		}
+		switch v.(type) {
+		case bool, float64, float32, int, int64, json.Number:
+			return v, false
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return v, false
+		}
+		if y := r.Replace(string(b)); y != string(b) {
+			if d, err := DecodeJSON([]byte(y)); err == nil {
+				return d, true
+			}
+		}
+	}
+	return v, false
+}
+
+// RedactError returns err unchanged when its message holds no secret; otherwise an
+// error with the message redacted that keeps the code, the place and whether it is
+// permanent (the chain below is dropped: it holds the secret).
+func (s *Secrets) RedactError(err error) error {
+	if s == nil || err == nil {
+		return err
+	}
+	msg := err.Error()
+	red := s.Redact(msg)
+	if red == msg {
+		return err
+	}
+	if fe, ok := err.(*Error); ok {
+		c := *fe
+		c.Message = s.Redact(fe.Message)
+		if fe.Err != nil {
+			c.Err = errors.New(s.Redact(fe.Err.Error()))
+		}
+		return &c
+	}
+	var fe *Error
+	if errors.As(err, &fe) {
+		return &Error{Code: fe.Code, Message: red, Permanent: fe.Permanent}
+	}
+	return errors.New(red)
+}
+
+// RedactResult redacts a step's result in place: its output, update and items.
+func (s *Secrets) RedactResult(r *Result) {
+	if s == nil || r == nil {
+		return
+	}
+	r.Output = s.RedactValue(r.Output)
+	if r.Update != nil {
+		if m, ok := s.RedactValue(r.Update).(map[string]any); ok {
+			r.Update = m
+		}
+	}
+	if r.Items != nil {
+		if items, ok := s.RedactValue(r.Items).([]any); ok {
+			r.Items = items // a copy when anything changed: the items may share the state's lists
+		}
+	}
+}
+
+var defaultSecrets = sync.OnceValue(func() *Secrets {
+	s, _ := NewSecrets(SecretsConfig{})
+	return s
+})
+
+// DefaultSecrets is the rule without an allow-list, over this process's environment.
+func DefaultSecrets() *Secrets { return defaultSecrets() }
+
+// processSecrets is the rule of this process, which the engine's hooks redact with.
+var processSecrets atomic.Pointer[Secrets]
+
+// UseSecrets makes s the process's rule for redaction (cmd sets it at start; nil: no
+// redaction by the engine's hooks).
+func UseSecrets(s *Secrets) { processSecrets.Store(s) }
+
+// RedactStep is the engine's hook where a step's result leaves its component: it
+// redacts the result and the error with the process's rule.
+func RedactStep(res *Result, err error) (*Result, error) {
+	s := processSecrets.Load()
+	if s == nil {
+		return res, err
+	}
+	s.RedactResult(res)
+	return res, s.RedactError(err)
+}
+
+// RedactData redacts any value with the process's rule: for what a step stores outside
+// its result, such as the turns a long step saves (Step.SaveTurn).
+func RedactData(v any) any {
+	return processSecrets.Load().RedactValue(v)
+}
+
+// RedactEvent is the engine's hook for live events (streamed tokens): it redacts their
+// JSON with the process's rule.
+func RedactEvent(data []byte) []byte {
+	return processSecrets.Load().RedactBytes(data)
+}
