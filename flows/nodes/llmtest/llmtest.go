@@ -28,6 +28,15 @@ type Server struct {
 	respond func(Request) Reply
 	reqs    []Request
 	arrived chan struct{}
+	aborted int
+}
+
+// Aborted is how many requests their client gave up on while the server held them
+// (a Reply with Wait).
+func (s *Server) Aborted() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.aborted
 }
 
 // Request is a chat completion request as the server received it.
@@ -233,6 +242,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-reply.Wait:
 		case <-r.Context().Done():
+			s.mu.Lock()
+			s.aborted++
+			s.mu.Unlock()
 			return
 		}
 	}

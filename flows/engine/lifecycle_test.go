@@ -1,0 +1,175 @@
+package engine_test
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/nodes/llmtest"
+	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+// A model call in flight when its run is cancelled in another process is aborted (the
+// model server sees the request go), the step is not retried, and the run's history says
+// it was interrupted.
+func TestCancelStopsAModelCallInFlightAndRecordsIt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		srv := llmtest.New(t)
+		hold := make(chan struct{})
+		defer close(hold)
+		srv.Respond(func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "late", Wait: hold} })
+		v, _, _ := componentEnv(t, r, srv)
+		p := v.compile(`{"sluice": 1, "id": "FLOW", "settings": {"max_attempts": 3},
+		 "nodes": [{"id": "in", "type": "input"}, {"id": "ask", "type": "llm", "params": {"model": "m", "user": "hello"}}, {"id": "out", "type": "output"}],
+		 "edges": [{"from": "in", "to": "ask"}, {"from": "ask", "to": "out"}]}`)
+		v.work(p)
+		id := v.start(p, `{}`)
+		waitFor(t, "the model call to arrive", 20*time.Second, func() bool { return srv.Calls() == 1 })
+
+		// Cancelled through another engine, as the API of another process would.
+		other := engine.New(r, v.reg, engine.Options{Logger: testLogger(t)})
+		if err := other.Cancel(context.Background(), p.Flow, id); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the model server to see the request aborted", 20*time.Second, func() bool { return srv.Aborted() == 1 })
+		waitFor(t, "the step's entry to be acknowledged", 20*time.Second, func() bool {
+			length, pending := r.NodeBacklog(context.Background(), p.Flow, []string{"ask"})
+			return length[0] == 0 && pending[0] == 0
+		})
+		run, err := v.e.Get(context.Background(), p.Flow, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustStatus(t, run, store.StatusCancelled)
+		if srv.Calls() != 1 {
+			t.Errorf("the model was called %d times, want once: nothing retries after a cancel", srv.Calls())
+		}
+		var kinds []string
+		for _, c := range v.checkpoints(p, id) {
+			if c.Node == "ask" {
+				kinds = append(kinds, c.Kind)
+			}
+		}
+		if strings.Join(kinds, ",") != store.KindInterrupted {
+			t.Errorf("history of ask: %v, want one interrupted step", kinds)
+		}
+	})
+}
+
+// A queued activation of a cancelled run is acknowledged without running its component.
+func TestAQueuedStepOfACancelledRunNeverRuns(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		v := newEnv(t, r)
+		p := v.compile(scripted(`{"update": {"done": true}}`))
+		_, stop := startWorker(t, v.e, time.Second, p.Flow)
+		orig := v.run(p, `{}`)
+		mustStatus(t, orig, store.StatusSucceeded)
+		ctx := context.Background()
+		cps := v.checkpoints(p, orig.ID)
+		// A fork from the input node's checkpoint queues an activation of "work" straight
+		// away; no worker serves the flow while it is queued and cancelled.
+		stop()
+		id, err := v.e.Fork(ctx, p.Flow, orig.ID, cps[1].ID, nil, engine.ForkOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.e.Cancel(ctx, p.Flow, id); err != nil {
+			t.Fatal(err)
+		}
+		v.work(p)
+		waitFor(t, "the cancelled run's activation to be acknowledged", 20*time.Second, func() bool {
+			length, pending := r.NodeBacklog(ctx, p.Flow, []string{"work"})
+			return length[0] == 0 && pending[0] == 0
+		})
+		if n := v.calls(p, id, "work"); n != 0 {
+			t.Errorf("work ran %d times for a cancelled run, want never", n)
+		}
+	})
+}
+
+// A step that failed and waits for its retry is not retried once its run is cancelled.
+func TestAFailedStepIsNotRetriedAfterItsRunIsCancelled(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		v := newEnv(t, r)
+		p := v.compile(`{"sluice": 1, "id": "FLOW",
+		 "nodes": [{"id": "in", "type": "input"}, {"id": "work", "type": "script", "params": {"always_fail": true}, "retry": {"max_attempts": 5, "initial": "1s"}}, {"id": "out", "type": "output"}],
+		 "edges": [{"from": "in", "to": "work"}, {"from": "work", "to": "out"}]}`)
+		v.work(p)
+		id := v.start(p, `{}`)
+		ctx := context.Background()
+		waitFor(t, "the first attempt to fail", 20*time.Second, func() bool {
+			for _, c := range v.checkpoints(p, id) {
+				if c.Kind == store.KindError {
+					return true
+				}
+			}
+			return false
+		})
+		if err := v.e.Cancel(ctx, p.Flow, id); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the step's entry to be let go", 20*time.Second, func() bool {
+			length, pending := r.NodeBacklog(ctx, p.Flow, []string{"work"})
+			return length[0] == 0 && pending[0] == 0
+		})
+		if n := v.calls(p, id, "work"); n != 1 {
+			t.Errorf("work ran %d times, want once: no retry after the cancel", n)
+		}
+	})
+}
+
+// A slow pure step delays only its own run: another run of the same flow finishes while
+// it is still going (pure steps used to run one after another on the flow's reader).
+func TestASlowPureStepDoesNotHoldUpOtherRuns(t *testing.T) {
+	v := newEnv(t, storetest.Real(t))
+	p := v.compile(`{"sluice": 1, "id": "FLOW", "settings": {"max_attempts": 1},
+	 "nodes": [{"id": "in", "type": "input"},
+	  {"id": "t", "type": "template", "timeout": "5s", "params": {"template": "{{if .slow}}{{range 1500000000}}{{end}}{{end}}done"}},
+	  {"id": "out", "type": "output", "params": {"value": ".text"}}],
+	 "edges": [{"from": "in", "to": "t"}, {"from": "t", "to": "out"}]}`)
+	v.work(p)
+	slow := v.start(p, `{"slow": true}`)
+	fast := v.run(p, `{"slow": false}`)
+	mustStatus(t, fast, store.StatusSucceeded)
+	if r, _ := v.e.Get(context.Background(), p.Flow, slow); store.Finished(r.Status) {
+		t.Errorf("the slow run was %s before the fast one finished: the fast one waited for it", r.Status)
+	}
+	mustStatus(t, v.wait(p, slow), store.StatusFailed) // at its deadline
+}
+
+// A fanout item whose seed cannot be merged into its branch's state fails the step for
+// good, naming the item (it used to start its branch from the parent's state instead).
+func TestAFanoutItemThatCannotBeMergedFailsTheStep(t *testing.T) {
+	v := newEnv(t, storetest.Embedded(t))
+	p := v.compile(`{"sluice": 1, "id": "FLOW", "state": {"item": {"reducer": "add", "default": 0}},
+	 "nodes": [{"id": "in", "type": "input"}, {"id": "each", "type": "fanout", "params": {"items": ".xs"}},
+	  {"id": "work", "type": "transform", "params": {"expr": "{}"}}, {"id": "j", "type": "join"}, {"id": "out", "type": "output"}],
+	 "edges": [{"from": "in", "to": "each"}, {"from": "each", "to": "work"}, {"from": "work", "to": "j"}, {"from": "j", "to": "out"}]}`)
+	v.work(p)
+	run := v.run(p, `{"xs": [1, "two"]}`)
+	mustStatus(t, run, store.StatusFailed)
+	if run.ErrorNode != "each" || !strings.Contains(run.Error, "items[1]") {
+		t.Errorf("error %q at %q, want item 1 named at node each", run.Error, run.ErrorNode)
+	}
+	if run.Dead != 1 {
+		t.Errorf("%d dead letters, want 1 (failed for good, not retried)", run.Dead)
+	}
+}
+
+// The engine talks to Redis only through the store package.
+func TestTheEngineDoesNotImportTheRedisClient(t *testing.T) {
+	// store imports it, of course: what matters is that the engine's own files do not.
+	imp, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "github.com/sluicehq/sluice/flows/engine").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, p := range strings.Fields(string(imp)) {
+		if strings.HasPrefix(p, "github.com/redis/go-redis") {
+			t.Errorf("flows/engine imports %s: Redis is the store package's", p)
+		}
+	}
+}
