@@ -54,7 +54,7 @@ func TestTransitions(t *testing.T) {
 		{name: "a join's step closes its fork first", node: "j", at: stepPlace{Join: "a~E1"},
 			res: &flows.Result{}, want: `close a~E1 | activate f from 0 tok ""`},
 		{name: "a fanout seeds a checkpoint per item and forks over them", node: "f", at: stepPlace{Entry: "E2"},
-			res: &flows.Result{Items: []any{map[string]any{"x": 1}, map[string]any{"x": 2}}},
+			res:  &flows.Result{Items: []any{map[string]any{"x": 1}, map[string]any{"x": 2}}},
 			want: `seed {"x":1} | seed {"x":2} | open f~E2 n=2 outer "" base 0 join k | activate g from 1 tok "f~E2@0" | activate g from 2 tok "f~E2@1"`},
 		{name: "a fanout over no items opens an empty fork, which fires its join", node: "f", at: stepPlace{Entry: "E3"},
 			res: &flows.Result{Items: []any{}}, want: `open f~E3 n=0 outer "" base 0 join k`},
