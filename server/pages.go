@@ -56,7 +56,7 @@ func (s *Server) render(c echo.Context, status int, t templ.Component) error {
 }
 
 func (s *Server) page(title, section string) layout.Page {
-	return layout.Page{Title: title, Section: section, Embedded: s.cfg.Embedded, Bundle: static.HasBundle()}
+	return layout.Page{Title: title, Section: section, Embedded: s.cfg.Embedded, Bundle: static.HasBundle(), Asset: static.Path}
 }
 
 func (s *Server) pageEngine() pageEngine { return s.engine }
@@ -74,36 +74,33 @@ func (s *Server) homePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	drafts, err := s.library.Drafts()
+	if err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	items := make([]pages.FlowItem, 0, len(files))
+	byID := map[string]int{}
 	for _, f := range files {
-		var head struct {
-			Name  string            `json:"name"`
-			Nodes []json.RawMessage `json:"nodes"`
-		}
-		item := pages.FlowItem{ID: f.ID}
-		if err := json.Unmarshal(f.Data, &head); err != nil {
-			item.Problem = "not valid JSON: " + err.Error()
-		} else {
-			_, probs, _ := s.pageEngine().Compile(f.Data)
-			for _, p := range probs {
-				if p.Severity == flows.SeverityError {
-					item.Errors++
-				} else {
-					item.Warnings++
-				}
-			}
-		}
-		item.Name, item.Nodes = head.Name, len(head.Nodes)
-		if item.Name == "" {
-			item.Name = f.ID
-		}
+		item := s.flowItem(f)
+		item.Published = true
 		if runs, _, err := s.pageEngine().List(ctx, f.ID, engine.ListQuery{Limit: 1}); err == nil && len(runs) > 0 {
 			r := runItem(runs[0])
 			item.LastRun = &r
 		}
+		byID[f.ID] = len(items)
 		items = append(items, item)
 	}
+	for _, d := range drafts {
+		di := s.flowItem(d)
+		if i, ok := byID[d.ID]; ok {
+			items[i].Draft, items[i].DraftErrors = true, di.Errors
+			continue
+		}
+		di.Draft, di.DraftErrors = true, di.Errors
+		items = append(items, di)
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].ID < items[j].ID })
 	var exs []pages.Example
 	for _, id := range examples.IDs() {
 		doc, _ := examples.Read(id)
@@ -114,38 +111,77 @@ func (s *Server) homePage(c echo.Context) error {
 	return s.render(c, http.StatusOK, pages.Home(s.page("Flows", "flows"), s.library.Dir, items, exs))
 }
 
+// flowItem reads a flow document for the flows page: name, size, problems.
+func (s *Server) flowItem(f store.LibraryFile) pages.FlowItem {
+	var head struct {
+		Name  string            `json:"name"`
+		Nodes []json.RawMessage `json:"nodes"`
+	}
+	item := pages.FlowItem{ID: f.ID}
+	if err := json.Unmarshal(f.Data, &head); err != nil {
+		item.Problem = "not valid JSON: " + err.Error()
+	} else {
+		_, probs, _ := s.pageEngine().Compile(f.Data)
+		for _, p := range probs {
+			if p.Severity == flows.SeverityError {
+				item.Errors++
+			} else {
+				item.Warnings++
+			}
+		}
+	}
+	item.Name, item.Nodes = head.Name, len(head.Nodes)
+	if item.Name == "" {
+		item.Name = f.ID
+	}
+	return item
+}
+
 // editorData is what the editor island is given (ui/src/editor/Editor.tsx EditorData).
 type editorData struct {
-	Flow       json.RawMessage `json:"flow"`
+	// Flow is the working copy: the draft when there is one, else the saved file.
+	Flow json.RawMessage `json:"flow"`
+	// Published is the saved file (what runs); null for a new flow or one that is only a draft.
+	Published  json.RawMessage `json:"published"`
+	Draft      bool            `json:"draft"`
 	Components []*flows.Spec   `json:"components"`
 	IsNew      bool            `json:"isNew"`
 }
 
-func (s *Server) editor(c echo.Context, title string, doc []byte, isNew bool) error {
+func (s *Server) editor(c echo.Context, title string, data editorData) error {
 	if !static.HasBundle() {
 		return s.render(c, http.StatusOK, pages.NoBundle(s.page(title, "flows")))
 	}
-	if !json.Valid(doc) {
+	if !json.Valid(data.Flow) {
 		return &flows.Error{Code: flows.Invalid, Message: "the flow file is not valid JSON; fix it in a text editor or import it again"}
+	}
+	if data.Published == nil || !json.Valid(data.Published) {
+		data.Published = json.RawMessage("null")
 	}
 	p := s.page(title, "flows")
 	p.Full = true
-	data := editorData{Flow: doc, Components: s.pageEngine().Registry().Specs(), IsNew: isNew}
+	data.Components = s.pageEngine().Registry().Specs()
 	return s.render(c, http.StatusOK, pages.Editor(p, data))
 }
 
 func (s *Server) editorPage(c echo.Context) error {
 	id := c.Param("flow")
-	doc, err := s.library.Load(id)
-	if err != nil {
+	file, err := s.library.Load(id)
+	if err != nil && flows.ErrorCode(err) != flows.NotFound {
+		return err
+	}
+	data := editorData{Flow: file, Published: file}
+	if draft, derr := s.library.LoadDraft(id); derr == nil && json.Valid(draft) {
+		data.Flow, data.Draft = draft, true
+	} else if err != nil {
 		return err
 	}
 	var head struct{ Name string }
-	_ = json.Unmarshal(doc, &head)
+	_ = json.Unmarshal(data.Flow, &head)
 	if head.Name == "" {
 		head.Name = id
 	}
-	return s.editor(c, head.Name, doc, false)
+	return s.editor(c, head.Name, data)
 }
 
 // newFlowPage opens the editor on a flow that is not saved yet: blank, or a copy of an
@@ -170,13 +206,18 @@ func (s *Server) newFlowPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.editor(c, name, out, true)
+	return s.editor(c, name, editorData{Flow: out, IsNew: true})
 }
 
 // duplicateFlowPage saves a copy of a flow under a new id and opens it.
 func (s *Server) duplicateFlowPage(c echo.Context) error {
 	id := c.Param("flow")
 	raw, err := s.library.Load(id)
+	save := s.library.Save
+	if flows.ErrorCode(err) == flows.NotFound {
+		raw, err = s.library.LoadDraft(id) // a flow that is only a draft is copied as one
+		save = s.library.SaveDraft
+	}
 	if err != nil {
 		return err
 	}
@@ -196,7 +237,7 @@ func (s *Server) duplicateFlowPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.library.Save(newID, out); err != nil {
+	if err := save(newID, out); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/flows/"+newID)
@@ -271,7 +312,7 @@ func (s *Server) freeID(base string) string {
 		if i > 1 {
 			id = fmt.Sprintf("%s-%d", base, i)
 		}
-		if _, err := s.library.Load(id); flows.ErrorCode(err) == flows.NotFound {
+		if !s.library.Exists(id) {
 			return id
 		}
 	}

@@ -195,11 +195,32 @@ func (s *Server) planFor(ctx context.Context, flow, version string) (*flows.Plan
 	if flows.ErrorCode(err) != flows.NotFound {
 		return nil, err
 	}
+	if draft, derr := s.library.LoadDraft(flow); derr == nil {
+		return nil, s.draftOnly(flow, draft)
+	}
 	p, perr := s.runs().CurrentPlan(ctx, flow)
 	if flows.ErrorCode(perr) == flows.NotFound {
 		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: "no such flow"}
 	}
 	return p, perr
+}
+
+// draftOnly is the error of running a flow that has only a draft: nothing valid was ever
+// saved, so there is no version to run.
+func (s *Server) draftOnly(flow string, draft []byte) error {
+	_, probs, _ := s.runs().Compile(draft)
+	why := "it is a draft that has never been saved valid"
+	if errs := probs.Errors(); len(errs) > 0 {
+		why = fmt.Sprintf("it is a draft with %d %s (%s) and has never been saved valid", len(errs), pluralWord(len(errs), "problem"), errs[0])
+	}
+	return &flows.Error{Code: flows.Invalid, Flow: flow, Message: fmt.Sprintf("flow %q cannot run: %s; fix it in the editor and save it", flow, why)}
+}
+
+func pluralWord(n int, w string) string {
+	if n == 1 {
+		return w
+	}
+	return w + "s"
 }
 
 // planCache keeps the plan of each library file's last content, so that starting a
