@@ -504,16 +504,18 @@ func TestBrowserImportDuplicateExportDeleteAndTheUnsavedChangesGuard(t *testing.
 	b.run("choose the file to import", chromedp.SetUploadFiles(chromedp.CSS("#import-file"), []string{file}))
 	b.waitFor("the imported flow in the editor", `location.pathname.endsWith("/`+flowID+`") && document.querySelectorAll(".react-flow__node").length === 4`)
 
-	// An edit not saved: leaving the page asks first.
+	// An edit autosaves as a draft; leaving then loses nothing and does not ask. (Leaving
+	// before the server has an edit asks: TestBrowserDraftsSaveWithProblemsAndTheWorkingCopyAutosaves.)
 	b.click(`.react-flow__node[data-id="greet"]`)
 	b.typeInto(`input[aria-label="Label"]`, "Say hello")
-	b.waitText("#save-state", "Unsaved changes")
+	b.waitText("#save-state", "Draft saved")
 	b.open("/")
-	if got := strings.Join(dialogs(), "\n"); !strings.Contains(got, "beforeunload") {
-		t.Errorf("leaving with unsaved changes did not ask; dialogs: %q", got)
+	if got := strings.Join(dialogs(), "\n"); strings.Contains(got, "beforeunload") {
+		t.Errorf("leaving with every edit autosaved asked; dialogs: %q", got)
 	}
 	row := fmt.Sprintf(`#flow-list tr[data-flow=%q]`, flowID)
 	b.waitText(row, "Linear pipeline")
+	b.waitText(row, "+ draft")
 
 	// Export answers the file as a download.
 	exported := evaluate[string](b, fmt.Sprintf(`fetch(document.querySelector('%s a[download]').href).then(r => r.headers.get("Content-Disposition") + " " + r.status)`, row), chromedp.EvalAwaitPromise)

@@ -59,6 +59,14 @@ export interface Saved {
   problems: Problem[];
 }
 
+export interface DraftSaved {
+  id: string;
+  draft: true;
+  valid: boolean;
+  version?: string;
+  problems: Problem[];
+}
+
 export interface Started {
   run: string;
   flow: string;
@@ -69,7 +77,14 @@ export const api = {
   components: () => call<{ components: ComponentSpec[] }>("GET", "/api/components").then((r) => r.components),
   getFlow: (flow: string) => call<FlowDocument>("GET", flowURL(flow)),
   validate: (doc: FlowDocument) => call<Validation>("POST", "/api/flows/validate", doc),
-  save: (doc: FlowDocument) => call<Saved>("PUT", flowURL(doc.id), doc),
+  /** Saves and publishes a valid document; create refuses (409) to replace a flow that exists. */
+  save: (doc: FlowDocument, create = false) => call<Saved>("PUT", flowURL(doc.id) + (create ? "?create=true" : ""), doc),
+  /** Keeps a draft, whatever its problems; nothing is published. */
+  saveDraft: (doc: FlowDocument, create = false) => call<DraftSaved>("PUT", `${flowURL(doc.id)}/draft` + (create ? "?create=true" : ""), doc),
+  /** Sends a draft while the page unloads (the request outlives the page). */
+  saveDraftOnExit: (doc: FlowDocument) =>
+    void fetch(`${flowURL(doc.id)}/draft`, { method: "PUT", keepalive: true, credentials: "same-origin", headers: { "Content-Type": "application/json", Accept: "application/json" }, body: JSON.stringify(doc) }).catch(() => undefined),
+  deleteDraft: (flow: string) => call<void>("DELETE", `${flowURL(flow)}/draft`),
   startRun: (flow: string, input: unknown) => call<Started>("POST", `${flowURL(flow)}/runs`, { input }),
   getRun: (flow: string, run: string) => call<Run>("GET", runURL(flow, run)),
   cancel: (flow: string, run: string) => call<Run>("POST", `${runURL(flow, run)}/cancel`),

@@ -20,11 +20,13 @@ import { connectionOf, toCanvasEdges, toCanvasNodes, type CanvasNode } from "../
 import { checkConnection, type Connection } from "../flow/connect";
 import { clipText, copy, paste, type Clip } from "../flow/clipboard";
 import { validId } from "../flow/ids";
-import { layout, type Size } from "../flow/layout";
+import { freeSpot, layout, type Size } from "../flow/layout";
 import { addNode, connect, moveNodes, removeItems } from "../flow/ops";
 import { mapProblems } from "../flow/problems";
 import { finished } from "../flow/runview";
 import { registryOf, type ComponentSpec, type FlowDocument, type Position } from "../flow/types";
+import { decideRestore, parseStored, plural, savedMessage, saveStateText, serialize, storageKey, type RestoreDecision } from "../flow/workingcopy";
+import { Autosave } from "./autosave";
 import { FlowNodeView } from "./FlowNodeView";
 import { Inspector } from "./Inspector";
 import { Palette } from "./Palette";
@@ -35,11 +37,24 @@ import { TestRun } from "./testrun";
 import { useValidation } from "./useValidation";
 
 export interface EditorData {
+  /** The working copy: the flow's draft when it has one, else its saved file. */
   flow: FlowDocument;
+  /** The saved file (what runs); null for a new flow or one that is only a draft. */
+  published: FlowDocument | null;
+  /** flow is the server's draft. */
+  draft: boolean;
   components: ComponentSpec[];
   /** The flow has never been saved (a new flow). */
   isNew: boolean;
 }
+
+const storage = (() => {
+  try {
+    return window.localStorage;
+  } catch {
+    return undefined;
+  }
+})();
 
 const nodeTypes = { flow: FlowNodeView };
 type Tab = "inspect" | "problems" | "run";
@@ -55,18 +70,30 @@ export function EditorApp({ data }: { data: EditorData }) {
 
 function Editor({ data }: { data: EditorData }) {
   const reg = useMemo(() => registryOf(data.components), [data.components]);
-  const store = useMemo(() => new EditorStore(data.flow, !data.isNew), [data.flow, data.isNew]);
+  const store = useMemo(
+    () => new EditorStore(data.flow, data.isNew ? false : { server: data.flow, published: data.published ?? null }),
+    [data.flow, data.isNew, data.published],
+  );
   const st = useSyncExternalStore(store.subscribe, store.get);
+  const autosave = useMemo(
+    () =>
+      new Autosave(store, { storage, saveDraft: (d) => api.saveDraft(d), deleteDraft: (f) => api.deleteDraft(f), saveDraftOnExit: (d) => api.saveDraftOnExit(d) }, !data.isNew, serialize(data.flow)),
+    [store, data.isNew, data.flow],
+  );
+  useEffect(() => () => autosave.close(), [autosave]);
+  const as = useSyncExternalStore(autosave.subscribe, autosave.get);
+  const [offer, setOffer] = useState<Extract<RestoreDecision, { kind: "offer" }> | undefined>();
   const testRun = useMemo(() => new TestRun(data.flow.id), [data.flow.id]);
   const rs = useSyncExternalStore(testRun.subscribe, testRun.get);
   const [isNew, setIsNew] = useState(data.isNew);
   const [tab, setTab] = useState<Tab>("inspect");
-  const [toast, setToast] = useState<{ text: string; kind: "ok" | "error" } | undefined>();
+  const [toast, setToast] = useState<{ text: string; kind: "ok" | "warn" | "error" } | undefined>();
   const [saving, setSaving] = useState(false);
   const rf = useReactFlow();
   const canvasRef = useRef<HTMLDivElement>(null);
   const { doc } = st;
   const dirty = isNew || store.dirty;
+  const hasDraft = !isNew && store.draft;
 
   const validation = useValidation(doc);
   const pmap = useMemo(() => mapProblems(validation.problems, doc), [validation.problems, doc]);
@@ -77,7 +104,24 @@ function Editor({ data }: { data: EditorData }) {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [isNew, testRun]);
 
-  const say = useCallback((text: string, kind: "ok" | "error" = "ok") => setToast({ text, kind }), []);
+  const say = useCallback((text: string, kind: "ok" | "warn" | "error" = "ok") => setToast({ text, kind }), []);
+
+  // Edits this browser kept and the server never got (a crashed tab, a lost connection).
+  useEffect(() => {
+    const d = decideRestore(serialize(data.flow), parseStored(storage?.getItem(storageKey(data.flow.id, data.isNew)) ?? null));
+    if (d.kind === "restore") {
+      store.replace(d.doc);
+      say("Restored the changes this browser had kept but the server never got");
+    } else if (d.kind === "offer") setOffer(d);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [store]);
+
+  // The page goes away: send what the server does not have yet.
+  useEffect(() => {
+    const onHide = () => autosave.exit();
+    window.addEventListener("pagehide", onHide);
+    return () => window.removeEventListener("pagehide", onHide);
+  }, [autosave]);
   useEffect(() => {
     if (!toast) return;
     const t = setTimeout(() => setToast(undefined), toast.kind === "error" ? 8000 : 3000);
@@ -170,8 +214,7 @@ function Editor({ data }: { data: EditorData }) {
       } else {
         const r = canvasRef.current?.getBoundingClientRect();
         const p = rf.screenToFlowPosition(r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : { x: 400, y: 300 });
-        const n = store.get().doc.nodes.length;
-        pos = { x: p.x - 100 + (n % 5) * 16, y: p.y - 30 + (n % 5) * 16 };
+        pos = freeSpot(store.get().doc, (id) => store.get().sizes.get(id), { x: p.x - 100, y: p.y - 30 });
       }
       const spec = reg.get(type);
       let id = "";
@@ -187,6 +230,10 @@ function Editor({ data }: { data: EditorData }) {
     [rf, store, reg, say],
   );
 
+  /**
+   * Saves the working copy: a valid flow is written and published (it runs from then on);
+   * one with errors is kept as a draft. Resolves to whether it was published.
+   */
   const save = useCallback(async (): Promise<boolean> => {
     const d = store.get().doc;
     if (!validId(d.id)) {
@@ -195,24 +242,35 @@ function Editor({ data }: { data: EditorData }) {
       store.select([]);
       return false;
     }
-    if (isNew) {
-      const exists = await api.getFlow(d.id).then(
-        () => true,
-        () => false,
-      );
-      if (exists && !confirm(`A flow "${d.id}" exists already. Replace it?`)) return false;
-    }
     setSaving(true);
     try {
-      await api.save(d);
-      store.markSaved(d);
+      let valid = true;
+      let errors = 0;
+      try {
+        const v = await api.validate(d);
+        valid = v.valid;
+        errors = v.problems.filter((p) => p.severity === "error").length;
+      } catch {
+        /* the save itself will say what is wrong */
+      }
+      const attempt = (create: boolean) => (valid ? api.save(d, create) : api.saveDraft(d, create));
+      try {
+        await attempt(isNew);
+      } catch (e) {
+        if (!(isNew && e instanceof ApiError && e.status === 409)) throw e;
+        if (!confirm(`A flow "${d.id}" exists already. Replace it?`)) return false;
+        await attempt(false);
+      }
+      store.markSaved(d, valid);
       if (isNew) {
         setIsNew(false);
         history.replaceState(null, "", `/flows/${encodeURIComponent(d.id)}`);
+        autosave.serverKnows();
       }
       document.title = `${d.name || d.id} · Sluice`;
-      say("Saved");
-      return true;
+      say(savedMessage(valid, errors, store.get().published !== ""), valid ? "ok" : "warn");
+      if (!valid) setTab("problems");
+      return valid;
     } catch (e) {
       const msg = e instanceof ApiError ? e.message : String(e);
       say(`Not saved: ${msg}`, "error");
@@ -221,18 +279,32 @@ function Editor({ data }: { data: EditorData }) {
     } finally {
       setSaving(false);
     }
-  }, [store, isNew, say]);
+  }, [store, isNew, say, autosave]);
 
   const run = useCallback(
     async (input: unknown) => {
       setTab("run");
-      if (isNew || store.dirty) {
+      if (isNew || store.dirty || store.draft) {
         if (!(await save())) return;
+        setTab("run");
       }
       await testRun.start(store.get().doc, input);
     },
     [isNew, store, save, testRun],
   );
+
+  const discardDraft = useCallback(async () => {
+    const published = store.get().published;
+    if (!published || !confirm("Discard the draft and go back to the saved flow?")) return;
+    try {
+      await api.deleteDraft(store.get().doc.id);
+      store.markDraftDiscarded();
+      store.replace(JSON.parse(published) as FlowDocument);
+      say("Back to the saved flow");
+    } catch (e) {
+      say(`Draft not discarded: ${e instanceof ApiError ? e.message : String(e)}`, "error");
+    }
+  }, [store, say]);
 
   const autoLayout = useCallback(() => {
     store.edit((d) => moveNodes(d, layout(d, (id) => store.get().sizes.get(id))));
@@ -299,7 +371,7 @@ function Editor({ data }: { data: EditorData }) {
 
   // Unsaved changes: the browser asks before leaving the page. A new flow nobody has
   // edited yet (blank, or an example as it is) loses nothing.
-  const guard = isNew ? st.canUndo : dirty;
+  const guard = isNew ? st.canUndo : store.dirty;
   useEffect(() => {
     if (!guard) return;
     const onLeave = (e: BeforeUnloadEvent) => {
@@ -332,12 +404,17 @@ function Editor({ data }: { data: EditorData }) {
         <span className="flow-title" title={doc.id}>
           {doc.name || doc.id}
         </span>
-        <span className={`save-state${dirty ? " unsaved" : ""}`} id="save-state">
-          {saving ? "Saving…" : isNew ? "Not saved yet" : dirty ? "Unsaved changes" : "Saved"}
+        <span className={`save-state${dirty ? " unsaved" : ""}${hasDraft && !dirty ? " draft" : ""}${as.error && dirty ? " failed" : ""}`} id="save-state" role="status">
+          {saveStateText({ isNew, saving, dirty, draft: hasDraft, autosaveError: as.error })}
         </span>
-        <button type="button" className="primary" id="save-button" onClick={() => void save()} disabled={saving} title="Save (Ctrl+S)">
+        <button type="button" className="primary" id="save-button" onClick={() => void save()} disabled={saving} title="Save (Ctrl+S): a valid flow is published and runs; one with errors is kept as a draft">
           Save
         </button>
+        {hasDraft && store.get().published !== "" && (
+          <button type="button" id="discard-draft" onClick={() => void discardDraft()} title="Go back to the saved flow">
+            Discard draft
+          </button>
+        )}
         <span className="sep" />
         <button type="button" onClick={() => store.undo()} disabled={!st.canUndo} title="Undo (Ctrl+Z)">
           Undo
@@ -412,11 +489,34 @@ function Editor({ data }: { data: EditorData }) {
               <p className="muted">Connect them by dragging from a port on the right of a node to a port on the left of the next.</p>
             </div>
           )}
+          {offer && (
+            <div className="canvas-banner" role="alert" id="restore-offer">
+              This browser kept changes to this flow from {new Date(offer.at).toLocaleString()}, made on an older version of it.
+              <button
+                type="button"
+                onClick={() => {
+                  store.replace(offer.doc);
+                  setOffer(undefined);
+                }}
+              >
+                Restore them
+              </button>
+              <button
+                type="button"
+                onClick={() => {
+                  storage?.removeItem(storageKey(data.flow.id, data.isNew));
+                  setOffer(undefined);
+                }}
+              >
+                Discard
+              </button>
+            </div>
+          )}
           {running && <div className={`canvas-running status-${rs.view!.status}`}>{rs.view!.status === "waiting" ? "Waiting for a decision…" : "Running…"}</div>}
         </div>
         <aside className="side-panel" aria-label="Details">
           <div className="tabs" role="tablist">
-            <button type="button" role="tab" aria-selected={tab === "inspect"} onClick={() => setTab("inspect")}>
+            <button type="button" role="tab" aria-selected={tab === "inspect"} onClick={() => setTab("inspect")} id="inspect-tab">
               Inspect
             </button>
             <button type="button" role="tab" aria-selected={tab === "problems"} onClick={() => setTab("problems")} id="problems-tab">
@@ -435,7 +535,8 @@ function Editor({ data }: { data: EditorData }) {
                 state={rs}
                 selectedNode={selectedNode}
                 canRun={pmap.errors === 0 && doc.nodes.length > 0}
-                runLabel={dirty ? "Save and run" : "Run"}
+                blocked={pmap.errors > 0 ? `This flow cannot run: fix its ${plural(pmap.errors, "error")} (see Problems). Your changes are kept as a draft; ${st.published ? "runs started elsewhere use the last saved version" : "it has never been saved valid, so nothing runs it yet"}.` : undefined}
+                runLabel={dirty || hasDraft ? "Save and run" : "Run"}
                 onRun={(input) => void run(input)}
                 onCancel={() => void testRun.cancel()}
                 onResume={(node, d) => void testRun.resume(node, d)}
@@ -457,6 +558,3 @@ function Editor({ data }: { data: EditorData }) {
   );
 }
 
-function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? "" : "s"}`;
-}

@@ -14,6 +14,8 @@ interface Props {
   state: TestRunState;
   selectedNode: string | undefined;
   canRun: boolean;
+  /** Why the flow cannot run, shown by the run button. */
+  blocked?: string | undefined;
   runLabel: string;
   onRun: (input: unknown) => void;
   onCancel: () => void;
@@ -26,7 +28,7 @@ function initialInput(doc: FlowDocument): string {
   return JSON.stringify(exampleInput(input?.params?.example, input?.params?.schema as JSONSchema | undefined), null, 2);
 }
 
-export function RunPanel({ doc, state, selectedNode, canRun, runLabel, onRun, onCancel, onResume, onSelect }: Props) {
+export function RunPanel({ doc, state, selectedNode, canRun, blocked, runLabel, onRun, onCancel, onResume, onSelect }: Props) {
   const [text, setText] = useState(() => initialInput(doc));
   const [touched, setTouched] = useState(false);
   const inputNode = doc.nodes.find((n) => n.type === "input");
@@ -69,6 +71,11 @@ export function RunPanel({ doc, state, selectedNode, canRun, runLabel, onRun, on
           </button>
         )}
       </div>
+      {blocked && (
+        <p className="run-blocked" id="run-blocked">
+          {blocked}
+        </p>
+      )}
       {error && (
         <p className="error" role="alert">
           {error}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { flow } from "./fixtures.test-util";
-import { layout } from "./layout";
+import { freeSpot, layout } from "./layout";
 
 describe("layout", () => {
   it("places each node right of the nodes it comes from", () => {
@@ -20,5 +20,18 @@ describe("layout", () => {
   it("lays out loops and unconnected nodes too", () => {
     const doc = flow([["a", "transform"], ["b", "transform"], ["lonely", "transform"]], [{ from: "a", to: "b" }, { from: "b", to: "a", condition: ".x" }]);
     expect(layout(doc, () => undefined).size).toBe(3);
+  });
+});
+
+describe("freeSpot", () => {
+  const sizes = () => ({ width: 200, height: 80 });
+  it("keeps the wanted place when it is free", () => {
+    expect(freeSpot(flow([]), sizes, { x: 10, y: 10 })).toEqual({ x: 10, y: 10 });
+  });
+  it("moves a new node right of the nodes it would cover", () => {
+    const d = flow([["a", "input"], ["b", "transform"]]);
+    d.nodes[0]!.position = { x: 0, y: 0 };
+    d.nodes[1]!.position = { x: 224, y: 0 };
+    expect(freeSpot(d, sizes, { x: 10, y: 5 })).toEqual({ x: 448, y: 5 });
   });
 });

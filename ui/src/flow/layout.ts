@@ -29,3 +29,23 @@ export function layout(doc: FlowDocument, sizes: (id: string) => Size | undefine
   }
   return out;
 }
+
+function overlaps(a: Position, as: Size, b: Position, bs: Size, gap: number): boolean {
+  return a.x < b.x + bs.width + gap && b.x < a.x + as.width + gap && a.y < b.y + bs.height + gap && b.y < a.y + as.height + gap;
+}
+
+/**
+ * A place for a new node near want where it covers no other node: moved right past
+ * whatever it would cover (a new node added from the keyboard lands beside the last one,
+ * not on top of it).
+ */
+export function freeSpot(doc: FlowDocument, sizes: (id: string) => Size | undefined, want: Position, size: Size = DEFAULT_SIZE, gap = 24): Position {
+  const placed = doc.nodes.filter((n) => n.position).map((n) => ({ p: n.position!, s: sizes(n.id) ?? DEFAULT_SIZE }));
+  let at = { ...want };
+  for (let i = 0; i <= placed.length; i++) {
+    const hit = placed.find((o) => overlaps(at, size, o.p, o.s, gap));
+    if (!hit) return at;
+    at = { x: hit.p.x + hit.s.width + gap, y: at.y };
+  }
+  return at;
+}
