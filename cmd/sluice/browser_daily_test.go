@@ -126,7 +126,7 @@ func (b *browser) failRequests(pattern string) {
 func (b *browser) inspect(node string) {
 	b.t.Helper()
 	b.click(fmt.Sprintf(`.react-flow__node[data-id=%q]`, node))
-	b.click("#inspect-tab")
+	b.click(".side-panel [role=tab]:first-child") // Inspect
 	b.waitFor("the inspector of "+node, fmt.Sprintf(`!!document.querySelector('[aria-label="node %s"]')`, node))
 }
 
@@ -253,5 +253,76 @@ func TestBrowserDraftsSaveWithProblemsAndTheWorkingCopyAutosaves(t *testing.T) {
 	tab.waitFor("the run button enabled", `!document.querySelector("#run-button").disabled`)
 	if r := bad(); len(r) > 0 {
 		t.Logf("error answers (the refused run is expected): %v", r)
+	}
+}
+
+// Bug 1: renaming a route while typing loses nothing; the name commits on Enter (or
+// leaving the field), a name another route has is refused with a message.
+func TestBrowserRenameARouteWithoutLosingAnother(t *testing.T) {
+	base := serveForBrowser(t, t.TempDir())
+	b := newBrowser(t, base)
+	b.open("/flows/new?name=Routes&from=triage")
+	b.waitFor("the example's seven nodes", `document.querySelectorAll(".react-flow__node").length === 7`)
+	b.inspect("route")
+	routes := `[...document.querySelectorAll('[data-param="routes"] .route-row')].map(r => r.querySelector("input").value + " = " + r.querySelector("textarea").value).join("; ")`
+	want := `code = .intent == "code"; database = .intent == "database"`
+	if got := evaluate[string](b, routes); got != want {
+		t.Fatalf("routes before: %s", got)
+	}
+	second := `input[aria-label="route 2 name"]`
+	b.run("type over route 2's name", chromedp.Click(chromedp.CSS(second)), chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)), chromedp.SendKeys(chromedp.CSS(second), "code"))
+	b.waitText(`[data-param="routes"]`, `a route "code" exists`)
+	if got := evaluate[string](b, routes); got != `code = .intent == "code"; code = .intent == "database"` {
+		t.Errorf("while typing a name another route has, the routes read %s", got)
+	}
+	b.run("go on typing and press Enter", chromedp.SendKeys(chromedp.CSS(second), "_review"), chromedp.KeyEvent("\r"))
+	b.waitFor("the routes renamed", fmt.Sprintf(`(%s) === 'code = .intent == "code"; code_review = .intent == "database"'`, routes))
+	b.waitText(`[aria-label="node route"] .connections`, "route.code_review → database.in")
+	b.waitText(`[aria-label="node route"] .connections`, "route.code → coding.in")
+
+	// A name another route has is refused when committed: the old name comes back.
+	b.run("rename route 2 to code", chromedp.Click(chromedp.CSS(second)), chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)), chromedp.SendKeys(chromedp.CSS(second), "code"), chromedp.KeyEvent("\r"))
+	b.waitText(`[data-param="routes"]`, `not renamed: a route "code" exists`)
+	b.waitFor("the name back", `document.querySelector('input[aria-label="route 2 name"]').value === "code_review"`)
+	if got := evaluate[int](b, `document.querySelectorAll('[data-param="routes"] .route-row').length`); got != 2 {
+		t.Errorf("%d routes after a refused rename, want 2", got)
+	}
+}
+
+// Bug 3: nodes copied in one flow paste into another, in another tab too, with fresh
+// ids; a clipboard without nodes says so.
+func TestBrowserCopyNodesFromOneFlowIntoAnother(t *testing.T) {
+	base := serveForBrowser(t, t.TempDir())
+	b := newBrowser(t, base)
+	b.open("/flows/new?name=Source&from=linear")
+	b.waitFor("the example's nodes", `document.querySelectorAll(".react-flow__node").length === 4`)
+	b.click(`.react-flow__node[data-id="greet"]`)
+	b.run("copy", chromedp.KeyEvent("c", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	b.waitText("#toast", "Copied 1 node")
+
+	// Another flow, in the same tab: the node pastes with an id of its own.
+	b.open("/flows/new?name=Target&from=linear")
+	b.waitFor("the other flow", `document.querySelectorAll(".react-flow__node").length === 4`)
+	b.click(".react-flow__pane")
+	b.run("paste", chromedp.KeyEvent("v", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	b.waitFor("the pasted node with a fresh id", `document.querySelectorAll(".react-flow__node").length === 5 && !!document.querySelector('.react-flow__node[data-id="greet-2"]')`)
+	b.waitText(`[data-node="greet-2"]`, "Hello")
+
+	// And in another tab, into a blank flow.
+	tab := b.newTab()
+	tab.open("/flows/new?name=Blank")
+	tab.waitFor("the palette", `document.querySelectorAll(".palette-item").length > 0`)
+	tab.click(".react-flow__pane")
+	tab.run("paste", chromedp.KeyEvent("v", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	tab.waitFor("the pasted node", `!!document.querySelector('.react-flow__node[data-id="greet"]')`)
+
+	// Text that is not nodes: pasting says so and adds nothing.
+	tab.run("copy some text", chromedp.Evaluate[chromedp.Void](`(() => { const t = document.createElement("textarea"); t.id = "scratch"; t.value = "just words"; document.body.append(t); })()`),
+		chromedp.Focus(chromedp.CSS("#scratch")), chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)), chromedp.KeyEvent("c", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	tab.click(".react-flow__pane")
+	tab.run("paste", chromedp.KeyEvent("v", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	tab.waitText("#toast", "no nodes")
+	if n := evaluate[int](tab, `document.querySelectorAll(".react-flow__node").length`); n != 1 {
+		t.Errorf("%d nodes after pasting text, want 1", n)
 	}
 }

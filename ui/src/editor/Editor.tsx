@@ -18,7 +18,7 @@ import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore
 import { api, ApiError } from "../api/client";
 import { connectionOf, toCanvasEdges, toCanvasNodes, type CanvasNode } from "../flow/canvas";
 import { checkConnection, type Connection } from "../flow/connect";
-import { clipText, copy, paste, type Clip } from "../flow/clipboard";
+import { clipText, copy, parseClip, paste, type Clip } from "../flow/clipboard";
 import { validId } from "../flow/ids";
 import { freeSpot, layout, type Size } from "../flow/layout";
 import { addNode, connect, moveNodes, removeItems } from "../flow/ops";
@@ -58,7 +58,8 @@ const storage = (() => {
 
 const nodeTypes = { flow: FlowNodeView };
 type Tab = "inspect" | "problems" | "run";
-let clipboard: Clip | undefined;
+/** The last nodes copied in this browser (any tab), for the Paste button when the system clipboard cannot be read. */
+const CLIP_KEY = "sluice:clipboard";
 
 export function EditorApp({ data }: { data: EditorData }) {
   return (
@@ -312,26 +313,78 @@ function Editor({ data }: { data: EditorData }) {
     setTimeout(() => void rf.fitView({ padding: 0.2, duration: 200 }), 50);
   }, [store, rf]);
 
-  const doCopy = useCallback(() => {
-    const c = copy(store.get().doc, store.get().selectedNodes);
-    if (!c) return false;
-    clipboard = c;
-    void navigator.clipboard?.writeText(clipText(c)).catch(() => undefined);
-    say(`Copied ${c.nodes.length} ${c.nodes.length === 1 ? "node" : "nodes"}`);
-    return true;
-  }, [store, say]);
+  /** Copies the selected nodes: to the system clipboard (other flows, tabs, browsers) and this browser's storage. */
+  const doCopy = useCallback(
+    (data?: DataTransfer | null) => {
+      const c = copy(store.get().doc, store.get().selectedNodes);
+      if (!c) return false;
+      const text = clipText(c);
+      if (data) data.setData("text/plain", text);
+      else void navigator.clipboard?.writeText(text).catch(() => undefined);
+      try {
+        storage?.setItem(CLIP_KEY, text);
+      } catch {
+        /* storage off: the system clipboard has it */
+      }
+      say(`Copied ${c.nodes.length} ${c.nodes.length === 1 ? "node" : "nodes"}`);
+      return true;
+    },
+    [store, say],
+  );
 
-  const doPaste = useCallback(() => {
-    if (!clipboard) return;
-    const clip = clipboard;
-    let ids: string[] = [];
-    store.edit((d) => {
-      const r = paste(d, clip);
-      ids = r.ids;
-      return r.doc;
-    });
-    store.select(ids);
-  }, [store]);
+  const pasteClip = useCallback(
+    (clip: Clip) => {
+      let ids: string[] = [];
+      store.edit((d) => {
+        const r = paste(d, clip);
+        ids = r.ids;
+        return r.doc;
+      });
+      store.select(ids);
+      say(`Pasted ${ids.length} ${ids.length === 1 ? "node" : "nodes"}: ${ids.join(", ")}`);
+    },
+    [store, say],
+  );
+
+  /** Pastes what the clipboard holds (text from a paste event, or read from the clipboard). */
+  const doPaste = useCallback(
+    async (text?: string) => {
+      if (text === undefined) {
+        text = await navigator.clipboard?.readText().catch(() => undefined);
+        if (!text) text = storage?.getItem(CLIP_KEY) ?? "";
+      }
+      const clip = parseClip(text);
+      if (clip) return pasteClip(clip);
+      say(text.trim() ? "The clipboard holds no nodes to paste: select nodes in a flow and copy them (Ctrl+C) first" : "The clipboard is empty: select nodes in a flow and copy them (Ctrl+C) first", "error");
+    },
+    [pasteClip, say],
+  );
+
+  // Copy and paste through the system clipboard: the browser's copy and paste events
+  // (Ctrl/Cmd+C and V), unless a text field has the focus.
+  useEffect(() => {
+    const typing = (t: EventTarget | null) => {
+      const el = t as HTMLElement | null;
+      return !!el && (el.tagName === "INPUT" || el.tagName === "TEXTAREA" || el.tagName === "SELECT" || el.isContentEditable);
+    };
+    const onCopy = (e: ClipboardEvent) => {
+      if (typing(e.target) || (window.getSelection()?.toString() ?? "") !== "") return;
+      if (doCopy(e.clipboardData)) e.preventDefault();
+    };
+    const onPaste = (e: ClipboardEvent) => {
+      if (typing(e.target)) return;
+      e.preventDefault();
+      let text = e.clipboardData?.getData("text/plain") ?? "";
+      if (!text) text = storage?.getItem(CLIP_KEY) ?? "";
+      void doPaste(text);
+    };
+    document.addEventListener("copy", onCopy);
+    document.addEventListener("paste", onPaste);
+    return () => {
+      document.removeEventListener("copy", onCopy);
+      document.removeEventListener("paste", onPaste);
+    };
+  }, [doCopy, doPaste]);
 
   const deleteSelected = useCallback(() => {
     const { selectedNodes, selectedEdges } = store.get();
@@ -339,7 +392,7 @@ function Editor({ data }: { data: EditorData }) {
     store.edit((d) => removeItems(d, selectedNodes, selectedEdges));
   }, [store]);
 
-  // Keyboard: save, undo/redo, copy/paste; the canvas handles Delete itself.
+  // Keyboard: save, undo/redo; copy and paste come as clipboard events (above); the canvas handles Delete itself.
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       const mod = e.metaKey || e.ctrlKey;
@@ -358,16 +411,11 @@ function Editor({ data }: { data: EditorData }) {
       } else if ((k === "z" && e.shiftKey) || k === "y") {
         e.preventDefault();
         store.redo();
-      } else if (k === "c") {
-        if (doCopy()) e.preventDefault();
-      } else if (k === "v") {
-        e.preventDefault();
-        doPaste();
       }
     };
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
-  }, [save, store, doCopy, doPaste]);
+  }, [save, store]);
 
   // Unsaved changes: the browser asks before leaving the page. A new flow nobody has
   // edited yet (blank, or an example as it is) loses nothing.
@@ -422,10 +470,10 @@ function Editor({ data }: { data: EditorData }) {
         <button type="button" onClick={() => store.redo()} disabled={!st.canRedo} title="Redo (Ctrl+Shift+Z)">
           Redo
         </button>
-        <button type="button" onClick={() => doCopy()} disabled={st.selectedNodes.size === 0} title="Copy (Ctrl+C)">
+        <button type="button" onClick={() => doCopy(null)} disabled={st.selectedNodes.size === 0} title="Copy (Ctrl+C)">
           Copy
         </button>
-        <button type="button" onClick={doPaste} title="Paste (Ctrl+V)">
+        <button type="button" onClick={() => void doPaste()} title="Paste (Ctrl+V)">
           Paste
         </button>
         <button type="button" onClick={deleteSelected} disabled={st.selectedNodes.size + st.selectedEdges.size === 0} title="Delete (Delete key)">
