@@ -213,7 +213,7 @@ func (r *Redis) LoadState(ctx context.Context, flow, run, ckpt string) ([]byte, 
 type Checkpoint struct {
 	ID         string          `json:"id"`
 	Node       string          `json:"node"`
-	Kind       string          `json:"kind"` // input, step, send, join, wait, resume, turn
+	Kind       string          `json:"kind"` // input, step, send, join, wait, resume, turn, error
 	Step       int             `json:"step"`
 	Parent     string          `json:"parent,omitempty"`
 	Attempt    int             `json:"attempt,omitempty"`
@@ -226,8 +226,10 @@ type Checkpoint struct {
 	Usage      flows.Usage     `json:"usage"`
 	StateBytes int             `json:"state_bytes,omitempty"`
 	Worker     string          `json:"worker,omitempty"` // the consumer that ran the step
-	Time       time.Time       `json:"time"`
-	State      json.RawMessage `json:"state,omitempty"`
+	// Error is what a failed attempt returned (kind "error": no update, no state).
+	Error string          `json:"error,omitempty"`
+	Time  time.Time       `json:"time"`
+	State json.RawMessage `json:"state,omitempty"`
 }
 
 // ckptMeta is the part of a checkpoint the runtime never reads in Lua, kept in one
@@ -242,7 +244,8 @@ type ckptMeta struct {
 	OutTok     int64    `json:"out_tok,omitempty"`
 	StateBytes int      `json:"sbytes,omitempty"`
 	Worker     string   `json:"worker,omitempty"`
-	Entry      string   `json:"entry,omitempty"` // for turns: the activation they belong to
+	Entry      string   `json:"entry,omitempty"` // for turns and errors: the activation they belong to
+	Error      string   `json:"error,omitempty"` // for errors: what the attempt returned
 }
 
 // Fields encodes the checkpoint for the checkpoint stream; the commit adds step and
@@ -268,7 +271,7 @@ func parseCheckpoint(m redis.XMessage) Checkpoint {
 	if v := s("m"); v != "" {
 		_ = json.Unmarshal([]byte(v), &meta)
 	}
-	c.Attempt, c.Ports, c.Branches, c.Worker = meta.Attempt, meta.Ports, meta.Branches, meta.Worker
+	c.Attempt, c.Ports, c.Branches, c.Worker, c.Error = meta.Attempt, meta.Ports, meta.Branches, meta.Worker, meta.Error
 	c.Duration = time.Duration(meta.DurUS) * time.Microsecond
 	c.DurationMS = float64(meta.DurUS) / 1000
 	c.Usage = flows.Usage{InputTokens: meta.InTok, OutputTokens: meta.OutTok}

@@ -435,15 +435,16 @@ type Failure struct {
 }
 
 // Fail records a failed step: "retry" (the entry stays pending), "dead" (moved to the
-// dead letters, the run failed) or "stale" (the entry is no longer ours).
+// dead letters, the run failed) or "stale" (the entry is no longer ours). Each failed
+// attempt is also a checkpoint of kind "error" in the run's history.
 func (r *Redis) Fail(ctx context.Context, f Failure) (status string, deliveries int, err error) {
 	k := FlowKeys(f.Act.Flow)
 	perm := "0"
 	if f.Permanent {
 		perm = "1"
 	}
-	res, err := failScript.Run(ctx, r.Client, []string{k.In(f.Act.Node), k.Run(f.Act.Run), k.Dead(), k.Events(), k.Results()},
-		Group, f.Consumer, f.Act.ID, f.Act.Run, f.Act.Node, f.Error, nowMS(), int64(f.TTL/time.Second), perm, f.MaxAttempts, EventsMaxLen).Slice()
+	res, err := failScript.Run(ctx, r.Client, []string{k.In(f.Act.Node), k.Run(f.Act.Run), k.Dead(), k.Events(), k.Results(), k.Ckpt(f.Act.Run)},
+		Group, f.Consumer, f.Act.ID, f.Act.Run, f.Act.Node, f.Error, nowMS(), int64(f.TTL/time.Second), perm, f.MaxAttempts, EventsMaxLen, f.Act.Ckpt).Slice()
 	if err != nil {
 		return "", 0, err
 	}

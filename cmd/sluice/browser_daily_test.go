@@ -6,13 +6,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -325,4 +328,76 @@ func TestBrowserCopyNodesFromOneFlowIntoAnother(t *testing.T) {
 	if n := evaluate[int](tab, `document.querySelectorAll(".react-flow__node").length`); n != 1 {
 		t.Errorf("%d nodes after pasting text, want 1", n)
 	}
+}
+
+// stockService is an HTTP service that answers 503 until healthy is set.
+func stockService(t *testing.T, healthy *atomic.Bool) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !healthy.Load() {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"stock": 7}`))
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// writeDoc writes a flow document into the flows directory.
+func writeDoc(t *testing.T, dir string, doc map[string]any) {
+	t.Helper()
+	raw, _ := json.MarshalIndent(doc, "", "  ")
+	writeFlow(t, dir, doc["id"].(string)+".json", string(raw))
+}
+
+// Bug 6: a failed step shows the state it received, each attempt with its time and
+// error, its dead letter, and a retry button that brings the run home.
+func TestBrowserDebugAFailedStepAndRetryIt(t *testing.T) {
+	rdb := storetest.Real(t)
+	flowID := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, rdb, flowID)
+	var healthy atomic.Bool
+	addr := stockService(t, &healthy)
+	dir := t.TempDir()
+	writeDoc(t, dir, map[string]any{
+		"sluice": 1, "id": flowID, "name": "Stock check",
+		"settings": map[string]any{"max_attempts": 2},
+		"nodes": []any{
+			map[string]any{"id": "in", "type": "input", "position": map[string]any{"x": 0, "y": 0}, "params": map[string]any{"example": map[string]any{"sku": "A-42"}}},
+			map[string]any{"id": "stock", "type": "http", "position": map[string]any{"x": 260, "y": 0}, "params": map[string]any{"url": "http://" + addr + "/stock"}},
+			map[string]any{"id": "out", "type": "output", "position": map[string]any{"x": 520, "y": 0}, "params": map[string]any{"value": ".response.body"}},
+		},
+		"edges": []any{map[string]any{"from": "in", "to": "stock"}, map[string]any{"from": "stock", "to": "out"}},
+	})
+	base := serveForBrowser(t, dir, "--http-allow", addr)
+	b := newBrowser(t, base)
+	b.open("/flows/" + flowID)
+	b.waitFor("the editor", `document.querySelectorAll(".react-flow__node").length === 3`)
+	b.click("#run-tab")
+	b.click("#run-button")
+	b.waitText("#run-status", "failed")
+
+	// The failed node: what it received, both attempts with their errors, the dead letter.
+	b.click(`.react-flow__node[data-id="stock"]`)
+	panel := `[aria-label="checkpoints of stock"]`
+	b.waitText(panel, "State it received")
+	b.waitText(panel+" .received", `"sku": "A-42"`)
+	b.waitFor("two attempts, each with its error", fmt.Sprintf(`[...document.querySelectorAll('%s .attempt')].map(a => a.innerText).filter(t => t.includes("503")).length === 2`, panel))
+	b.waitText(panel+" .attempt:first-of-type", "attempt 1")
+	b.waitText(panel+" .dead-letter", "dead letter after 2 attempts")
+	b.shot("editor-failed-step")
+
+	// Fixed service, retry from the panel: the run succeeds on the canvas.
+	healthy.Store(true)
+	b.click(panel + " .dead-letter button.retry")
+	b.waitText("#run-status", "succeeded")
+	b.waitFor("stock done", `document.querySelector('[data-node="stock"]').dataset.status === "done"`)
+	b.waitText("#run-output", `"stock": 7`)
 }

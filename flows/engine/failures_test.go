@@ -31,14 +31,26 @@ func TestStepThatFailsTwiceIsRetriedAndCommitsOnce(t *testing.T) {
 		if got := v.calls(p, run.ID, "work"); got != 3 {
 			t.Errorf("work was called %d times, want 3 (two failures, one success)", got)
 		}
-		var work []store.Checkpoint
+		var work, failed []store.Checkpoint
 		for _, c := range v.checkpoints(p, run.ID) {
-			if c.Node == "work" {
+			switch {
+			case c.Node == "work" && c.Kind == "error":
+				failed = append(failed, c)
+			case c.Node == "work":
 				work = append(work, c)
 			}
 		}
 		if len(work) != 1 || work[0].Attempt != 3 {
 			t.Errorf("work checkpoints %+v, want exactly one, from attempt 3", work)
+		}
+		// Each failed attempt is in the history: its number, its error, the state it read.
+		if len(failed) != 2 {
+			t.Fatalf("error entries %+v, want one per failed attempt (2)", failed)
+		}
+		for i, c := range failed {
+			if c.Attempt != i+1 || !strings.Contains(c.Error, "scripted failure") || c.Parent != work[0].Parent || c.Update != nil || c.Worker == "" {
+				t.Errorf("error entry %d = %+v, want attempt %d with its error, read from %s", i, c, i+1, work[0].Parent)
+			}
 		}
 		v.drained(p)
 	})

@@ -1,12 +1,15 @@
 -- fail.lua: records a failed step. The entry stays pending for a retry, unless the error
 -- is permanent or the entry was delivered max_attempts times: then it moves to the dead
--- letters, is acknowledged, and the run fails.
+-- letters, is acknowledged, and the run fails. Every failed attempt is also an entry of
+-- kind "error" in the run's checkpoint history (no state), so a person can see each
+-- attempt with its time and error.
 --
 -- KEYS[1] -> the node's stream (holds the entry)
 -- KEYS[2] -> run hash
 -- KEYS[3] -> dead-letter stream
 -- KEYS[4] -> events stream
 -- KEYS[5] -> results stream
+-- KEYS[6] -> checkpoint stream of the run
 --
 -- ARGV[1] -> consumer group
 -- ARGV[2] -> consumer name: the entry must still be pending for it
@@ -19,6 +22,7 @@
 -- ARGV[9] -> "1" when the error is permanent
 -- ARGV[10] -> max_attempts
 -- ARGV[11] -> events stream MAXLEN (approximate)
+-- ARGV[12] -> the checkpoint the step read (the error entry's parent)
 --
 -- Returns {"stale"}, {"retry", deliveries} or {"dead", deliveries, dead-letter id}.
 
@@ -32,8 +36,16 @@ if #p == 0 or p[1][2] ~= consumer then
 end
 local deliveries = tonumber(p[1][4])
 
+-- The attempt in the run's history, with the same fields as every checkpoint (see
+-- store.Checkpoint.Fields); not for a run that is gone (its stream would never expire).
+local ckpt = ''
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  local meta = cjson.encode({attempt = deliveries, worker = consumer, error = err, entry = entry})
+  ckpt = redis.call('XADD', KEYS[6], '*', 'node', node, 'kind', 'error', 'parent', ARGV[12], 'update', '', 'output', '', 'm', meta, 'step', '', 'ts', now)
+end
+
 local function event(kind, data)
-  redis.call('XADD', KEYS[4], 'MAXLEN', '~', maxlen, '*', 'type', kind, 'run', run, 'node', node, 'data', data, 'ckpt', '', 'step', '')
+  redis.call('XADD', KEYS[4], 'MAXLEN', '~', maxlen, '*', 'type', kind, 'run', run, 'node', node, 'data', data, 'ckpt', ckpt, 'step', '')
 end
 
 if ARGV[9] ~= '1' and deliveries < tonumber(ARGV[10]) then

@@ -40,7 +40,7 @@ export interface Wait {
 export interface Checkpoint {
   id: string;
   node: string;
-  kind: string; // input, step, send, join, wait, resume, turn
+  kind: string; // input, step, send, join, wait, resume, turn, error (a failed attempt: no state)
   step: number;
   parent?: string;
   attempt?: number;
@@ -51,6 +51,8 @@ export interface Checkpoint {
   duration_ms: number;
   usage: Usage;
   worker?: string;
+  /** What a failed attempt returned (kind "error"). */
+  error?: string;
   time: string;
   state?: unknown;
 }

@@ -2,7 +2,9 @@
 // checkpoints of the node selected on the canvas.
 import { useEffect, useState } from "react";
 import { api, ApiError } from "../api/client";
-import type { Checkpoint, Run } from "../api/types";
+import type { Checkpoint, DeadLetter, Run } from "../api/types";
+import { checkpointTitle, turnNumbers } from "../flow/checkpoints";
+import { formatTime } from "../flow/time";
 import type { Change } from "../flow/diff";
 import { finished, formatDuration, type RunView } from "../flow/runview";
 import { exampleInput } from "../flow/schema";
@@ -115,7 +117,7 @@ function RunSummary({ flow, view, run }: { flow: string; view: RunView; run: Run
       </p>
       <p className="muted small">
         {done} {done === 1 ? "node" : "nodes"} done
-        {run && ` · ${run.steps} steps`}
+        {run && ` · ${run.steps} ${run.steps === 1 ? "step" : "steps"}`}
         {run && run.usage.input_tokens + run.usage.output_tokens > 0 && ` · ${run.usage.input_tokens}/${run.usage.output_tokens} tokens`}
       </p>
       {(view.error || run?.error) && <p className="error">{run?.error ?? view.error}</p>}
@@ -134,7 +136,7 @@ function NodeStatuses({ doc, view, onSelect, selected }: { doc: FlowDocument; vi
             <button type="button" className="link" onClick={() => onSelect(n.id)}>
               {n.label || n.id}
             </button>
-            {r ? <span className={`run-chip status-${r.status}`}>{r.status}</span> : <span className="muted small">not run</span>}
+            {r ? <span className={`run-chip status-${r.status}`}>{r.calls !== undefined ? `called ${r.calls}×` : r.status}</span> : <span className="muted small">not run</span>}
             {r?.durationMs !== undefined && <span className="muted small">{formatDuration(r.durationMs)}</span>}
             {r && r.tokens.input_tokens + r.tokens.output_tokens > 0 && (
               <span className="muted small">
@@ -194,23 +196,37 @@ function Approval({ node, prompt, data, onResume }: { node: string; prompt: stri
 
 function NodeCheckpoints({ flow, view, node }: { flow: string; view: RunView; node: string }) {
   const [list, setList] = useState<Checkpoint[] | undefined>();
+  const [dead, setDead] = useState<DeadLetter[]>([]);
   const [error, setError] = useState<string | undefined>();
+  const [reload, setReload] = useState(0);
   const nr = view.nodes[node];
-  const key = `${view.run}/${node}/${nr?.status}/${nr?.steps}/${view.status}`;
+  const key = `${view.run}/${node}/${nr?.status}/${nr?.steps}/${nr?.attempt}/${view.status}/${reload}`;
   useEffect(() => {
     let live = true;
     api
       .checkpoints(flow, view.run)
       .then((all) => live && setList(all.filter((c) => c.node === node)))
       .catch((e: unknown) => live && setError(e instanceof ApiError ? e.message : String(e)));
+    api
+      .deadLetters(flow)
+      .then((all) => live && setDead(all.filter((d) => d.run === view.run && d.node === node)))
+      .catch(() => undefined);
     return () => {
       live = false;
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [key]);
+  const failed = list?.filter((c) => c.kind === "error") ?? [];
+  const steps = list?.filter((c) => c.kind !== "error") ?? [];
+  const turns = turnNumbers(steps);
   return (
     <section className="node-checkpoints" aria-label={`checkpoints of ${node}`}>
       <h3>“{node}” in this run</h3>
+      {nr?.calls !== undefined && (
+        <p className="muted small">
+          A tool: the agent called it {nr.calls} {nr.calls === 1 ? "time" : "times"}; each call is a turn of the agent’s step.
+        </p>
+      )}
       {nr?.text && (
         <>
           <h4>Streamed text</h4>
@@ -218,13 +234,84 @@ function NodeCheckpoints({ flow, view, node }: { flow: string; view: RunView; no
         </>
       )}
       {error && <p className="error">{error}</p>}
-      {list && list.length === 0 && <p className="muted small">No checkpoint yet: the node has not run in this run.</p>}
-      {list?.map((c) => <CheckpointDetail key={c.id} flow={flow} run={view.run} ckpt={c} open={list.length === 1} />)}
+      {list && list.length === 0 && nr?.calls === undefined && <p className="muted small">No checkpoint yet: the node has not run in this run.</p>}
+      {(failed.length > 0 || dead.length > 0) && <FailedStep flow={flow} run={view.run} attempts={failed} dead={dead} onChange={() => setReload((n) => n + 1)} />}
+      {steps.map((c) => (
+        <CheckpointDetail key={c.id} flow={flow} run={view.run} ckpt={c} title={checkpointTitle(c, turns.get(c.id))} open={steps.length === 1} />
+      ))}
     </section>
   );
 }
 
-function CheckpointDetail({ flow, run, ckpt, open }: { flow: string; run: string; ckpt: Checkpoint; open: boolean }) {
+/** A step that failed: the state it received, each attempt with its time and error, its dead letter with retry. */
+function FailedStep({ flow, run, attempts, dead, onChange }: { flow: string; run: string; attempts: Checkpoint[]; dead: DeadLetter[]; onChange: () => void }) {
+  const [received, setReceived] = useState<unknown>();
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | undefined>();
+  const parent = attempts[attempts.length - 1]?.parent ?? dead[0]?.checkpoint;
+  useEffect(() => {
+    if (!parent) return;
+    let live = true;
+    api
+      .checkpoint(flow, run, parent)
+      .then((c) => live && setReceived(c.state))
+      .catch(() => undefined);
+    return () => {
+      live = false;
+    };
+  }, [flow, run, parent]);
+  const act = async (f: () => Promise<unknown>) => {
+    setBusy(true);
+    try {
+      await f();
+      setError(undefined);
+      onChange();
+    } catch (e) {
+      setError(e instanceof ApiError ? e.message : String(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div className="failed-step">
+      <h4>{attempts.length === 1 ? "1 failed attempt" : `${attempts.length} failed attempts`}</h4>
+      <ol className="attempts">
+        {attempts.map((c) => (
+          <li key={c.id} className="attempt">
+            <span className="attempt-head">
+              attempt {c.attempt ?? "?"} · <time dateTime={c.time}>{formatTime(c.time)}</time>
+              {c.worker && <span className="muted"> · {c.worker}</span>}
+            </span>
+            <pre className="attempt-error">{c.error}</pre>
+          </li>
+        ))}
+      </ol>
+      {dead.map((d) => (
+        <div key={d.id} className="dead-letter">
+          <p>
+            <strong>
+              dead letter after {d.attempts} {d.attempts === 1 ? "attempt" : "attempts"}
+            </strong>{" "}
+            · <time dateTime={d.time}>{formatTime(d.time)}</time>: the step will not run again unless you retry it.
+          </p>
+          <div className="actions">
+            <button type="button" className="primary retry" disabled={busy} onClick={() => void act(() => api.retryDead(flow, d.id))}>
+              Retry
+            </button>
+            <button type="button" className="danger" disabled={busy} onClick={() => confirm("Discard this dead letter? The run stays failed.") && void act(() => api.discardDead(flow, d.id))}>
+              Discard
+            </button>
+          </div>
+        </div>
+      ))}
+      {error && <p className="error">{error}</p>}
+      <h4>State it received</h4>
+      {received === undefined ? <p className="muted small">{parent ? "Loading…" : "not recorded"}</p> : <pre className="code received">{JSON.stringify(received, null, 2)}</pre>}
+    </div>
+  );
+}
+
+function CheckpointDetail({ flow, run, ckpt, title, open }: { flow: string; run: string; ckpt: Checkpoint; title: string; open: boolean }) {
   const [full, setFull] = useState<Checkpoint | undefined>();
   const [changes, setChanges] = useState<Change[] | undefined>();
   const [isOpen, setOpen] = useState(open);
@@ -237,10 +324,7 @@ function CheckpointDetail({ flow, run, ckpt, open }: { flow: string; run: string
   }, [isOpen, full, flow, run, ckpt]);
   return (
     <details className="checkpoint" open={isOpen} onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
-      <summary>
-        step {ckpt.step} · {ckpt.kind} · {formatDuration(ckpt.duration_ms)}
-        {ckpt.attempt && ckpt.attempt > 1 ? ` · attempt ${ckpt.attempt}` : ""}
-      </summary>
+      <summary>{title}</summary>
       {!full && <p className="muted small">Loading…</p>}
       {full && (
         <div className="checkpoint-body">

@@ -103,7 +103,7 @@ export class TestRun {
       const [run, ckpts] = await Promise.all([api.getRun(this.flow, v.run), api.checkpoints(this.flow, v.run)]);
       const cur = this.state.view;
       if (!cur || cur.run !== run.id) return;
-      this.set({ run, view: reconcile(cur, run.status, ckpts, run.error) });
+      this.set({ run, view: reconcile(cur, run.status, ckpts, run.error, this.doc) });
     } catch (e) {
       this.set({ error: e instanceof ApiError ? e.message : String(e) });
     }
