@@ -396,6 +396,7 @@ func (s *Server) runPage(c echo.Context) error {
 	}
 	r := pages.RunPage{Flow: flow, Version: run.Version, Run: runItem(run), Finished: store.Finished(run.Status),
 		Input: pretty(run.Input), ErrorNode: run.ErrorNode, ParentCkpt: run.ParentCkpt}
+	r.NoWorker = s.waitingForWorker(ctx, run)
 	if run.Status == store.StatusSucceeded {
 		r.Output = pretty(run.Output())
 	}

@@ -61,6 +61,32 @@ type RunView struct {
 	Waiting      map[string]WaitView `json:"waiting,omitempty"`
 	HasWebhook   bool                `json:"has_webhook,omitempty"`
 	StorageBytes int64               `json:"storage_bytes,omitempty"`
+	// NoWorker is true when the run has activations that no live worker reads: it stays
+	// queued until one starts (sluice worker, or serve with workers). WaitingForWorker
+	// names the nodes. Only a run's own GET reports them.
+	NoWorker         bool     `json:"no_worker,omitempty"`
+	WaitingForWorker []string `json:"waiting_for_worker,omitempty"`
+}
+
+// workerWatch tells whether a run's activations sit where no worker reads.
+type workerWatch interface {
+	WaitingForWorker(ctx context.Context, flow, run string, created time.Time) ([]string, error)
+}
+
+var _ workerWatch = (*store.Redis)(nil)
+
+// waitingForWorker is where a queued or running run waits for a worker, if anywhere
+// (best effort: an error reports nothing).
+func (s *Server) waitingForWorker(ctx context.Context, r *store.Run) []string {
+	if s.rdb == nil || (r.Status != store.StatusQueued && r.Status != store.StatusRunning) {
+		return nil
+	}
+	var w workerWatch = s.rdb
+	nodes, err := w.WaitingForWorker(ctx, r.Flow, r.ID, r.Created)
+	if err != nil {
+		return nil
+	}
+	return nodes
 }
 
 // WaitView is an approval a run waits at.
@@ -333,6 +359,8 @@ func (s *Server) getRun(c echo.Context) error {
 	}
 	v := viewRun(info.Run)
 	v.StorageBytes = info.StorageBytes
+	v.WaitingForWorker = s.waitingForWorker(ctx, info.Run)
+	v.NoWorker = len(v.WaitingForWorker) > 0
 	return c.JSON(http.StatusOK, v)
 }
 

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -123,6 +124,13 @@ func (b *browser) failRequests(pattern string) {
 	if _, err := chromedp.Call(b.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: pattern}}}); err != nil {
 		b.t.Fatal(err)
 	}
+}
+
+// choose picks an option of a select by its value, as a person choosing from the list does.
+func (b *browser) choose(sel, value string) {
+	b.t.Helper()
+	b.waitFor(sel, fmt.Sprintf(`!!document.querySelector(%q)`, sel))
+	b.run("choose "+value+" in "+sel, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const s = document.querySelector(%q); s.focus(); s.value = %q; s.dispatchEvent(new Event("change", {bubbles: true})); })()`, sel, value)))
 }
 
 // inspect selects a node on the canvas and shows its inspector.
@@ -400,4 +408,120 @@ func TestBrowserDebugAFailedStepAndRetryIt(t *testing.T) {
 	b.waitText("#run-status", "succeeded")
 	b.waitFor("stock done", `document.querySelector('[data-node="stock"]').dataset.status === "done"`)
 	b.waitText("#run-output", `"stock": 7`)
+}
+
+// exampleDoc reads an example flow under another id, as a document to edit.
+func exampleDoc(t *testing.T, example, id string) map[string]any {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(mustRead(t, filepath.Join("..", "..", "flows", "examples", example+".json"))), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["id"] = id
+	return doc
+}
+
+// post sends a JSON request to the API and decodes the answer into out (when not nil).
+func post(t *testing.T, url, body string, want int, out any) {
+	t.Helper()
+	res, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != want {
+		t.Fatalf("POST %s: %s %s, want %d", url, res.Status, b, want)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("POST %s: %v in %s", url, err, b)
+		}
+	}
+}
+
+// Bug 4: a run started through the API and served by a headless `sluice worker` shows
+// on the canvas, from the run picker and from the run page, and the canvas follows it.
+func TestBrowserFollowARunStartedElsewhereOnTheCanvas(t *testing.T) {
+	rdb := storetest.Real(t)
+	flowID := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, rdb, flowID)
+	dir := t.TempDir()
+	writeDoc(t, dir, exampleDoc(t, "approval", flowID))
+	base := serveForBrowser(t, dir, "--workers", "0")
+	worker := start(t, []string{"REDIS_URL=" + storetest.URL()}, "worker", filepath.Join(dir, flowID+".json"))
+	worker.waitLine(t, regexp.MustCompile(`msg="serving flow"`), 30*time.Second)
+
+	var started struct{ Run string }
+	post(t, base+"/api/flows/"+flowID+"/runs", `{"input": {"customer": "Grace"}}`, http.StatusAccepted, &started)
+	b := newBrowser(t, base)
+	b.open("/flows/" + flowID)
+	b.waitFor("the editor", `document.querySelectorAll(".react-flow__node").length === 6`)
+	b.click("#run-tab")
+	b.waitFor("the run in the picker", fmt.Sprintf(`[...document.querySelectorAll("#run-picker option")].some(o => o.value === %q)`, started.Run))
+	b.choose("#run-picker", started.Run)
+	b.waitText("#run-status", "waiting")
+	b.waitFor("draft done and review waiting", `document.querySelector('[data-node="draft"]').dataset.status === "done" && document.querySelector('[data-node="review"]').dataset.status === "waiting"`)
+
+	// Approved through the API: the canvas follows, live.
+	post(t, base+"/api/flows/"+flowID+"/runs/"+started.Run+"/resume", `{"decision": "approve"}`, http.StatusOK, nil)
+	b.waitText("#run-status", "succeeded")
+	b.waitFor("send done, drop not run", `document.querySelector('[data-node="send"]').dataset.status === "done" && document.querySelector('[data-node="drop"]').dataset.status === ""`)
+	b.waitText("#run-output", "Dear Grace")
+
+	// From the run page of another run, still going: "Open on the canvas".
+	var second struct{ Run string }
+	post(t, base+"/api/flows/"+flowID+"/runs", `{"input": {"customer": "Linus"}}`, http.StatusAccepted, &second)
+	b.open("/flows/" + flowID + "/runs/" + second.Run)
+	b.waitText("#run-status", "waiting")
+	b.click("#open-on-canvas")
+	b.waitFor("the editor on that run", fmt.Sprintf(`document.querySelector("#run-summary-id")?.innerText === %q`, second.Run))
+	b.waitFor("review waiting", `document.querySelector('[data-node="review"]').dataset.status === "waiting"`)
+	post(t, base+"/api/flows/"+flowID+"/runs/"+second.Run+"/resume", `{"decision": "reject"}`, http.StatusOK, nil)
+	b.waitText("#run-status", "succeeded")
+	b.waitFor("drop done", `document.querySelector('[data-node="drop"]').dataset.status === "done"`)
+}
+
+// Bug 5: a run nobody serves says so — in the editor, on the run page and in the API —
+// and goes on as soon as a worker starts.
+func TestBrowserARunNobodyServesSaysSo(t *testing.T) {
+	rdb := storetest.Real(t)
+	flowID := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, rdb, flowID)
+	dir := t.TempDir()
+	writeDoc(t, dir, exampleDoc(t, "linear", flowID))
+	base := serveForBrowser(t, dir, "--workers", "0")
+	b := newBrowser(t, base)
+	b.open("/flows/" + flowID)
+	b.waitFor("the editor", `document.querySelectorAll(".react-flow__node").length === 4`)
+	b.click("#run-tab")
+	b.click("#run-button")
+	b.waitText(".canvas-running", "queued — no worker serves this flow")
+	b.waitText("#run-summary", "no worker")
+	runID := evaluate[string](b, `document.querySelector("#run-summary-id").innerText`)
+
+	var run struct {
+		Status           string   `json:"status"`
+		NoWorker         bool     `json:"no_worker"`
+		WaitingForWorker []string `json:"waiting_for_worker"`
+	}
+	res, err := http.Get(base + "/api/flows/" + flowID + "/runs/" + runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(res.Body).Decode(&run)
+	res.Body.Close()
+	if run.Status != "queued" || !run.NoWorker || strings.Join(run.WaitingForWorker, ",") != "in" {
+		t.Errorf("the API says %+v, want queued, no_worker, waiting for a worker at in", run)
+	}
+	b.open("/flows/" + flowID + "/runs/" + runID)
+	b.waitText("#no-worker", "no worker serves this flow")
+
+	// A headless worker starts: the run goes on, and the page follows it.
+	worker := start(t, []string{"REDIS_URL=" + storetest.URL()}, "worker", filepath.Join(dir, flowID+".json"))
+	worker.waitLine(t, regexp.MustCompile(`msg="serving flow"`), 30*time.Second)
+	b.waitText("#run-status", "succeeded")
+	if evaluate[bool](b, `!!document.querySelector("#no-worker")`) {
+		t.Error("the finished run still says no worker serves it")
+	}
 }

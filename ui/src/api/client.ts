@@ -87,6 +87,7 @@ export const api = {
   deleteDraft: (flow: string) => call<void>("DELETE", `${flowURL(flow)}/draft`),
   startRun: (flow: string, input: unknown) => call<Started>("POST", `${flowURL(flow)}/runs`, { input }),
   getRun: (flow: string, run: string) => call<Run>("GET", runURL(flow, run)),
+  listRuns: (flow: string, limit = 20) => call<{ runs: Run[] }>("GET", `${flowURL(flow)}/runs?limit=${limit}`).then((r) => r.runs),
   cancel: (flow: string, run: string) => call<Run>("POST", `${runURL(flow, run)}/cancel`),
   resume: (flow: string, run: string, node: string, decision: { decision: "approve" | "reject"; value?: unknown; comment?: string }) =>
     call<Run>("POST", `${runURL(flow, run)}/resume`, { node, ...decision }),

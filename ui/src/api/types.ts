@@ -28,6 +28,10 @@ export interface Run {
   parent_checkpoint?: string;
   /** Approvals the run waits for, by node. */
   waiting?: Record<string, Wait>;
+  /** The run has activations no live worker reads (only a run's own GET says). */
+  no_worker?: boolean;
+  /** The nodes where it waits for a worker. */
+  waiting_for_worker?: string[];
 }
 
 export interface Wait {

@@ -31,7 +31,7 @@ import { FlowNodeView } from "./FlowNodeView";
 import { Inspector } from "./Inspector";
 import { Palette } from "./Palette";
 import { ProblemsPanel } from "./ProblemsPanel";
-import { RunPanel } from "./RunPanel";
+import { noWorkerAt, RunPanel } from "./RunPanel";
 import { EditorStore } from "./store";
 import { TestRun } from "./testrun";
 import { useValidation } from "./useValidation";
@@ -104,6 +104,25 @@ function Editor({ data }: { data: EditorData }) {
     return () => testRun.close();
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [isNew, testRun]);
+
+  // /flows/ID?run=RUN (the run page's "Open on the canvas"): that run, followed live.
+  useEffect(() => {
+    const run = new URLSearchParams(location.search).get("run");
+    if (!run || data.isNew) return;
+    setTab("run");
+    void testRun.open(run, store.get().doc);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [testRun]);
+
+  const openRun = useCallback(
+    (run: string) => {
+      const url = new URL(location.href);
+      url.searchParams.set("run", run);
+      history.replaceState(null, "", url);
+      void testRun.open(run, store.get().doc);
+    },
+    [testRun, store],
+  );
 
   const say = useCallback((text: string, kind: "ok" | "warn" | "error" = "ok") => setToast({ text, kind }), []);
 
@@ -444,6 +463,7 @@ function Editor({ data }: { data: EditorData }) {
 
   const selectedNode = st.selectedNodes.size === 1 ? [...st.selectedNodes][0] : undefined;
   const running = !!rs.view && !finished(rs.view.status);
+  const noWorker = !!rs.view && noWorkerAt(rs.view).length > 0;
   const problemCount = validation.problems.length;
 
   return (
@@ -560,7 +580,11 @@ function Editor({ data }: { data: EditorData }) {
               </button>
             </div>
           )}
-          {running && <div className={`canvas-running status-${rs.view!.status}`}>{rs.view!.status === "waiting" ? "Waiting for a decision…" : "Running…"}</div>}
+          {running && (
+            <div className={`canvas-running status-${rs.view!.status}${noWorker ? " no-worker" : ""}`}>
+              {noWorker ? "Queued — no worker serves this flow’s version" : rs.view!.status === "waiting" ? "Waiting for a decision…" : rs.view!.status === "queued" ? "Queued…" : "Running…"}
+            </div>
+          )}
         </div>
         <aside className="side-panel" aria-label="Details">
           <div className="tabs" role="tablist">
@@ -589,6 +613,7 @@ function Editor({ data }: { data: EditorData }) {
                 onCancel={() => void testRun.cancel()}
                 onResume={(node, d) => void testRun.resume(node, d)}
                 onSelect={(node) => store.select([node])}
+                onOpen={openRun}
               />
             )}
           </div>

@@ -23,6 +23,8 @@ interface Props {
   onCancel: () => void;
   onResume: (node: string, decision: { decision: "approve" | "reject"; value?: unknown; comment?: string }) => void;
   onSelect: (node: string) => void;
+  /** Opens another run of the flow on the canvas. */
+  onOpen: (run: string) => void;
 }
 
 function initialInput(doc: FlowDocument): string {
@@ -30,7 +32,7 @@ function initialInput(doc: FlowDocument): string {
   return JSON.stringify(exampleInput(input?.params?.example, input?.params?.schema as JSONSchema | undefined), null, 2);
 }
 
-export function RunPanel({ doc, state, selectedNode, canRun, blocked, runLabel, onRun, onCancel, onResume, onSelect }: Props) {
+export function RunPanel({ doc, state, selectedNode, canRun, blocked, runLabel, onRun, onCancel, onResume, onSelect, onOpen }: Props) {
   const [text, setText] = useState(() => initialInput(doc));
   const [touched, setTouched] = useState(false);
   const inputNode = doc.nodes.find((n) => n.type === "input");
@@ -49,6 +51,7 @@ export function RunPanel({ doc, state, selectedNode, canRun, blocked, runLabel, 
   const active = !!view && !finished(view.status);
   return (
     <div className="run-panel">
+      <RunPicker recent={state.recent} current={view?.run} onOpen={onOpen} />
       <label htmlFor="run-input">Input (JSON)</label>
       <textarea
         id="run-input"
@@ -102,13 +105,39 @@ export function RunPanel({ doc, state, selectedNode, canRun, blocked, runLabel, 
   );
 }
 
+/** The nodes where the run waits for a worker nobody runs. */
+export function noWorkerAt(view: RunView): string[] {
+  return Object.entries(view.nodes)
+    .filter(([, n]) => n.noWorker)
+    .map(([id]) => id);
+}
+
+/** Any run of the flow, to open on the canvas: the latest ones, newest first. */
+function RunPicker({ recent, current, onOpen }: { recent: Run[]; current: string | undefined; onOpen: (run: string) => void }) {
+  const known = current === undefined || recent.some((r) => r.id === current);
+  return (
+    <div className="run-picker field">
+      <label htmlFor="run-picker">Show a run on the canvas</label>
+      <select id="run-picker" value={current ?? ""} onChange={(e) => e.target.value && onOpen(e.target.value)}>
+        <option value="">{recent.length ? "choose one of the latest runs…" : "no runs yet"}</option>
+        {!known && <option value={current}>{current}</option>}
+        {recent.map((r) => (
+          <option key={r.id} value={r.id}>
+            {formatTime(r.created_at)} · {r.status} · {r.id}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
 function RunSummary({ flow, view, run }: { flow: string; view: RunView; run: Run | undefined }) {
   const done = Object.values(view.nodes).filter((n) => n.status === "done").length;
   return (
-    <section className="run-summary">
+    <section className="run-summary" id="run-summary">
       <p>
         Run{" "}
-        <a href={`/flows/${flow}/runs/${view.run}`} className="mono">
+        <a href={`/flows/${flow}/runs/${view.run}`} className="mono" id="run-summary-id">
           {view.run}
         </a>{" "}
         <span className={`run-chip status-${view.status}`} id="run-status">
@@ -121,6 +150,11 @@ function RunSummary({ flow, view, run }: { flow: string; view: RunView; run: Run
         {run && run.usage.input_tokens + run.usage.output_tokens > 0 && ` · ${run.usage.input_tokens}/${run.usage.output_tokens} tokens`}
       </p>
       {(view.error || run?.error) && <p className="error">{run?.error ?? view.error}</p>}
+      {noWorkerAt(view).length > 0 && (
+        <p className="run-blocked" id="no-worker-note">
+          Queued — no worker serves this flow’s version: nothing reads {noWorkerAt(view).join(", ")}. Start one with <code>sluice worker {flow}.json</code> (or <code>sluice serve</code> with workers); the run then goes on.
+        </p>
+      )}
     </section>
   );
 }

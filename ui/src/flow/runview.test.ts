@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Checkpoint, LiveEvent } from "../api/types";
 import { flow } from "./fixtures.test-util";
-import { applyEvent, formatDuration, laterID, newRunView, reconcile, toolNodeOf, type RunView } from "./runview";
+import { applyEvent, formatDuration, laterID, markNoWorker, newRunView, reconcile, toolNodeOf, type RunView } from "./runview";
 
 const doc = flow(
   [["in", "input"], ["r", "router"], ["a", "transform"], ["b", "transform"], ["out", "output"]],
@@ -86,5 +86,18 @@ describe("failed attempts and tool calls", () => {
   it("orders stream ids by time, then sequence", () => {
     expect(laterID("10-10", "10-9")).toBe(true);
     expect(laterID("9-99", "10-0")).toBe(false);
+  });
+});
+
+describe("markNoWorker", () => {
+  it("marks the nodes nobody serves as queued, and unmarks them once served", () => {
+    const v = markNoWorker(newRunView("r1", doc), ["in"]);
+    expect(v.nodes.in).toMatchObject({ status: "queued", noWorker: true });
+    expect(markNoWorker(v, ["in"])).toBe(v);
+    expect(markNoWorker(v, []).nodes.in?.noWorker).toBeUndefined();
+  });
+  it("marks nothing on a finished run", () => {
+    const v = markNoWorker({ ...newRunView("r1", doc), status: "succeeded" }, ["in"]);
+    expect(v.nodes.in?.noWorker).toBeUndefined();
   });
 });

@@ -229,6 +229,27 @@ export function reconcile(view: RunView, status: RunStatus, ckpts: Checkpoint[],
   return out;
 }
 
+/** Marks the nodes where the run waits for a worker nobody runs (and only those). */
+export function markNoWorker(view: RunView, nodes: string[] | undefined): RunView {
+  const want = new Set(finished(view.status) ? [] : (nodes ?? []));
+  let changed = false;
+  const out = { ...view.nodes };
+  for (const [id, n] of Object.entries(out)) {
+    if (n.noWorker && !want.has(id)) {
+      const { noWorker: _, ...rest } = n;
+      out[id] = rest;
+      changed = true;
+    }
+  }
+  for (const id of want) {
+    const cur = out[id];
+    if (cur?.noWorker) continue;
+    out[id] = { ...(cur ?? blank("queued")), status: "queued", noWorker: true };
+    changed = true;
+  }
+  return changed ? { ...view, nodes: out } : view;
+}
+
 /** Whether stream entry id a ("ms-seq") comes after b. */
 export function laterID(a: string, b: string): boolean {
   const [am = "0", as = "0"] = a.split("-");
