@@ -477,12 +477,15 @@ func (s *Server) queuesPage(c echo.Context) error {
 		if !flows.ValidID(q.Flow) {
 			return &flows.Error{Code: flows.NotFound, Message: fmt.Sprintf("no flow %q", q.Flow)}
 		}
+		if plan, err := s.runs().CurrentPlan(ctx, q.Flow); err == nil {
+			q.Notes = queueNotes(plan)
+		}
 		fq, err := ps.Queues(ctx, q.Flow)
 		if err != nil {
 			q.Problem = userMessage(err)
 		} else {
 			for _, n := range fq.Nodes {
-				row := pages.QueueRow{Node: n.Node, Length: n.Length, Pending: n.Pending, Lag: n.Lag, OldestIdle: idleText(n.OldestPendingIdleMS), DeadLetters: n.DeadLetters, Consumers: "none"}
+				row := pages.QueueRow{Node: n.Node, Length: n.Length, Pending: n.Pending, Lag: n.Lag, OldestIdle: idleText(n.OldestPendingIdleMS), DeadLetters: n.DeadLetters, Consumers: noConsumer(q.Notes[n.Node])}
 				var cs []string
 				for _, c := range n.Consumers {
 					cs = append(cs, fmt.Sprintf("%s (%d pending, idle %s)", c.Name, c.Pending, idleText(c.IdleMS)))
@@ -498,10 +501,19 @@ func (s *Server) queuesPage(c echo.Context) error {
 			q.Problem = userMessage(err)
 		}
 		for _, d := range dead {
-			q.Dead = append(q.Dead, pages.DeadRow{ID: d.ID, Node: d.Node, Run: d.Run, Error: d.Error, Attempts: d.Attempts, Time: d.Time.Local().Format("2006-01-02 15:04:05")})
+			q.Dead = append(q.Dead, pages.DeadRow{ID: d.ID, Node: d.Node, Run: d.Run, Error: d.Error, Attempts: d.Attempts,
+				Time: d.Time.Local().Format("2006-01-02 15:04:05"), TimeISO: d.Time.UTC().Format(time.RFC3339Nano)})
 		}
 	}
 	return s.render(c, http.StatusOK, pages.Queues(s.page("Queues", "queues"), q))
+}
+
+// noConsumer is what the consumers cell says of a node no worker has read yet.
+func noConsumer(note string) string {
+	if note != "" {
+		return note
+	}
+	return "none yet: a worker shows here once it reads this node"
 }
 
 func runItem(r *store.Run) pages.RunItem {

@@ -525,3 +525,50 @@ func TestBrowserARunNobodyServesSaysSo(t *testing.T) {
 		t.Error("the finished run still says no worker serves it")
 	}
 }
+
+// Bug 7: the queues page says where steps that run inline (fused into the step before
+// them) run, instead of "none". Bug 8: dead-letter times keep their format when the
+// list is updated live.
+func TestBrowserQueuesSayWhereInlineStepsRunAndTimesKeepTheirFormat(t *testing.T) {
+	rdb := storetest.Real(t)
+	flowID := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, rdb, flowID)
+	var healthy atomic.Bool
+	addr := stockService(t, &healthy)
+	dir := t.TempDir()
+	writeDoc(t, dir, map[string]any{
+		"sluice": 1, "id": flowID, "name": "Stock check",
+		"settings": map[string]any{"max_attempts": 1},
+		"nodes": []any{
+			map[string]any{"id": "in", "type": "input", "position": map[string]any{"x": 0, "y": 0}},
+			map[string]any{"id": "prep", "type": "transform", "position": map[string]any{"x": 240, "y": 0}, "params": map[string]any{"expr": `{sku: "A-42"}`}},
+			map[string]any{"id": "stock", "type": "http", "position": map[string]any{"x": 480, "y": 0}, "params": map[string]any{"url": "http://" + addr + "/stock"}},
+			map[string]any{"id": "out", "type": "output", "position": map[string]any{"x": 720, "y": 0}, "params": map[string]any{"value": ".response.body"}},
+		},
+		"edges": []any{map[string]any{"from": "in", "to": "prep"}, map[string]any{"from": "prep", "to": "stock"}, map[string]any{"from": "stock", "to": "out"}},
+	})
+	base := serveForBrowser(t, dir, "--http-allow", addr)
+	var started struct{ Run string }
+	post(t, base+"/api/flows/"+flowID+"/runs?wait=30s", `{"input": {}}`, http.StatusOK, &started)
+
+	b := newBrowser(t, base)
+	b.open("/queues?flow=" + flowID)
+	b.waitText("#live-status", "live")
+	row := func(node string) string { return fmt.Sprintf(`#queue-rows tr[data-node=%q]`, node) }
+	first := evaluate[string](b, `document.querySelector("#dead-letters tbody tr td").innerText`)
+	if !regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$`).MatchString(strings.TrimSpace(first)) {
+		t.Errorf("a dead letter's time reads %q, want YYYY-MM-DD hh:mm:ss", first)
+	}
+
+	// A second dead letter arrives live: the first one's time reads as before.
+	post(t, base+"/api/flows/"+flowID+"/runs", `{"input": {}}`, http.StatusAccepted, nil)
+	b.waitFor("two dead letters", `document.querySelectorAll("#dead-letters tbody tr").length === 2`)
+	if again := evaluate[string](b, `document.querySelector("#dead-letters tbody tr td").innerText`); again != first {
+		t.Errorf("after a live update the first dead letter's time reads %q, before %q", again, first)
+	}
+	b.waitText(row("prep"), "runs inline")
+	b.waitText(row("prep"), "after in")
+	if got := evaluate[string](b, `document.querySelector('#queue-rows tr[data-node="prep"]').innerText`); strings.Contains(got, "none") {
+		t.Errorf("the inline node's row reads %q", got)
+	}
+}

@@ -3,6 +3,7 @@
 // page's live figures. Every page loads it; each part looks for its own elements.
 import { applyPatch, equal, mergePatch } from "../flow/diff";
 import { api, ApiError } from "../api/client";
+import { formatTime } from "../flow/time";
 import { initQueues } from "./queues";
 
 function message(e: unknown): string {
@@ -135,5 +136,11 @@ if (live) {
     });
   });
 }
+
+// Times the server wrote in its own zone, in the browser's, in the one format live lists use.
+document.querySelectorAll<HTMLTimeElement>("time[data-local]").forEach((t) => {
+  const text = formatTime(t.dateTime);
+  if (text) t.textContent = text;
+});
 
 initQueues();
