@@ -572,3 +572,40 @@ func TestBrowserQueuesSayWhereInlineStepsRunAndTimesKeepTheirFormat(t *testing.T
 		t.Errorf("the inline node's row reads %q", got)
 	}
 }
+
+// Bug 9: the support example shows what it claims — a ticket no route takes is answered
+// as [general], and the models' replies stream onto the canvas. Bug 8: the agent's turns
+// read "turn 1 · model reply …", and its data tool reads "called 1×", not "not run".
+func TestBrowserTheSupportExampleShowsWhatItClaims(t *testing.T) {
+	rdb := storetest.Real(t)
+	name, flowID := namedFlow(t, "Support")
+	storetest.DeleteFlowKeys(t, rdb, flowID)
+	model, _ := fakeModel(t)
+	base := serveForBrowserEnv(t, t.TempDir(), []string{"OPENAI_BASE_URL=" + model.URL, "OPENAI_API_KEY=test-key", "SLUICE_PROVIDERS="})
+	b := newBrowser(t, base)
+	b.open("/flows/new?from=support&name=" + strings.ReplaceAll(name, " ", "+"))
+	b.waitFor("the example's nodes", `document.querySelectorAll(".react-flow__node").length === 8`)
+	b.click("#run-tab")
+	b.typeInto("#run-input", `{"ticket": "Where is my invoice?"}`)
+	b.click("#run-button")
+	b.waitText("#run-status", "succeeded")
+	b.waitText("#run-output", `"reply": "[general] Billing questions go to billing@example.com."`)
+	b.waitText(`[data-node="general"] .flow-node-stream`, "Billing questions")
+
+	firstRun := evaluate[string](b, `document.querySelector("#run-summary-id").innerText`)
+	b.typeInto("#run-input", `{"ticket": "The report query on orders is slow", "context": {"tables": {"orders": {"rows": 120000000, "indexes": ["id"]}}}}`)
+	b.click("#run-button")
+	b.waitFor("a second run", fmt.Sprintf(`!!document.querySelector("#run-summary-id") && document.querySelector("#run-summary-id").innerText !== %q`, firstRun))
+	b.waitText("#run-status", "succeeded")
+	b.waitText("#run-output", `"reply": "[database] Add an index`)
+	b.waitFor("the data tool called once", `[...document.querySelectorAll('[aria-label="nodes in this run"] li')].some(li => li.innerText.includes("context") && li.innerText.includes("called 1×"))`)
+	b.click(`.react-flow__node[data-id="database"]`)
+	panel := `[aria-label="checkpoints of database"]`
+	b.waitText(panel, "turn 1 · model reply, calls query_ticket")
+	b.waitText(panel, "turn 2 · tool result: query_ticket")
+	b.waitText(panel, "turn 3 · model reply")
+	if got := evaluate[string](b, fmt.Sprintf(`document.querySelector(%q).innerText`, panel)); strings.Contains(got, "step 0 · turn") {
+		t.Errorf("the agent's turns still read \"step 0 · turn\":\n%s", got)
+	}
+	b.shot("editor-agent-turns")
+}
