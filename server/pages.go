@@ -101,14 +101,7 @@ func (s *Server) homePage(c echo.Context) error {
 		items = append(items, di)
 	}
 	sort.SliceStable(items, func(i, j int) bool { return items[i].ID < items[j].ID })
-	var exs []pages.Example
-	for _, id := range examples.IDs() {
-		doc, _ := examples.Read(id)
-		var head struct{ Name, Description string }
-		_ = json.Unmarshal(doc, &head)
-		exs = append(exs, pages.Example{ID: id, Name: head.Name, Description: head.Description})
-	}
-	return s.render(c, http.StatusOK, pages.Home(s.page("Flows", "flows"), s.library.Dir, items, exs))
+	return s.render(c, http.StatusOK, pages.Home(s.page("Flows", "flows"), s.library.Dir, items, s.gallery()))
 }
 
 // flowItem reads a flow document for the flows page: name, size, problems.
@@ -188,9 +181,6 @@ func (s *Server) editorPage(c echo.Context) error {
 // example, named as asked, with an id no flow of the library has.
 func (s *Server) newFlowPage(c echo.Context) error {
 	name := strings.TrimSpace(c.QueryParam("name"))
-	if name == "" {
-		name = "Untitled flow"
-	}
 	doc := flows.Document{Sluice: flows.FormatVersion, Nodes: []flows.Node{}, Edges: []flows.Edge{}}
 	if from := c.QueryParam("from"); from != "" {
 		raw, err := examples.Read(from)
@@ -200,6 +190,12 @@ func (s *Server) newFlowPage(c echo.Context) error {
 		if err := json.Unmarshal(raw, &doc); err != nil {
 			return err
 		}
+		if name == "" {
+			name = doc.Name // named after the example
+		}
+	}
+	if name == "" {
+		name = "Untitled flow"
 	}
 	doc.ID, doc.Name = s.freeID(slug(name)), name
 	out, err := json.Marshal(doc)

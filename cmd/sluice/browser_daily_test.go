@@ -609,3 +609,38 @@ func TestBrowserTheSupportExampleShowsWhatItClaims(t *testing.T) {
 	}
 	b.shot("editor-agent-turns")
 }
+
+// The starter gallery: every example is a card with a picture of its graph and one line
+// of description; a card opens the example as a new flow named as typed (or after it).
+func TestBrowserStartFromTheGallery(t *testing.T) {
+	base := serveForBrowser(t, t.TempDir())
+	b := newBrowser(t, base)
+	b.open("/")
+	b.waitFor("the gallery", `document.querySelectorAll(".gallery-card").length === 6`)
+	type card struct {
+		ID, Text, Summary string
+		Boxes             int
+	}
+	cards := evaluate[[]card](b, `[...document.querySelectorAll(".gallery-card")].map(c => ({ID: c.dataset.example, Text: c.innerText, Summary: c.querySelector(".gallery-summary").innerText, Boxes: c.querySelectorAll("svg.graph-picture rect").length}))`)
+	for _, c := range cards {
+		var doc struct {
+			Name  string
+			Nodes []any
+		}
+		if err := json.Unmarshal([]byte(mustRead(t, filepath.Join("..", "..", "flows", "examples", c.ID+".json"))), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if c.Boxes != len(doc.Nodes) || !strings.Contains(c.Text, doc.Name) {
+			t.Errorf("card %s: %d boxes and %q, want a box per node (%d) and its name", c.ID, c.Boxes, c.Text, len(doc.Nodes))
+		}
+		if c.Summary == "" || strings.Contains(c.Summary, "\n") || len(c.Summary) > 100 {
+			t.Errorf("card %s does not describe itself in one line: %q", c.ID, c.Summary)
+		}
+	}
+	b.shot("flows-gallery")
+
+	// Without a name the flow is named after the example.
+	b.click(`.gallery-card[data-example="fanout"] a`)
+	b.waitFor("the example in the editor", `document.querySelectorAll(".react-flow__node").length === 5`)
+	b.waitText(".flow-title", "Fan-out")
+}

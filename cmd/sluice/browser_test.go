@@ -414,8 +414,7 @@ func TestBrowserStartFromAnExampleAndRunIt(t *testing.T) {
 	// New flow from the triage example: its nodes are there, it is valid, and it runs.
 	b.open("/")
 	b.typeInto("#new-name", name)
-	b.run("choose the triage example", chromedp.SetValue(chromedp.CSS("#new-from"), "triage"))
-	b.click("#new-flow-form button[type=submit]")
+	b.click(`.gallery-card[data-example="triage"] a`)
 	b.waitFor("the example's seven nodes", `document.querySelectorAll(".react-flow__node").length === 7`)
 	b.waitText("#problems-count", "Valid")
 	b.click("#run-tab")
@@ -452,8 +451,7 @@ func TestBrowserAnswerAnApprovalFromTheEditor(t *testing.T) {
 
 	b.open("/")
 	b.typeInto("#new-name", name)
-	b.run("choose the approval example", chromedp.SetValue(chromedp.CSS("#new-from"), "approval"))
-	b.click("#new-flow-form button[type=submit]")
+	b.click(`.gallery-card[data-example="approval"] a`)
 	b.waitFor("the example's six nodes", `document.querySelectorAll(".react-flow__node").length === 6`)
 	b.click("#run-tab")
 	b.click("#run-button")

@@ -53,6 +53,18 @@ document.addEventListener("click", async (e) => {
   }
 });
 
+// The starter gallery: a card opens its example as a new flow, named as typed in the
+// new-flow form when something is typed there.
+document.addEventListener("click", (e) => {
+  const a = (e.target as Element).closest<HTMLAnchorElement>("a.gallery-link");
+  const name = (document.getElementById("new-name") as HTMLInputElement | null)?.value.trim();
+  if (!a || !name || e.ctrlKey || e.metaKey || e.shiftKey) return;
+  e.preventDefault();
+  const url = new URL(a.href);
+  url.searchParams.set("name", name);
+  location.href = url.toString();
+});
+
 // Import a flow file from the flows page.
 const importInput = document.getElementById("import-file") as HTMLInputElement | null;
 importInput?.addEventListener("change", async () => {
