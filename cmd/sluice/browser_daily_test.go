@@ -644,3 +644,53 @@ func TestBrowserStartFromTheGallery(t *testing.T) {
 	b.waitFor("the example in the editor", `document.querySelectorAll(".react-flow__node").length === 5`)
 	b.waitText(".flow-title", "Fan-out")
 }
+
+// validatedVersion is the version the server gives a flow document.
+func validatedVersion(t *testing.T, base string, doc []byte) string {
+	t.Helper()
+	var v struct {
+		Valid   bool
+		Version string
+	}
+	post(t, base+"/api/flows/validate", string(doc), http.StatusOK, &v)
+	if !v.Valid {
+		t.Fatalf("the document does not validate: %s", doc)
+	}
+	return v.Version
+}
+
+// Notes on the canvas: written, moved and saved with the flow, and never a new version.
+func TestBrowserNotesOnTheCanvasKeepTheVersion(t *testing.T) {
+	rdb := storetest.Real(t)
+	flowID := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, rdb, flowID)
+	dir := t.TempDir()
+	writeDoc(t, dir, exampleDoc(t, "linear", flowID))
+	base := serveForBrowser(t, dir)
+	file := filepath.Join(dir, flowID+".json")
+	before := validatedVersion(t, base, []byte(mustRead(t, file)))
+
+	b := newBrowser(t, base)
+	b.open("/flows/" + flowID)
+	b.waitFor("the editor", `document.querySelectorAll(".react-flow__node").length === 4`)
+	b.click("#add-note")
+	b.waitFor("a note", `!!document.querySelector(".canvas-note textarea")`)
+	b.run("write on it", chromedp.SendKeys(chromedp.CSS(".canvas-note textarea"), "Greets, then shouts."))
+	at := b.center(".canvas-note .note-handle")
+	b.drag("the note", at, point{at.X - 200, at.Y + 220})
+	b.waitFor("the note moved", fmt.Sprintf(`document.querySelector(".canvas-note .note-handle").getBoundingClientRect().x < %f`, at.X-100))
+	b.click(".react-flow__pane")
+	b.run("save", chromedp.KeyEvent("s", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	b.waitFor("saved", `document.querySelector("#save-state").innerText === "Saved"`)
+
+	saved := mustRead(t, file)
+	if !strings.Contains(saved, `"notes"`) || !strings.Contains(saved, "Greets, then shouts.") {
+		t.Fatalf("the saved file has no note:\n%s", saved)
+	}
+	if after := validatedVersion(t, base, []byte(saved)); after != before {
+		t.Errorf("a note changed the flow's version: %s, before %s", after, before)
+	}
+	b.run("reload", chromedp.Reload(), chromedp.WaitReady(chromedp.CSS("body")))
+	b.waitFor("the note after a reload", `document.querySelector(".canvas-note textarea")?.value === "Greets, then shouts."`)
+	b.shot("editor-note")
+}

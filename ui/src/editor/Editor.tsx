@@ -28,6 +28,8 @@ import { registryOf, type ComponentSpec, type FlowDocument, type Position } from
 import { decideRestore, parseStored, plural, savedMessage, saveStateText, serialize, storageKey, type RestoreDecision } from "../flow/workingcopy";
 import { Autosave } from "./autosave";
 import { FlowNodeView } from "./FlowNodeView";
+import { NoteEditsContext, NoteView, type NoteEdits } from "./NoteView";
+import { addNote, moveNotes, noteIdOf, removeNotes, toCanvasNotes, updateNote, type CanvasNote } from "../flow/notes";
 import { Inspector } from "./Inspector";
 import { Palette } from "./Palette";
 import { ProblemsPanel } from "./ProblemsPanel";
@@ -56,7 +58,7 @@ const storage = (() => {
   }
 })();
 
-const nodeTypes = { flow: FlowNodeView };
+const nodeTypes = { flow: FlowNodeView, note: NoteView };
 type Tab = "inspect" | "problems" | "run";
 /** The last nodes copied in this browser (any tab), for the Paste button when the system clipboard cannot be read. */
 const CLIP_KEY = "sluice:clipboard";
@@ -148,20 +150,35 @@ function Editor({ data }: { data: EditorData }) {
     return () => clearTimeout(t);
   }, [toast]);
 
-  const nodes = useMemo(
-    () => toCanvasNodes(doc, reg, { problems: pmap, run: rs.view?.nodes, queues: rs.queues, selectedNodes: st.selectedNodes, sizes: st.sizes }),
+  const nodes = useMemo<(CanvasNode | CanvasNote)[]>(
+    () => [...toCanvasNotes(doc, st.selectedNodes), ...toCanvasNodes(doc, reg, { problems: pmap, run: rs.view?.nodes, queues: rs.queues, selectedNodes: st.selectedNodes, sizes: st.sizes })],
     [doc, reg, pmap, rs.view, rs.queues, st.selectedNodes, st.sizes],
+  );
+  const noteEdits = useMemo<NoteEdits>(
+    () => ({
+      text: (id, text) => store.edit((d) => updateNote(d, id, { text }), `note:${id}.text`),
+      resize: (id, box, done) => {
+        store.edit((d) => updateNote(d, id, { position: { x: box.x, y: box.y }, width: box.width, height: box.height }), `note:${id}.size`);
+        if (done) store.seal();
+      },
+      seal: () => store.seal(),
+    }),
+    [store],
   );
   const edges = useMemo(() => toCanvasEdges(doc, { problems: pmap, run: rs.view?.nodes, selectedEdges: st.selectedEdges }), [doc, pmap, rs.view, st.selectedEdges]);
 
   const onNodesChange = useCallback(
-    (changes: NodeChange<CanvasNode>[]) => {
+    (changes: NodeChange<CanvasNode | CanvasNote>[]) => {
       const moves = new Map<string, Position>();
+      const noteMoves = new Map<string, Position>();
       let dragEnded = false;
       const sizes = new Map<string, Size>();
       let sel: Set<string> | undefined;
       for (const c of changes) {
-        if (c.type === "position" && c.position) {
+        if (c.type === "position" && c.position && noteIdOf(c.id) !== undefined) {
+          noteMoves.set(noteIdOf(c.id)!, c.position);
+          if (c.dragging === false) dragEnded = true;
+        } else if (c.type === "position" && c.position) {
           moves.set(c.id, c.position);
           if (c.dragging === false) dragEnded = true;
         } else if (c.type === "position" && c.dragging === false) {
@@ -174,7 +191,7 @@ function Editor({ data }: { data: EditorData }) {
           else sel.delete(c.id);
         }
       }
-      if (moves.size) store.edit((d) => moveNodes(d, moves), "drag");
+      if (moves.size || noteMoves.size) store.edit((d) => moveNotes(moveNodes(d, moves), noteMoves), "drag");
       if (dragEnded) store.seal();
       if (sizes.size) store.setSizes(sizes);
       if (sel) store.select(sel, store.get().selectedEdges);
@@ -219,11 +236,27 @@ function Editor({ data }: { data: EditorData }) {
   );
 
   const onDelete = useCallback(
-    ({ nodes: ns, edges: es }: { nodes: CanvasNode[]; edges: Edge[] }) => {
-      store.edit((d) => removeItems(d, new Set(ns.map((n) => n.id)), new Set(es.map((e) => e.id))));
+    ({ nodes: ns, edges: es }: { nodes: (CanvasNode | CanvasNote)[]; edges: Edge[] }) => {
+      const notes = new Set(ns.map((n) => noteIdOf(n.id)).filter((x): x is string => x !== undefined));
+      store.edit((d) => removeNotes(removeItems(d, new Set(ns.map((n) => n.id)), new Set(es.map((e) => e.id))), notes));
     },
     [store],
   );
+
+  /** A sticky note in the middle of the view. */
+  const addNoteHere = useCallback(() => {
+    const r = canvasRef.current?.getBoundingClientRect();
+    const p = rf.screenToFlowPosition(r ? { x: r.left + r.width / 2, y: r.top + r.height / 3 } : { x: 400, y: 200 });
+    let id = "";
+    store.edit((d) => {
+      const x = addNote(d, { x: p.x - 110, y: p.y - 60 });
+      id = x.id;
+      return x.doc;
+    });
+    store.seal();
+    store.select([`note:${id}`]);
+    setTimeout(() => document.querySelector<HTMLTextAreaElement>(`[data-note="${id}"] textarea`)?.focus(), 0);
+  }, [rf, store]);
 
   const add = useCallback(
     (type: string, at?: { x: number; y: number }) => {
@@ -408,7 +441,8 @@ function Editor({ data }: { data: EditorData }) {
   const deleteSelected = useCallback(() => {
     const { selectedNodes, selectedEdges } = store.get();
     if (selectedNodes.size + selectedEdges.size === 0) return;
-    store.edit((d) => removeItems(d, selectedNodes, selectedEdges));
+    const notes = new Set([...selectedNodes].map(noteIdOf).filter((x): x is string => x !== undefined));
+    store.edit((d) => removeNotes(removeItems(d, selectedNodes, selectedEdges), notes));
   }, [store]);
 
   // Keyboard: save, undo/redo; copy and paste come as clipboard events (above); the canvas handles Delete itself.
@@ -500,6 +534,9 @@ function Editor({ data }: { data: EditorData }) {
           Delete
         </button>
         <span className="sep" />
+        <button type="button" onClick={addNoteHere} id="add-note" title="Add a sticky note (N): it never changes the flow's version">
+          Note
+        </button>
         <button type="button" onClick={autoLayout} disabled={doc.nodes.length === 0}>
           Auto-layout
         </button>
@@ -527,7 +564,8 @@ function Editor({ data }: { data: EditorData }) {
       <div className="editor-body">
         <Palette specs={data.components} onAdd={add} />
         <div className="canvas" ref={canvasRef}>
-          <ReactFlow<CanvasNode>
+          <NoteEditsContext.Provider value={noteEdits}>
+          <ReactFlow<CanvasNode | CanvasNote>
             nodes={nodes}
             edges={edges}
             nodeTypes={nodeTypes}
@@ -547,8 +585,9 @@ function Editor({ data }: { data: EditorData }) {
           >
             <Background gap={16} />
             <Controls showInteractive={false} />
-            <MiniMap pannable zoomable style={{ width: 160, height: 110 }} nodeClassName={(n) => `minimap-node status-${(n as CanvasNode).data.run?.status ?? "none"}`} />
+            <MiniMap pannable zoomable style={{ width: 160, height: 110 }} nodeClassName={(n) => (n.type === "note" ? "minimap-note" : `minimap-node status-${(n as CanvasNode).data.run?.status ?? "none"}`)} />
           </ReactFlow>
+          </NoteEditsContext.Provider>
           {doc.nodes.length === 0 && (
             <div className="canvas-empty">
               <p>

@@ -4,6 +4,7 @@
 import { History } from "../flow/history";
 import type { Size } from "../flow/layout";
 import type { FlowDocument } from "../flow/types";
+import { noteCanvasId } from "../flow/notes";
 import { serialize } from "../flow/workingcopy";
 
 export { serialize };
@@ -122,7 +123,7 @@ export class EditorStore {
   }
 
   private pruneSelection(doc: FlowDocument): Pick<EditorState, "selectedNodes"> {
-    const ids = new Set(doc.nodes.map((n) => n.id));
+    const ids = new Set([...doc.nodes.map((n) => n.id), ...(doc.notes ?? []).map((n) => noteCanvasId(n.id))]);
     return { selectedNodes: new Set([...this.state.selectedNodes].filter((id) => ids.has(id))) };
   }
 }
