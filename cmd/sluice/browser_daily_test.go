@@ -694,3 +694,59 @@ func TestBrowserNotesOnTheCanvasKeepTheVersion(t *testing.T) {
 	b.waitFor("the note after a reload", `document.querySelector(".canvas-note textarea")?.value === "Greets, then shouts."`)
 	b.shot("editor-note")
 }
+
+// Keyboard help on "?", plain-key shortcuts, and an auto-layout that keeps text readable.
+func TestBrowserKeyboardHelpAndAReadableAutoLayout(t *testing.T) {
+	base := serveForBrowser(t, t.TempDir())
+	b := newBrowser(t, base)
+	b.open("/flows/new?name=Layout&from=support")
+	b.waitFor("the example's nodes", `document.querySelectorAll(".react-flow__node").length === 8`)
+	b.click(".react-flow__pane")
+	b.run("press ?", chromedp.KeyEvent("?"))
+	b.waitText("#keyboard-help", "Keyboard shortcuts")
+	for _, want := range []string{"Ctrl/⌘ S", "Ctrl/⌘ Z", "Add a note", "Auto-layout", "Delete"} {
+		b.waitText("#keyboard-help", want)
+	}
+	b.shot("editor-keyboard-help")
+	b.run("press Escape", chromedp.KeyEvent(kb.Escape))
+	b.waitFor("the help closed", `!document.querySelector("#keyboard-help")`)
+
+	// Letters are shortcuts only outside text fields.
+	b.inspect("route")
+	b.run("type an n into a field", chromedp.Focus(chromedp.CSS(`input[aria-label="Label"]`)), chromedp.KeyEvent("n"))
+	if n := evaluate[int](b, `document.querySelectorAll(".canvas-note").length`); n != 0 {
+		t.Errorf("typing n in a field added %d notes", n)
+	}
+	b.click(".react-flow__pane")
+	b.run("press n", chromedp.KeyEvent("n"))
+	b.waitFor("a note", `document.querySelectorAll(".canvas-note").length === 1`)
+	b.run("leave the note", chromedp.KeyEvent(kb.Escape))
+	b.click(".react-flow__pane")
+
+	// L lays the flow out: nothing overlaps, the tool hangs under an agent, text stays readable.
+	b.run("press l", chromedp.KeyEvent("l"))
+	type box struct {
+		ID                string
+		X, Y, W, H, Title float64
+	}
+	b.waitFor("the layout settled", `(() => { const m = document.querySelector(".react-flow__viewport").style.transform.match(/scale\(([\d.]+)\)/); return m && Math.abs(parseFloat(m[1]) - (window.__lastScale ?? -1)) < 1e-6 || ((window.__lastScale = m && parseFloat(m[1])), false); })()`)
+	boxes := evaluate[[]box](b, `[...document.querySelectorAll(".react-flow__node-flow")].map(n => { const r = n.getBoundingClientRect(); return {ID: n.dataset.id, X: r.x, Y: r.y, W: r.width, H: r.height, Title: n.querySelector(".flow-node-title").getBoundingClientRect().height}; })`)
+	byID := map[string]box{}
+	for i, a := range boxes {
+		byID[a.ID] = a
+		if a.Title < 12 {
+			t.Errorf("node %s's title is %.1f px tall after auto-layout: too small to read", a.ID, a.Title)
+		}
+		for _, c := range boxes[i+1:] {
+			if a.X < c.X+c.W && c.X < a.X+a.W && a.Y < c.Y+c.H && c.Y < a.Y+a.H {
+				t.Errorf("nodes %s and %s overlap after auto-layout", a.ID, c.ID)
+			}
+		}
+	}
+	if ctx, ag := byID["context"], byID["coding"]; ctx.Y < ag.Y+ag.H || ctx.X != ag.X {
+		if ag2 := byID["database"]; ctx.Y < ag2.Y+ag2.H || ctx.X != ag2.X {
+			t.Errorf("the data tool is not under an agent: context %+v, coding %+v, database %+v", ctx, ag, ag2)
+		}
+	}
+	b.shot("editor-auto-layout")
+}

@@ -20,7 +20,9 @@ import { connectionOf, toCanvasEdges, toCanvasNodes, type CanvasNode } from "../
 import { checkConnection, type Connection } from "../flow/connect";
 import { clipText, copy, parseClip, paste, type Clip } from "../flow/clipboard";
 import { validId } from "../flow/ids";
-import { freeSpot, layout, type Size } from "../flow/layout";
+import { DEFAULT_SIZE, freeSpot, layout, readableViewport, type Size } from "../flow/layout";
+import { plainKeyAction } from "../flow/shortcuts";
+import { KeyboardHelp } from "./KeyboardHelp";
 import { addNode, connect, moveNodes, removeItems } from "../flow/ops";
 import { mapProblems } from "../flow/problems";
 import { finished } from "../flow/runview";
@@ -359,11 +361,25 @@ function Editor({ data }: { data: EditorData }) {
     }
   }, [store, say]);
 
+  /** Shows the flow at a zoom where its text reads well: all of it if it fits, else from its start. */
+  const showReadable = useCallback(
+    (duration = 200) => {
+      const r = canvasRef.current?.getBoundingClientRect();
+      const d = store.get().doc;
+      if (!r || d.nodes.length === 0) return;
+      const nodes = d.nodes.map((n) => ({ position: n.position ?? { x: 0, y: 0 }, size: store.get().sizes.get(n.id) ?? DEFAULT_SIZE }));
+      void rf.setViewport(readableViewport(nodes, { width: r.width, height: r.height }), { duration });
+    },
+    [store, rf],
+  );
+
   const autoLayout = useCallback(() => {
     store.edit((d) => moveNodes(d, layout(d, (id) => store.get().sizes.get(id))));
     store.seal();
-    setTimeout(() => void rf.fitView({ padding: 0.2, duration: 200 }), 50);
-  }, [store, rf]);
+    setTimeout(() => showReadable(), 0);
+  }, [store, showReadable]);
+
+  const [help, setHelp] = useState(false);
 
   /** Copies the selected nodes: to the system clipboard (other flows, tabs, browsers) and this browser's storage. */
   const doCopy = useCallback(
@@ -445,14 +461,25 @@ function Editor({ data }: { data: EditorData }) {
     store.edit((d) => removeNotes(removeItems(d, selectedNodes, selectedEdges), notes));
   }, [store]);
 
-  // Keyboard: save, undo/redo; copy and paste come as clipboard events (above); the canvas handles Delete itself.
+  // Keyboard: save, undo/redo, and the plain keys of flow/shortcuts.ts; copy and paste come
+  // as clipboard events (above); the canvas handles Delete itself.
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       const mod = e.metaKey || e.ctrlKey;
-      if (!mod) return;
       const k = e.key.toLowerCase();
       const t = e.target as HTMLElement | null;
       const typing = !!t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable);
+      if (!mod) {
+        if (e.altKey || (typing && e.key !== "Escape")) return;
+        const action = plainKeyAction(e.key);
+        if (action === "help") setHelp(true);
+        else if (action === "close") setHelp(false);
+        else if (action === "note") addNoteHere();
+        else if (action === "layout") autoLayout();
+        else if (action === "fit") void rf.fitView({ padding: 0.2, duration: 200 });
+        if (action && action !== "close") e.preventDefault();
+        return;
+      }
       if (k === "s") {
         e.preventDefault();
         void save();
@@ -468,7 +495,7 @@ function Editor({ data }: { data: EditorData }) {
     };
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
-  }, [save, store]);
+  }, [save, store, addNoteHere, autoLayout, rf]);
 
   // Unsaved changes: the browser asks before leaving the page. A new flow nobody has
   // edited yet (blank, or an example as it is) loses nothing.
@@ -537,11 +564,14 @@ function Editor({ data }: { data: EditorData }) {
         <button type="button" onClick={addNoteHere} id="add-note" title="Add a sticky note (N): it never changes the flow's version">
           Note
         </button>
-        <button type="button" onClick={autoLayout} disabled={doc.nodes.length === 0}>
+        <button type="button" onClick={autoLayout} disabled={doc.nodes.length === 0} title="Lay the flow out left to right, keeping the text readable (L)">
           Auto-layout
         </button>
-        <button type="button" onClick={() => void rf.fitView({ padding: 0.2, duration: 200 })}>
+        <button type="button" onClick={() => void rf.fitView({ padding: 0.2, duration: 200 })} title="Fit the whole flow in view (F)">
           Fit view
+        </button>
+        <button type="button" className="icon-button" onClick={() => setHelp(true)} id="help-button" title="Keyboard shortcuts (?)" aria-label="Keyboard shortcuts">
+          ?
         </button>
         <span className="grow" />
         <button type="button" className={`problems-count${pmap.errors ? " has-errors" : ""}`} onClick={() => setTab("problems")} id="problems-count">
@@ -578,8 +608,7 @@ function Editor({ data }: { data: EditorData }) {
             onNodeClick={() => setTab((t) => (t === "problems" ? "inspect" : t))}
             onEdgeClick={() => setTab((t) => (t === "problems" ? "inspect" : t))}
             deleteKeyCode={["Delete", "Backspace"]}
-            fitView={data.flow.nodes.length > 0}
-            fitViewOptions={{ padding: 0.2, maxZoom: 1.2 }}
+            onInit={() => showReadable(0)}
             minZoom={0.2}
             proOptions={{ hideAttribution: true }}
           >
@@ -658,6 +687,7 @@ function Editor({ data }: { data: EditorData }) {
           </div>
         </aside>
       </div>
+      {help && <KeyboardHelp onClose={() => setHelp(false)} />}
       {toast && (
         <div className={`toast toast-${toast.kind}`} role={toast.kind === "error" ? "alert" : "status"} id="toast">
           {toast.text}
