@@ -139,6 +139,9 @@ type editorData struct {
 	Draft      bool            `json:"draft"`
 	Components []*flows.Spec   `json:"components"`
 	IsNew      bool            `json:"isNew"`
+	// Auth says the API needs the server's token (the API panel's snippets read it from
+	// SLUICE_TOKEN; the token itself is never in the page).
+	Auth bool `json:"auth"`
 }
 
 func (s *Server) editor(c echo.Context, title string, data editorData) error {
@@ -154,6 +157,7 @@ func (s *Server) editor(c echo.Context, title string, data editorData) error {
 	p := s.page(title, "flows")
 	p.Full = true
 	data.Components = s.pageEngine().Registry().Specs()
+	data.Auth = s.cfg.Token != ""
 	return s.render(c, http.StatusOK, pages.Editor(p, data))
 }
 

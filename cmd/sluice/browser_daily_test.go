@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -749,4 +750,80 @@ func TestBrowserKeyboardHelpAndAReadableAutoLayout(t *testing.T) {
 		}
 	}
 	b.shot("editor-auto-layout")
+}
+
+// snippet returns the code the API panel shows for a language and a snippet kind.
+func (b *browser) snippet(lang, kind string) string {
+	b.t.Helper()
+	b.click(fmt.Sprintf(`.lang-tabs button[data-lang=%q]`, lang))
+	b.waitFor(lang+" chosen", fmt.Sprintf(`document.querySelector('.lang-tabs button[data-lang=%q]').getAttribute("aria-selected") === "true"`, lang))
+	return evaluate[string](b, fmt.Sprintf(`document.querySelector('[data-snippet=%q] pre').innerText`, kind))
+}
+
+// runSnippet runs a snippet with a command (sh -c, python3 -c, …) and returns its output.
+func runSnippet(t *testing.T, env []string, name string, args ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		t.Fatalf("%s is needed to run the snippet: %v", name, err)
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+	return string(out)
+}
+
+// The API panel: copyable snippets in curl, Python, JavaScript and Go with this server
+// and its token variable filled in; run as they are, they start the flow and get its
+// result or follow its events.
+func TestBrowserTheAPIPanelsSnippetsRunAsTheyAre(t *testing.T) {
+	rdb := storetest.Real(t)
+	flowID := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, rdb, flowID)
+	dir := t.TempDir()
+	writeDoc(t, dir, exampleDoc(t, "linear", flowID))
+	const token = "snippet-token-8f3a1c"
+	base := serveForBrowser(t, dir, "--token", token)
+	b := newBrowser(t, base)
+	b.open("/flows/" + flowID + "?token=" + token)
+	b.waitFor("the editor", `document.querySelectorAll(".react-flow__node").length === 4`)
+	b.click("#api-tab")
+	b.waitText(".api-panel", "SLUICE_TOKEN")
+	if evaluate[bool](b, fmt.Sprintf(`document.documentElement.outerHTML.includes(%q)`, token)) {
+		t.Error("the page holds the server's token")
+	}
+	env := []string{"SLUICE_TOKEN=" + token}
+
+	curl := b.snippet("curl", "start")
+	if !strings.Contains(curl, base) || !strings.Contains(curl, `$SLUICE_TOKEN`) {
+		t.Errorf("the curl snippet lacks the server or the token variable:\n%s", curl)
+	}
+	if out := runSnippet(t, env, "sh", "-c", curl); !strings.Contains(out, `"status":"succeeded"`) || !strings.Contains(out, "HELLO, ADA!") {
+		t.Errorf("the curl snippet answered:\n%s", out)
+	}
+	if out := runSnippet(t, env, "python3", "-c", b.snippet("python", "start")); !strings.HasPrefix(out, "succeeded ") || !strings.Contains(out, "HELLO, ADA!") {
+		t.Errorf("the Python snippet printed:\n%s", out)
+	}
+	if out := runSnippet(t, env, "python3", "-c", b.snippet("python", "events")); !strings.Contains(out, "step greet") || !strings.Contains(out, `run  {"status": "succeeded"}`) {
+		t.Errorf("the Python events snippet printed:\n%s", out)
+	}
+	goFile := filepath.Join(t.TempDir(), "main.go")
+	if err := os.WriteFile(goFile, []byte(b.snippet("go", "start")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := runSnippet(t, append(env, "GOFLAGS=", "GO111MODULE=on"), "go", "run", goFile); !strings.HasPrefix(out, "succeeded ") || !strings.Contains(out, "HELLO, ADA!") {
+		t.Errorf("the Go snippet printed:\n%s", out)
+	}
+
+	// JavaScript runs where it is shown: in this page (with SLUICE_TOKEN as Node has it).
+	js := b.snippet("javascript", "events")
+	logs := evaluate[string](b, fmt.Sprintf(`(async () => { const lines = []; const console = {log: (...a) => lines.push(a.join(" "))}; const process = {env: {SLUICE_TOKEN: %q}}; %s; return lines.join("\n"); })()`, token, js), chromedp.EvalAwaitPromise)
+	if !strings.Contains(logs, "step greet") || !strings.Contains(logs, `run  {"status":"succeeded"}`) {
+		t.Errorf("the JavaScript events snippet logged:\n%s", logs)
+	}
+	b.click(`[data-snippet="start"] button.copy`)
+	b.waitText("#toast", "Copied")
+	b.shot("editor-api")
 }

@@ -101,6 +101,7 @@ export const api = {
   deadLetters: (flow: string) => call<{ dead_letters: DeadLetter[] }>("GET", `${flowURL(flow)}/deadletters`).then((r) => r.dead_letters),
   retryDead: (flow: string, id: string) => call<{ id: string; entry: string }>("POST", `${flowURL(flow)}/deadletters/${encodeURIComponent(id)}/retry`),
   discardDead: (flow: string, id: string) => call<void>("DELETE", `${flowURL(flow)}/deadletters/${encodeURIComponent(id)}`),
+  hookInfo: (flow: string) => call<{ url: string; enabled: boolean; secret_env: string }>("GET", `${flowURL(flow)}/hooks`),
   deleteFlow: (flow: string) => call<void>("DELETE", flowURL(flow)),
   importFlow: (doc: unknown, overwrite = false) => call<Saved>("POST", `/api/flows${overwrite ? "?overwrite=true" : ""}`, doc),
 };

@@ -20,7 +20,7 @@ import { connectionOf, toCanvasEdges, toCanvasNodes, type CanvasNode } from "../
 import { checkConnection, type Connection } from "../flow/connect";
 import { clipText, copy, parseClip, paste, type Clip } from "../flow/clipboard";
 import { validId } from "../flow/ids";
-import { DEFAULT_SIZE, freeSpot, layout, readableViewport, type Size } from "../flow/layout";
+import { DEFAULT_SIZE, freeSpot, layout, READABLE_ZOOM, readableViewport, type Size } from "../flow/layout";
 import { plainKeyAction } from "../flow/shortcuts";
 import { KeyboardHelp } from "./KeyboardHelp";
 import { addNode, connect, moveNodes, removeItems } from "../flow/ops";
@@ -28,6 +28,7 @@ import { mapProblems } from "../flow/problems";
 import { finished } from "../flow/runview";
 import { registryOf, type ComponentSpec, type FlowDocument, type Position } from "../flow/types";
 import { decideRestore, parseStored, plural, savedMessage, saveStateText, serialize, storageKey, type RestoreDecision } from "../flow/workingcopy";
+import { ApiPanel } from "./ApiPanel";
 import { Autosave } from "./autosave";
 import { FlowNodeView } from "./FlowNodeView";
 import { NoteEditsContext, NoteView, type NoteEdits } from "./NoteView";
@@ -50,6 +51,8 @@ export interface EditorData {
   components: ComponentSpec[];
   /** The flow has never been saved (a new flow). */
   isNew: boolean;
+  /** The server needs a token for its API (SLUICE_TOKEN). */
+  auth?: boolean;
 }
 
 const storage = (() => {
@@ -61,7 +64,7 @@ const storage = (() => {
 })();
 
 const nodeTypes = { flow: FlowNodeView, note: NoteView };
-type Tab = "inspect" | "problems" | "run";
+type Tab = "inspect" | "problems" | "run" | "api";
 /** The last nodes copied in this browser (any tab), for the Paste button when the system clipboard cannot be read. */
 const CLIP_KEY = "sluice:clipboard";
 
@@ -363,12 +366,12 @@ function Editor({ data }: { data: EditorData }) {
 
   /** Shows the flow at a zoom where its text reads well: all of it if it fits, else from its start. */
   const showReadable = useCallback(
-    (duration = 200) => {
+    (duration = 200, minZoom = READABLE_ZOOM) => {
       const r = canvasRef.current?.getBoundingClientRect();
       const d = store.get().doc;
       if (!r || d.nodes.length === 0) return;
       const nodes = d.nodes.map((n) => ({ position: n.position ?? { x: 0, y: 0 }, size: store.get().sizes.get(n.id) ?? DEFAULT_SIZE }));
-      void rf.setViewport(readableViewport(nodes, { width: r.width, height: r.height }), { duration });
+      void rf.setViewport(readableViewport(nodes, { width: r.width, height: r.height }, { minZoom }), { duration });
     },
     [store, rf],
   );
@@ -608,7 +611,7 @@ function Editor({ data }: { data: EditorData }) {
             onNodeClick={() => setTab((t) => (t === "problems" ? "inspect" : t))}
             onEdgeClick={() => setTab((t) => (t === "problems" ? "inspect" : t))}
             deleteKeyCode={["Delete", "Backspace"]}
-            onInit={() => showReadable(0)}
+            onInit={() => showReadable(0, 0.5)}
             minZoom={0.2}
             proOptions={{ hideAttribution: true }}
           >
@@ -665,10 +668,14 @@ function Editor({ data }: { data: EditorData }) {
             <button type="button" role="tab" aria-selected={tab === "run"} onClick={() => setTab("run")} id="run-tab">
               Test run{rs.view && <span className={`badge status-${rs.view.status}`}>{rs.view.status}</span>}
             </button>
+            <button type="button" role="tab" aria-selected={tab === "api"} onClick={() => setTab("api")} id="api-tab" title="Run this flow from your code">
+              API
+            </button>
           </div>
           <div className="tab-body" role="tabpanel">
             {tab === "inspect" && <Inspector store={store} doc={doc} reg={reg} problems={pmap} selectedNodes={st.selectedNodes} selectedEdges={st.selectedEdges} isNew={isNew} />}
             {tab === "problems" && <ProblemsPanel problems={validation.problems} map={pmap} checking={validation.checking} error={validation.error} onShow={showProblemTarget} />}
+            {tab === "api" && <ApiPanel doc={doc} auth={!!data.auth} isNew={isNew} onCopied={(what) => say(`Copied: ${what}`)} />}
             {tab === "run" && (
               <RunPanel
                 doc={doc}
