@@ -28,6 +28,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/sluicehq/sluice/flows/nodes/llmtest"
 	"github.com/sluicehq/sluice/store/storetest"
 )
 
@@ -617,7 +618,7 @@ func TestBrowserStartFromTheGallery(t *testing.T) {
 	base := serveForBrowser(t, t.TempDir())
 	b := newBrowser(t, base)
 	b.open("/")
-	b.waitFor("the gallery", `document.querySelectorAll(".gallery-card").length === 6`)
+	b.waitFor("the gallery", `document.querySelectorAll(".gallery-card").length === 7`)
 	type card struct {
 		ID, Text, Summary string
 		Boxes             int
@@ -826,4 +827,61 @@ func TestBrowserTheAPIPanelsSnippetsRunAsTheyAre(t *testing.T) {
 	b.click(`[data-snippet="start"] button.copy`)
 	b.waitText("#toast", "Copied")
 	b.shot("editor-api")
+}
+
+// The chat playground: a flow whose input takes messages gets a conversation; each
+// message is a run with the conversation so far, its reply streams in, each turn links
+// its run, and the conversation is kept across a reload.
+func TestBrowserChatWithAFlowInThePlayground(t *testing.T) {
+	rdb := storetest.Real(t)
+	name, flowID := namedFlow(t, "Chat")
+	storetest.DeleteFlowKeys(t, rdb, flowID)
+	model := llmtest.New(t)
+	hold := make(chan struct{})
+	var turns atomic.Int32
+	model.Respond(func(r llmtest.Request) llmtest.Reply {
+		if turns.Add(1) == 1 {
+			return llmtest.Reply{Content: "A stream is an append-only log.", Wait: hold}
+		}
+		return llmtest.Text("Consumer groups share its entries among workers.")
+	})
+	base := serveForBrowserEnv(t, t.TempDir(), []string{"OPENAI_BASE_URL=" + model.URL, "OPENAI_API_KEY=test-key", "SLUICE_PROVIDERS="})
+	b := newBrowser(t, base)
+	b.open("/")
+	b.typeInto("#new-name", name)
+	b.click(`.gallery-card[data-example="chat"] a`)
+	b.waitFor("the chat example", `document.querySelectorAll(".react-flow__node").length === 3`)
+	b.click("#chat-tab")
+	b.typeInto("#chat-text", "What is a Redis stream?")
+	b.run("send", chromedp.KeyEvent("\r"))
+
+	// While the model answers, the turn's run shows on the canvas; then the reply streams in.
+	b.waitFor("the turn running on the canvas", `document.querySelector('[data-node="reply"]')?.dataset.status === "running"`)
+	b.waitText(".chat-pending", "running")
+	close(hold)
+	b.waitText(".chat-log .chat-assistant:not(.chat-pending)", "A stream is an append-only log.")
+	firstRun := evaluate[string](b, `document.querySelector(".chat-assistant .chat-meta button").innerText.replace("run ", "")`)
+
+	// The second turn sends the conversation so far.
+	b.typeInto("#chat-text", "And consumer groups?")
+	b.click("#chat-send")
+	b.waitFor("two replies", `document.querySelectorAll(".chat-log .chat-assistant:not(.chat-pending)").length === 2`)
+	b.waitFor("the second reply", `[...document.querySelectorAll(".chat-log .chat-assistant")].pop().innerText.includes("Consumer groups share its entries")`)
+	reqs := model.Requests()
+	last := reqs[len(reqs)-1].Last().Text()
+	for _, want := range []string{"user: What is a Redis stream?", "assistant: A stream is an append-only log.", "user: And consumer groups?"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the second turn's prompt lacks %q:\n%s", want, last)
+		}
+	}
+	b.shot("editor-chat")
+
+	// The conversation is kept; a turn's run opens on the canvas.
+	b.run("reload", chromedp.Reload(), chromedp.WaitReady(chromedp.CSS("body")))
+	b.click("#chat-tab")
+	b.waitFor("the conversation kept", `document.querySelectorAll(".chat-log .chat-msg").length === 4`)
+	b.click(".chat-assistant .chat-meta button")
+	b.waitFor("the first turn's run on the canvas", fmt.Sprintf(`location.search.includes(%q) && document.querySelector('[data-node="reply"]')?.dataset.status === "done"`, firstRun))
+	b.click("#run-tab")
+	b.waitFor("its summary", fmt.Sprintf(`document.querySelector("#run-summary-id")?.innerText === %q`, firstRun))
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/sluicehq/sluice/flows/nodes/llmtest"
@@ -84,7 +85,33 @@ func newBrowser(t *testing.T, base string) *browser {
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
 		t.Fatalf("start Chromium: %v", err)
 	}
+	b.logErrors()
 	return b
+}
+
+// logErrors writes the page's uncaught exceptions and console errors into the test's
+// log, so that a failure says why a page broke.
+func (b *browser) logErrors() {
+	_ = chromedp.Listen(b.ctx, func(ev any) {
+		switch e := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			if d := e.ExceptionDetails; d != nil {
+				msg := d.Text
+				if d.Exception != nil {
+					msg += " " + d.Exception.Description
+				}
+				b.t.Logf("page exception: %s", msg)
+			}
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.ConsoleAPICalledTypeError {
+				var parts []string
+				for _, a := range e.Args {
+					parts = append(parts, string(a.Value)+a.Description)
+				}
+				b.t.Logf("console.error: %s", strings.Join(parts, " "))
+			}
+		}
+	})
 }
 
 // limit bounds one step, so that a hung page fails the test instead of the suite;

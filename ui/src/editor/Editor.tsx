@@ -29,6 +29,7 @@ import { finished } from "../flow/runview";
 import { registryOf, type ComponentSpec, type FlowDocument, type Position } from "../flow/types";
 import { decideRestore, parseStored, plural, savedMessage, saveStateText, serialize, storageKey, type RestoreDecision } from "../flow/workingcopy";
 import { ApiPanel } from "./ApiPanel";
+import { ChatPanel } from "./ChatPanel";
 import { Autosave } from "./autosave";
 import { FlowNodeView } from "./FlowNodeView";
 import { NoteEditsContext, NoteView, type NoteEdits } from "./NoteView";
@@ -64,7 +65,7 @@ const storage = (() => {
 })();
 
 const nodeTypes = { flow: FlowNodeView, note: NoteView };
-type Tab = "inspect" | "problems" | "run" | "api";
+type Tab = "inspect" | "problems" | "run" | "chat" | "api";
 /** The last nodes copied in this browser (any tab), for the Paste button when the system clipboard cannot be read. */
 const CLIP_KEY = "sluice:clipboard";
 
@@ -339,14 +340,15 @@ function Editor({ data }: { data: EditorData }) {
     }
   }, [store, isNew, say, autosave]);
 
+  /** Saves if needed, then starts a run and follows it on the canvas; resolves to its id. */
   const run = useCallback(
-    async (input: unknown) => {
-      setTab("run");
+    async (input: unknown, from: Tab = "run"): Promise<string | undefined> => {
+      setTab(from);
       if (isNew || store.dirty || store.draft) {
-        if (!(await save())) return;
-        setTab("run");
+        if (!(await save())) return undefined;
+        setTab(from);
       }
-      await testRun.start(store.get().doc, input);
+      return testRun.start(store.get().doc, input);
     },
     [isNew, store, save, testRun],
   );
@@ -668,6 +670,9 @@ function Editor({ data }: { data: EditorData }) {
             <button type="button" role="tab" aria-selected={tab === "run"} onClick={() => setTab("run")} id="run-tab">
               Test run{rs.view && <span className={`badge status-${rs.view.status}`}>{rs.view.status}</span>}
             </button>
+            <button type="button" role="tab" aria-selected={tab === "chat"} onClick={() => setTab("chat")} id="chat-tab" title="Talk to a flow that takes a conversation">
+              Chat
+            </button>
             <button type="button" role="tab" aria-selected={tab === "api"} onClick={() => setTab("api")} id="api-tab" title="Run this flow from your code">
               API
             </button>
@@ -675,6 +680,7 @@ function Editor({ data }: { data: EditorData }) {
           <div className="tab-body" role="tabpanel">
             {tab === "inspect" && <Inspector store={store} doc={doc} reg={reg} problems={pmap} selectedNodes={st.selectedNodes} selectedEdges={st.selectedEdges} isNew={isNew} />}
             {tab === "problems" && <ProblemsPanel problems={validation.problems} map={pmap} checking={validation.checking} error={validation.error} onShow={showProblemTarget} />}
+            {tab === "chat" && <ChatPanel doc={doc} state={rs} canRun={pmap.errors === 0 && doc.nodes.length > 0} onSend={(input) => run(input, "chat")} onOpen={openRun} />}
             {tab === "api" && <ApiPanel doc={doc} auth={!!data.auth} isNew={isNew} onCopied={(what) => say(`Copied: ${what}`)} />}
             {tab === "run" && (
               <RunPanel

@@ -143,7 +143,9 @@ function About({ text }: { text: string }) {
 function RenameField({ node, doc, store, problems }: { node: FlowNode; doc: FlowDocument; store: EditorStore; problems: string[] }) {
   const id = useId();
   const [draft, setDraft] = useState(node.id);
-  useEffect(() => setDraft(node.id), [node.id]);
+  useEffect(() => {
+    setDraft(node.id);
+  }, [node.id]);
   const taken = draft !== node.id && doc.nodes.some((n) => n.id === draft);
   const error = !validId(draft) ? "1 to 64 lower-case letters, digits, - and _" : taken ? `a node "${draft}" exists` : undefined;
   const commit = () => {

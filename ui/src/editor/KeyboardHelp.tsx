@@ -4,7 +4,9 @@ import { SHORTCUTS } from "../flow/shortcuts";
 
 export function KeyboardHelp({ onClose }: { onClose: () => void }) {
   const close = useRef<HTMLButtonElement>(null);
-  useEffect(() => close.current?.focus(), []);
+  useEffect(() => {
+    close.current?.focus();
+  }, []);
   return (
     <div className="overlay" onClick={onClose}>
       <div className="overlay-box" role="dialog" aria-modal="true" aria-labelledby="keyboard-help-title" id="keyboard-help" onClick={(e) => e.stopPropagation()}>

@@ -194,7 +194,9 @@ function RoutesEditor({ value, onChange, onBlur, name }: { value: unknown; onCha
 function RouteName({ index, name, others, onCommit, onBlur }: { index: number; name: string; others: string[]; onCommit: (name: string) => void; onBlur?: (() => void) | undefined }) {
   const [draft, setDraft] = useState(name);
   const [refused, setRefused] = useState<string | undefined>();
-  useEffect(() => setDraft(name), [name]);
+  useEffect(() => {
+    setDraft(name);
+  }, [name]);
   const problem = draft.trim() === "" ? "a route needs a name" : others.includes(draft) ? `a route "${draft}" exists` : undefined;
   const commit = () => {
     if (draft === name) return;

@@ -115,7 +115,8 @@ export class TestRun {
     }, 1500);
   }
 
-  async start(doc: FlowDocument, input: unknown): Promise<void> {
+  /** Starts a run of the saved flow and follows it; resolves to its id (undefined when it did not start). */
+  async start(doc: FlowDocument, input: unknown): Promise<string | undefined> {
     this.watch(doc.id);
     this.doc = doc;
     this.early = [];
@@ -129,8 +130,10 @@ export class TestRun {
       this.set({ starting: false, view });
       if (finished(view.status) || view.status === "waiting") void this.refresh();
       else this.poll();
+      return started.run;
     } catch (e) {
       this.set({ starting: false, error: e instanceof ApiError ? e.message : String(e) });
+      return undefined;
     }
   }
 
