@@ -36,6 +36,8 @@ var updateScreenshots = flag.Bool("update-screenshots", false, "also write the s
 var readmeShots = map[string]bool{
 	"editor-example": true, "editor-problem": true, "editor-checkpoint": true, "run": true,
 	"queues": true, "flows": true, "editor-dark": true, "editor-approval": true,
+	"editor-chat": true, "editor-api": true, "editor-failed-step": true, "editor-note": true,
+	"flows-gallery": true, "editor-keyboard-help": true,
 }
 
 // chromium is the browser the tests drive; SLUICE_CHROMIUM overrides the path.
