@@ -385,6 +385,12 @@ func (s *Server) runsPage(c echo.Context) error {
 func (s *Server) runPage(c echo.Context) error {
 	ctx := c.Request().Context()
 	flow, runID := c.Param("flow"), c.Param("run")
+	// The flow's last event before the run is read: the page's live reload resumes after
+	// it, so nothing that happens while the page loads is missed.
+	lastEvent := ""
+	if s.rdb != nil {
+		lastEvent, _ = s.rdb.LastEventID(ctx, flow)
+	}
 	info, err := s.pageEngine().Info(ctx, flow, runID)
 	if err != nil {
 		return err
@@ -397,6 +403,7 @@ func (s *Server) runPage(c echo.Context) error {
 	r := pages.RunPage{Flow: flow, Version: run.Version, Run: runItem(run), Finished: store.Finished(run.Status),
 		Input: pretty(run.Input), ErrorNode: run.ErrorNode, ParentCkpt: run.ParentCkpt}
 	r.NoWorker = s.waitingForWorker(ctx, run)
+	r.LastEvent = lastEvent
 	if run.Status == store.StatusSucceeded {
 		r.Output = pretty(run.Output())
 	}

@@ -139,13 +139,17 @@ if (live) {
   void import("../live/socket").then(({ LiveFlow }) => {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const editing = () => !!document.activeElement?.closest("form");
-    new LiveFlow(live.dataset.flow!, {
-      event: (ev) => {
-        if (ev.run !== live.dataset.liveRun) return;
-        clearTimeout(timer);
-        timer = setTimeout(() => !editing() && location.reload(), 400);
+    new LiveFlow(
+      live.dataset.flow!,
+      {
+        event: (ev) => {
+          if (ev.run !== live.dataset.liveRun) return;
+          clearTimeout(timer);
+          timer = setTimeout(() => !editing() && location.reload(), 400);
+        },
       },
-    });
+      live.dataset.after ?? "",
+    );
   });
 }
 
