@@ -12,6 +12,8 @@ TEST_REDIS_URL ?= $(if $(REDIS_URL),$(REDIS_URL),redis://127.0.0.1:6379/15)
 
 .PHONY: run test test-faults build generate ui lint deps check-generated docs clean
 
+# make run builds with source maps (a developer's binary); make build leaves them out.
+run: UI_FLAGS := --sourcemap
 run: build
 	./$(BIN) serve --addr $(ADDR) --flows $(FLOWS)
 
@@ -40,8 +42,9 @@ deps: node_modules/.package-lock.json
 generate:
 	$(GO) tool templ generate -log-level error
 
+UI_FLAGS ?=
 ui: deps
-	npm run --silent build
+	npm run --silent build -- $(UI_FLAGS)
 
 # The generated _templ.go files are committed (so `go build` and `go install` work
 # without templ); this fails when they do not match their .templ sources.

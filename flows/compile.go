@@ -249,12 +249,13 @@ func topoOrder(g *graph, entry string) []string {
 }
 
 // Canonical returns the document's canonical JSON: the format's fields in a fixed order,
-// state keys sorted, no insignificant space, and the layout-only fields (node positions)
-// left out. Inside params and state defaults keys keep the order they are written in,
+// state keys sorted, no insignificant space, and the layout-only fields (node positions,
+// notes on the canvas) left out. Inside params and state defaults keys keep the order they are written in,
 // because a component may give it meaning: a router tries its routes in that order, so
 // two documents that differ only there must not share a version.
 func Canonical(d *Document) ([]byte, error) {
 	cp := *d
+	cp.Notes = nil
 	cp.Nodes = make([]Node, len(d.Nodes))
 	for i, n := range d.Nodes {
 		n.Position = nil

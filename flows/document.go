@@ -20,6 +20,21 @@ type Document struct {
 	Settings    Settings            `json:"settings,omitzero"`
 	Nodes       []Node              `json:"nodes"`
 	Edges       []Edge              `json:"edges"`
+	// Notes are sticky notes on the canvas: layout like positions, so they are not part
+	// of the flow's version and nothing runs them.
+	Notes []Note `json:"notes,omitempty"`
+}
+
+// Note is a sticky note on the editor's canvas.
+type Note struct {
+	ID       string    `json:"id"`
+	Text     string    `json:"text"`
+	Position *Position `json:"position,omitempty"`
+	// Width and Height are the note's size in canvas pixels; zero takes the editor's default.
+	Width  float64 `json:"width,omitempty"`
+	Height float64 `json:"height,omitempty"`
+	// Color is one of the editor's note colours: yellow (default), blue, green, pink.
+	Color string `json:"color,omitempty"`
 }
 
 // StateKey declares one key of the run state.

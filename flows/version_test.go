@@ -150,6 +150,9 @@ func TestVersionIgnoresLayoutButNotMeaning(t *testing.T) {
 			}
 		}), true},
 		{"key order and whitespace keep the version", reordered(t, data), true},
+		{"adding, editing and moving notes keeps the version", edit(t, data, func(d map[string]any) {
+			d["notes"] = []any{map[string]any{"id": "n1", "text": "The router tries code first.", "position": map[string]any{"x": 40, "y": -80}, "width": 240, "color": "blue"}}
+		}), true},
 		{"reordering a router's routes changes the version", swap(t, data,
 			`"code": ".intent == \"code\"", "database": ".intent == \"database\""`,
 			`"database": ".intent == \"database\"", "code": ".intent == \"code\""`), false},

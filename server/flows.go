@@ -6,11 +6,13 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"sort"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/langflow"
+	"github.com/sluicehq/sluice/store"
 )
 
 // compiler validates and compiles flow documents.
@@ -18,7 +20,8 @@ type compiler interface {
 	Compile(doc []byte) (*flows.Plan, flows.Problems, error)
 }
 
-// FlowSummary is one flow of the library, as GET /api/flows lists it.
+// FlowSummary is one flow of the library, as GET /api/flows lists it: its saved file
+// (what runs), and its draft if it has one.
 type FlowSummary struct {
 	ID          string    `json:"id"`
 	Name        string    `json:"name"`
@@ -29,6 +32,28 @@ type FlowSummary struct {
 	Errors      int       `json:"errors"`
 	Warnings    int       `json:"warnings"`
 	UpdatedAt   time.Time `json:"updated_at"`
+	// Published is false for a flow that is only a draft so far: it cannot run yet.
+	Published bool `json:"published"`
+	// Draft is the flow's unpublished working copy, if any.
+	Draft *DraftSummary `json:"draft,omitempty"`
+}
+
+// DraftSummary is a flow's draft as the list shows it.
+type DraftSummary struct {
+	Valid     bool      `json:"valid"`
+	Errors    int       `json:"errors"`
+	Warnings  int       `json:"warnings"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// DraftSaved is the answer to PUT /api/flows/FLOW/draft.
+type DraftSaved struct {
+	ID    string `json:"id"`
+	Draft bool   `json:"draft"` // always true: nothing was published
+	// Valid says whether the draft would publish: saving it with PUT /api/flows/FLOW does.
+	Valid    bool           `json:"valid"`
+	Version  string         `json:"version,omitempty"` // the version it would publish
+	Problems flows.Problems `json:"problems"`
 }
 
 // FlowList is the body of GET /api/flows.
@@ -43,8 +68,9 @@ type SavedFlow struct {
 	// Published is true when the version is live: new runs start on it and the
 	// in-process workers serve it.
 	Published bool `json:"published"`
-	// Problems are the document's warnings (a document with errors is not saved, but
-	// for a partial import, whose placeholders are errors until replaced).
+	// Problems are the document's warnings (a document with errors is not saved, but for
+	// a partial import, whose placeholders are errors until replaced: save it as a draft
+	// with PUT /api/flows/FLOW/draft).
 	Problems flows.Problems `json:"problems"`
 	// Import reports what converting an imported Langflow export did.
 	Import *ImportReport `json:"import,omitempty"`
@@ -71,51 +97,155 @@ func (s *Server) listFlows(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	drafts, err := s.library.Drafts()
+	if err != nil {
+		return err
+	}
+	byID := map[string]*FlowSummary{}
 	out := FlowList{Flows: make([]FlowSummary, 0, len(files))}
-	var comp compiler = s.engine
 	for _, f := range files {
-		sum := FlowSummary{ID: f.ID, Name: f.ID}
-		if st, err := os.Stat(f.Path); err == nil {
-			sum.UpdatedAt = st.ModTime().UTC()
-		}
-		var head struct {
-			Name        string            `json:"name"`
-			Description string            `json:"description"`
-			Nodes       []json.RawMessage `json:"nodes"`
-		}
-		if json.Unmarshal(f.Data, &head) == nil {
-			if head.Name != "" {
-				sum.Name = head.Name
-			}
-			sum.Description, sum.Nodes = head.Description, len(head.Nodes)
-		}
-		plan, probs, _ := comp.Compile(f.Data)
-		if plan != nil {
-			sum.Valid, sum.Version = true, plan.Version
-		}
-		for _, p := range probs {
-			if p.Severity == flows.SeverityError {
-				sum.Errors++
-			} else {
-				sum.Warnings++
-			}
-		}
+		sum := s.summarize(f)
+		sum.Published = true
 		out.Flows = append(out.Flows, sum)
 	}
+	for i := range out.Flows {
+		byID[out.Flows[i].ID] = &out.Flows[i]
+	}
+	for _, d := range drafts {
+		ds := s.summarize(d)
+		draft := &DraftSummary{Valid: ds.Valid, Errors: ds.Errors, Warnings: ds.Warnings, UpdatedAt: ds.UpdatedAt}
+		if sum, ok := byID[d.ID]; ok {
+			sum.Draft = draft
+			continue
+		}
+		// Only a draft so far: listed by it, with nothing published.
+		ds.Valid, ds.Version, ds.Draft = false, "", draft
+		out.Flows = append(out.Flows, ds)
+	}
+	sort.Slice(out.Flows, func(i, j int) bool { return out.Flows[i].ID < out.Flows[j].ID })
 	return c.JSON(http.StatusOK, out)
 }
 
-// getFlow answers the flow's file as it is saved.
+// summarize reads a flow document's name, size and problems.
+func (s *Server) summarize(f store.LibraryFile) FlowSummary {
+	var comp compiler = s.engine
+	sum := FlowSummary{ID: f.ID, Name: f.ID}
+	if st, err := os.Stat(f.Path); err == nil {
+		sum.UpdatedAt = st.ModTime().UTC()
+	}
+	var head struct {
+		Name        string            `json:"name"`
+		Description string            `json:"description"`
+		Nodes       []json.RawMessage `json:"nodes"`
+	}
+	if json.Unmarshal(f.Data, &head) == nil {
+		if head.Name != "" {
+			sum.Name = head.Name
+		}
+		sum.Description, sum.Nodes = head.Description, len(head.Nodes)
+	}
+	plan, probs, _ := comp.Compile(f.Data)
+	if plan != nil {
+		sum.Valid, sum.Version = true, plan.Version
+	}
+	for _, p := range probs {
+		if p.Severity == flows.SeverityError {
+			sum.Errors++
+		} else {
+			sum.Warnings++
+		}
+	}
+	return sum
+}
+
+// getFlow answers the flow's file as it is saved (what runs); a flow that is only a
+// draft so far has none.
 func (s *Server) getFlow(c echo.Context) error {
 	id, err := flowParam(c)
 	if err != nil {
 		return err
 	}
 	data, err := s.library.Load(id)
+	if flows.ErrorCode(err) == flows.NotFound {
+		if _, derr := s.library.LoadDraft(id); derr == nil {
+			return &flows.Error{Code: flows.NotFound, Flow: id, Message: "this flow is only a draft so far (it has never been saved valid): GET /api/flows/" + id + "/draft reads it"}
+		}
+	}
 	if err != nil {
 		return err
 	}
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, data)
+}
+
+// getDraft answers the flow's draft: its working copy as last autosaved, problems and all.
+func (s *Server) getDraft(c echo.Context) error {
+	id, err := flowParam(c)
+	if err != nil {
+		return err
+	}
+	data, err := s.library.LoadDraft(id)
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, data)
+}
+
+// saveDraft keeps a working copy whatever its problems; nothing is published, so runs,
+// webhooks and headless workers go on with the saved file. ?create=true refuses (409)
+// to write over a flow that exists.
+func (s *Server) saveDraft(c echo.Context) error {
+	id := c.Param("flow")
+	if !flows.ValidID(id) {
+		return &flows.Error{Code: flows.Invalid, Path: "id", Message: fmt.Sprintf("flow id %q is not valid: use lower-case letters, digits, '-' and '_'", id)}
+	}
+	doc, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	var head map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &head); err != nil || head == nil {
+		return &flows.Error{Code: flows.Invalid, Flow: id, Message: "a draft is a flow document: a JSON object"}
+	}
+	var docID string
+	if raw, ok := head["id"]; ok && json.Unmarshal(raw, &docID) != nil {
+		return &flows.Error{Code: flows.Invalid, Flow: id, Path: "id", Message: "must be a string"}
+	}
+	if docID != id {
+		return &flows.Error{Code: flows.Invalid, Flow: id, Path: "id", Message: fmt.Sprintf("the document's id %q is not the flow's id %q in the URL", docID, id)}
+	}
+	if c.QueryParam("create") == "true" && s.library.Exists(id) {
+		return &flows.Error{Code: flows.Conflict, Flow: id, Message: "a flow with this id exists"}
+	}
+	existed := s.library.Exists(id)
+	if err := s.library.SaveDraft(id, doc); err != nil {
+		return err
+	}
+	var comp compiler = s.engine
+	plan, probs, _ := comp.Compile(doc)
+	out := DraftSaved{ID: id, Draft: true, Valid: plan != nil, Problems: probs}
+	if out.Problems == nil {
+		out.Problems = flows.Problems{}
+	}
+	if plan != nil {
+		out.Version = plan.Version
+	}
+	status := http.StatusOK
+	if !existed {
+		status = http.StatusCreated
+	}
+	return c.JSON(status, out)
+}
+
+// deleteDraft discards a flow's draft; the saved file stays as it is.
+func (s *Server) deleteDraft(c echo.Context) error {
+	id, err := flowParam(c)
+	if err != nil {
+		return err
+	}
+	if err := s.library.DeleteDraft(id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
 }
 
 func (s *Server) exportFlow(c echo.Context) error {
@@ -158,6 +288,9 @@ func (s *Server) saveFlow(c echo.Context) error {
 	doc, err := readBody(c)
 	if err != nil {
 		return err
+	}
+	if c.QueryParam("create") == "true" && s.library.Exists(id) {
+		return &flows.Error{Code: flows.Conflict, Flow: id, Message: "a flow with this id exists"}
 	}
 	_, existed := s.library.Load(id)
 	saved, err := s.save(c, id, doc)
@@ -211,6 +344,10 @@ func (s *Server) save(c echo.Context, id string, doc []byte) (*SavedFlow, error)
 	}
 	if err := s.library.Save(id, doc); err != nil {
 		return nil, err
+	}
+	// The working copy is published now: its draft is done with.
+	if err := s.library.DeleteDraft(id); err != nil && flows.ErrorCode(err) != flows.NotFound {
+		s.log.Warn("saved flow's draft not removed", "flow", id, "error", err)
 	}
 	saved := &SavedFlow{ID: id, Version: plan.Version, Problems: probs}
 	if saved.Problems == nil {

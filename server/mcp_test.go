@@ -80,7 +80,7 @@ func TestMCPClientListsFlowsAsToolsAndCallsOne(t *testing.T) {
 		t.Fatalf("tools %v, want %s (mcp: true) and not %s", names, linear, hidden)
 	}
 	schema, _ := json.Marshal(linearTool.InputSchema)
-	if !strings.Contains(linearTool.Description, "Three steps in a row") || !strings.Contains(string(schema), `"required":["name"]`) {
+	if !strings.Contains(linearTool.Description, "three steps in a row") || !strings.Contains(string(schema), `"required":["name"]`) {
 		t.Errorf("tool %q: %s", linearTool.Description, schema)
 	}
 

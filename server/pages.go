@@ -57,7 +57,7 @@ func (s *Server) render(c echo.Context, status int, t templ.Component) error {
 }
 
 func (s *Server) page(title, section string) layout.Page {
-	return layout.Page{Title: title, Section: section, Embedded: s.cfg.Embedded, Bundle: static.HasBundle()}
+	return layout.Page{Title: title, Section: section, Embedded: s.cfg.Embedded, Bundle: static.HasBundle(), Asset: static.Path}
 }
 
 func (s *Server) pageEngine() pageEngine { return s.engine }
@@ -75,89 +75,119 @@ func (s *Server) homePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	drafts, err := s.library.Drafts()
+	if err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	items := make([]pages.FlowItem, 0, len(files))
+	byID := map[string]int{}
 	for _, f := range files {
-		var head struct {
-			Name  string            `json:"name"`
-			Nodes []json.RawMessage `json:"nodes"`
-		}
-		item := pages.FlowItem{ID: f.ID}
-		if err := json.Unmarshal(f.Data, &head); err != nil {
-			item.Problem = "not valid JSON: " + err.Error()
-		} else {
-			_, probs, _ := s.pageEngine().Compile(f.Data)
-			for _, p := range probs {
-				if p.Severity == flows.SeverityError {
-					item.Errors++
-				} else {
-					item.Warnings++
-				}
-			}
-		}
-		item.Name, item.Nodes = head.Name, len(head.Nodes)
-		if item.Name == "" {
-			item.Name = f.ID
-		}
+		item := s.flowItem(f)
+		item.Published = true
 		if runs, _, err := s.pageEngine().List(ctx, f.ID, engine.ListQuery{Limit: 1}); err == nil && len(runs) > 0 {
 			r := runItem(runs[0])
 			item.LastRun = &r
 		}
+		byID[f.ID] = len(items)
 		items = append(items, item)
 	}
-	var exs []pages.Example
-	for _, id := range examples.IDs() {
-		doc, _ := examples.Read(id)
-		var head struct{ Name, Description string }
-		_ = json.Unmarshal(doc, &head)
-		exs = append(exs, pages.Example{ID: id, Name: head.Name, Description: head.Description})
+	for _, d := range drafts {
+		di := s.flowItem(d)
+		if i, ok := byID[d.ID]; ok {
+			items[i].Draft, items[i].DraftErrors = true, di.Errors
+			continue
+		}
+		di.Draft, di.DraftErrors = true, di.Errors
+		items = append(items, di)
 	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].ID < items[j].ID })
 	p := s.page("Flows", "flows")
 	p.CSRF = s.csrfToken(c)
-	return s.render(c, http.StatusOK, pages.Home(p, s.library.Dir, items, exs))
+	return s.render(c, http.StatusOK, pages.Home(p, s.library.Dir, items, s.gallery()))
+}
+
+// flowItem reads a flow document for the flows page: name, size, problems.
+func (s *Server) flowItem(f store.LibraryFile) pages.FlowItem {
+	var head struct {
+		Name  string            `json:"name"`
+		Nodes []json.RawMessage `json:"nodes"`
+	}
+	item := pages.FlowItem{ID: f.ID}
+	if err := json.Unmarshal(f.Data, &head); err != nil {
+		item.Problem = "not valid JSON: " + err.Error()
+	} else {
+		_, probs, _ := s.pageEngine().Compile(f.Data)
+		for _, p := range probs {
+			if p.Severity == flows.SeverityError {
+				item.Errors++
+			} else {
+				item.Warnings++
+			}
+		}
+	}
+	item.Name, item.Nodes = head.Name, len(head.Nodes)
+	if item.Name == "" {
+		item.Name = f.ID
+	}
+	return item
 }
 
 // editorData is what the editor island is given (ui/src/editor/Editor.tsx EditorData).
 type editorData struct {
-	Flow       json.RawMessage `json:"flow"`
+	// Flow is the working copy: the draft when there is one, else the saved file.
+	Flow json.RawMessage `json:"flow"`
+	// Published is the saved file (what runs); null for a new flow or one that is only a draft.
+	Published  json.RawMessage `json:"published"`
+	Draft      bool            `json:"draft"`
 	Components []*flows.Spec   `json:"components"`
 	IsNew      bool            `json:"isNew"`
+	// Auth says the API needs the server's token (the API panel's snippets read it from
+	// SLUICE_TOKEN; the token itself is never in the page).
+	Auth bool `json:"auth"`
 }
 
-func (s *Server) editor(c echo.Context, title string, doc []byte, isNew bool) error {
+func (s *Server) editor(c echo.Context, title string, data editorData) error {
 	if !static.HasBundle() {
 		return s.render(c, http.StatusOK, pages.NoBundle(s.page(title, "flows")))
 	}
-	if !json.Valid(doc) {
+	if !json.Valid(data.Flow) {
 		return &flows.Error{Code: flows.Invalid, Message: "the flow file is not valid JSON; fix it in a text editor or import it again"}
+	}
+	if data.Published == nil || !json.Valid(data.Published) {
+		data.Published = json.RawMessage("null")
 	}
 	p := s.page(title, "flows")
 	p.Full = true
-	data := editorData{Flow: doc, Components: s.pageEngine().Registry().Specs(), IsNew: isNew}
+	data.Components = s.pageEngine().Registry().Specs()
+	data.Auth = s.cfg.Token != ""
 	return s.render(c, http.StatusOK, pages.Editor(p, data))
 }
 
 func (s *Server) editorPage(c echo.Context) error {
 	id := c.Param("flow")
-	doc, err := s.library.Load(id)
-	if err != nil {
+	file, err := s.library.Load(id)
+	if err != nil && flows.ErrorCode(err) != flows.NotFound {
+		return err
+	}
+	data := editorData{Flow: file, Published: file}
+	if draft, derr := s.library.LoadDraft(id); derr == nil && json.Valid(draft) {
+		data.Flow, data.Draft = draft, true
+	} else if err != nil {
 		return err
 	}
 	var head struct{ Name string }
-	_ = json.Unmarshal(doc, &head)
+	_ = json.Unmarshal(data.Flow, &head)
 	if head.Name == "" {
 		head.Name = id
 	}
-	return s.editor(c, head.Name, doc, false)
+	return s.editor(c, head.Name, data)
 }
 
 // newFlowPage opens the editor on a flow that is not saved yet: blank, or a copy of an
 // example, named as asked, with an id no flow of the library has.
 func (s *Server) newFlowPage(c echo.Context) error {
 	name := strings.TrimSpace(c.QueryParam("name"))
-	if name == "" {
-		name = "Untitled flow"
-	}
 	doc := flows.Document{Sluice: flows.FormatVersion, Nodes: []flows.Node{}, Edges: []flows.Edge{}}
 	if from := c.QueryParam("from"); from != "" {
 		raw, err := examples.Read(from)
@@ -167,19 +197,30 @@ func (s *Server) newFlowPage(c echo.Context) error {
 		if err := json.Unmarshal(raw, &doc); err != nil {
 			return err
 		}
+		if name == "" {
+			name = doc.Name // named after the example
+		}
+	}
+	if name == "" {
+		name = "Untitled flow"
 	}
 	doc.ID, doc.Name = s.freeID(slug(name)), name
 	out, err := json.Marshal(doc)
 	if err != nil {
 		return err
 	}
-	return s.editor(c, name, out, true)
+	return s.editor(c, name, editorData{Flow: out, IsNew: true})
 }
 
 // duplicateFlowPage saves a copy of a flow under a new id and opens it.
 func (s *Server) duplicateFlowPage(c echo.Context) error {
 	id := c.Param("flow")
 	raw, err := s.library.Load(id)
+	save := s.library.Save
+	if flows.ErrorCode(err) == flows.NotFound {
+		raw, err = s.library.LoadDraft(id) // a flow that is only a draft is copied as one
+		save = s.library.SaveDraft
+	}
 	if err != nil {
 		return err
 	}
@@ -199,7 +240,7 @@ func (s *Server) duplicateFlowPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.library.Save(newID, out); err != nil {
+	if err := save(newID, out); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/flows/"+newID)
@@ -274,7 +315,7 @@ func (s *Server) freeID(base string) string {
 		if i > 1 {
 			id = fmt.Sprintf("%s-%d", base, i)
 		}
-		if _, err := s.library.Load(id); flows.ErrorCode(err) == flows.NotFound {
+		if !s.library.Exists(id) {
 			return id
 		}
 	}
@@ -369,6 +410,12 @@ func (s *Server) runsPage(c echo.Context) error {
 func (s *Server) runPage(c echo.Context) error {
 	ctx := c.Request().Context()
 	flow, runID := c.Param("flow"), c.Param("run")
+	// The flow's last event before the run is read: the page's live reload resumes after
+	// it, so nothing that happens while the page loads is missed.
+	lastEvent := ""
+	if s.rdb != nil {
+		lastEvent, _ = s.rdb.LastEventID(ctx, flow)
+	}
 	info, err := s.pageEngine().Info(ctx, flow, runID)
 	if err != nil {
 		return err
@@ -380,6 +427,8 @@ func (s *Server) runPage(c echo.Context) error {
 	}
 	r := pages.RunPage{Flow: flow, Version: run.Version, Run: runItem(run), Finished: store.Finished(run.Status),
 		Input: pretty(run.Input), ErrorNode: run.ErrorNode, ParentCkpt: run.ParentCkpt}
+	r.NoWorker = s.waitingForWorker(ctx, run)
+	r.LastEvent = lastEvent
 	if run.Status == store.StatusSucceeded {
 		r.Output = pretty(run.Output())
 	}
@@ -411,7 +460,7 @@ func (s *Server) runPage(c echo.Context) error {
 			selected = cp.ID
 		}
 		item := pages.Checkpoint{ID: cp.ID, Node: cp.Node, Kind: cp.Kind, Step: cp.Step, Duration: durationText(cp.DurationMS),
-			Tokens: cp.Usage.InputTokens + cp.Usage.OutputTokens, Attempt: cp.Attempt,
+			Tokens: cp.Usage.InputTokens + cp.Usage.OutputTokens, Attempt: cp.Attempt, Error: cp.Error,
 			Link: fmt.Sprintf("/flows/%s/runs/%s?checkpoint=%s", flow, runID, url.QueryEscape(cp.ID))}
 		if longest > 0 {
 			item.Percent = int(cp.DurationMS / longest * 100)
@@ -427,7 +476,10 @@ func (s *Server) runPage(c echo.Context) error {
 			return err
 		}
 		d := &pages.CheckpointDetail{ID: cp.ID, Node: cp.Node, Kind: cp.Kind, Step: cp.Step, Update: pretty(cp.Update),
-			Output: pretty(cp.Output), State: pretty(cp.State), Worker: cp.Worker}
+			Output: pretty(cp.Output), State: pretty(cp.State), Worker: cp.Worker, Attempt: cp.Attempt, Error: cp.Error}
+		if cp.Kind == "error" && cp.Parent != "" {
+			d.ParentLink = fmt.Sprintf("/flows/%s/runs/%s?checkpoint=%s", flow, runID, url.QueryEscape(cp.Parent))
+		}
 		if len(cp.State) > 0 && cp.Kind != "turn" {
 			d.StateRaw = json.RawMessage(cp.State)
 			d.CanFork = true
@@ -458,12 +510,15 @@ func (s *Server) queuesPage(c echo.Context) error {
 		if !flows.ValidID(q.Flow) {
 			return &flows.Error{Code: flows.NotFound, Message: fmt.Sprintf("no flow %q", q.Flow)}
 		}
+		if plan, err := s.runs().CurrentPlan(ctx, q.Flow); err == nil {
+			q.Notes = queueNotes(plan)
+		}
 		fq, err := ps.Queues(ctx, q.Flow)
 		if err != nil {
 			q.Problem = userMessage(err)
 		} else {
 			for _, n := range fq.Nodes {
-				row := pages.QueueRow{Node: n.Node, Length: n.Length, Pending: n.Pending, Lag: n.Lag, OldestIdle: idleText(n.OldestPendingIdleMS), DeadLetters: n.DeadLetters, Consumers: "none"}
+				row := pages.QueueRow{Node: n.Node, Length: n.Length, Pending: n.Pending, Lag: n.Lag, OldestIdle: idleText(n.OldestPendingIdleMS), DeadLetters: n.DeadLetters, Consumers: noConsumer(q.Notes[n.Node])}
 				var cs []string
 				for _, c := range n.Consumers {
 					cs = append(cs, fmt.Sprintf("%s (%d pending, idle %s)", c.Name, c.Pending, idleText(c.IdleMS)))
@@ -479,10 +534,19 @@ func (s *Server) queuesPage(c echo.Context) error {
 			q.Problem = userMessage(err)
 		}
 		for _, d := range dead {
-			q.Dead = append(q.Dead, pages.DeadRow{ID: d.ID, Node: d.Node, Run: d.Run, Error: d.Error, Attempts: d.Attempts, Time: d.Time.Local().Format("2006-01-02 15:04:05")})
+			q.Dead = append(q.Dead, pages.DeadRow{ID: d.ID, Node: d.Node, Run: d.Run, Error: d.Error, Attempts: d.Attempts,
+				Time: d.Time.Local().Format("2006-01-02 15:04:05"), TimeISO: d.Time.UTC().Format(time.RFC3339Nano)})
 		}
 	}
 	return s.render(c, http.StatusOK, pages.Queues(s.page("Queues", "queues"), q))
+}
+
+// noConsumer is what the consumers cell says of a node no worker has read yet.
+func noConsumer(note string) string {
+	if note != "" {
+		return note
+	}
+	return "none yet: a worker shows here once it reads this node"
 }
 
 func runItem(r *store.Run) pages.RunItem {

@@ -28,7 +28,7 @@ func (s *Server) routes() {
 	auth := e.Group("", s.authenticate)
 	auth.GET("/metrics", s.metricsHandler)
 	auth.GET("/ws", s.websocket)
-	auth.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServerFS(static.FS))))
+	auth.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static", static.Handler())))
 	auth.GET("/", s.homePage)
 	// Pages (pages.go): the editor island and the server-rendered views.
 	auth.GET("/flows/new", s.newFlowPage)
@@ -59,6 +59,9 @@ func (s *Server) routes() {
 	api.GET("/flows/:flow", s.getFlow)
 	api.PUT("/flows/:flow", s.saveFlow)
 	api.DELETE("/flows/:flow", s.deleteFlow)
+	api.GET("/flows/:flow/draft", s.getDraft)
+	api.PUT("/flows/:flow/draft", s.saveDraft)
+	api.DELETE("/flows/:flow/draft", s.deleteDraft)
 	api.GET("/flows/:flow/export", s.exportFlow)
 	api.GET("/flows/:flow/events", s.flowEvents)
 

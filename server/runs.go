@@ -68,6 +68,32 @@ type RunView struct {
 	// flow's caps; only on GET of one run.
 	Spend  *flows.Spend  `json:"spend,omitempty"`
 	Budget *flows.Budget `json:"budget,omitempty"`
+	// NoWorker is true when the run has activations that no live worker reads: it stays
+	// queued until one starts (sluice worker, or serve with workers). WaitingForWorker
+	// names the nodes. Only a run's own GET reports them.
+	NoWorker         bool     `json:"no_worker,omitempty"`
+	WaitingForWorker []string `json:"waiting_for_worker,omitempty"`
+}
+
+// workerWatch tells whether a run's activations sit where no worker reads.
+type workerWatch interface {
+	WaitingForWorker(ctx context.Context, flow, run string, created time.Time) ([]string, error)
+}
+
+var _ workerWatch = (*store.Redis)(nil)
+
+// waitingForWorker is where a queued or running run waits for a worker, if anywhere
+// (best effort: an error reports nothing).
+func (s *Server) waitingForWorker(ctx context.Context, r *store.Run) []string {
+	if s.rdb == nil || (r.Status != store.StatusQueued && r.Status != store.StatusRunning) {
+		return nil
+	}
+	var w workerWatch = s.rdb
+	nodes, err := w.WaitingForWorker(ctx, r.Flow, r.ID, r.Created)
+	if err != nil {
+		return nil
+	}
+	return nodes
 }
 
 // WaitView is an approval a run waits at.
@@ -214,11 +240,32 @@ func planFor(ctx context.Context, lib *store.Library, eng runEngine, plans *plan
 	if flows.ErrorCode(err) != flows.NotFound {
 		return nil, err
 	}
+	if draft, derr := lib.LoadDraft(flow); derr == nil {
+		return nil, draftOnly(eng, flow, draft)
+	}
 	p, perr := eng.CurrentPlan(ctx, flow)
 	if flows.ErrorCode(perr) == flows.NotFound {
 		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: "no such flow"}
 	}
 	return p, perr
+}
+
+// draftOnly is the error of running a flow that has only a draft: nothing valid was ever
+// saved, so there is no version to run.
+func draftOnly(c compiler, flow string, draft []byte) error {
+	_, probs, _ := c.Compile(draft)
+	why := "it is a draft that has never been saved valid"
+	if errs := probs.Errors(); len(errs) > 0 {
+		why = fmt.Sprintf("it is a draft with %d %s (%s) and has never been saved valid", len(errs), pluralWord(len(errs), "problem"), errs[0])
+	}
+	return &flows.Error{Code: flows.Invalid, Flow: flow, Message: fmt.Sprintf("flow %q cannot run: %s; fix it in the editor and save it", flow, why)}
+}
+
+func pluralWord(n int, w string) string {
+	if n == 1 {
+		return w
+	}
+	return w + "s"
 }
 
 // planCache keeps the plan of each library file's last content, so that starting a
@@ -339,6 +386,8 @@ func (s *Server) getRun(c echo.Context) error {
 			v.Budget = p.Settings.Budget
 		}
 	}
+	v.WaitingForWorker = s.waitingForWorker(ctx, info.Run)
+	v.NoWorker = len(v.WaitingForWorker) > 0
 	return c.JSON(http.StatusOK, v)
 }
 

@@ -121,6 +121,10 @@ func (s *Server) rollback(c echo.Context) error {
 			return err
 		}
 		out.FileWritten = true
+		// Like a save, a rollback replaces the working copy: a draft of the flow goes.
+		if err := s.library.DeleteDraft(flow); err != nil && flows.ErrorCode(err) != flows.NotFound {
+			return err
+		}
 	case flows.ErrorCode(lerr) != flows.NotFound:
 		return lerr
 	}

@@ -13,10 +13,16 @@ import (
 )
 
 // Library is the directory of flow files: one <id>.json per flow. The saved file is the
-// export; nothing else about a flow lives on disk.
+// export and is what runs: only a valid document is written there. A working copy that
+// does not validate yet (or is not published yet) is a draft, <dir>/.drafts/<id>.json:
+// out of the way of `sluice worker flows/*.json` and of the library's sync, which read
+// only the files in the directory itself.
 type Library struct {
 	Dir string
 }
+
+// DraftDir is the folder of the drafts, inside the library's directory.
+const DraftDir = ".drafts"
 
 // LibraryFile is one flow file as found on disk.
 type LibraryFile struct {
@@ -89,7 +95,11 @@ func (l *Library) Save(id string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(l.Dir, "."+id+".*.tmp")
+	return writeAtomic(l.Dir, id, p, data)
+}
+
+func writeAtomic(dir, id, p string, data []byte) error {
+	tmp, err := os.CreateTemp(dir, "."+id+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("save flow %q: %w", id, err)
 	}
@@ -111,15 +121,101 @@ func (l *Library) Save(id string, data []byte) error {
 	return nil
 }
 
-// Delete removes the file of flow id.
+// Delete removes the file of flow id and its draft.
 func (l *Library) Delete(id string) error {
 	p, err := l.path(id)
 	if err != nil {
 		return err
 	}
 	err = os.Remove(p)
+	derr := l.DeleteDraft(id)
 	if errors.Is(err, fs.ErrNotExist) {
+		if derr == nil {
+			return nil // there was only a draft
+		}
 		return &flows.Error{Code: flows.NotFound, Flow: id, Message: "no such flow"}
 	}
 	return err
+}
+
+// Exists reports whether flow id has a file or a draft.
+func (l *Library) Exists(id string) bool {
+	if _, err := l.Load(id); err == nil {
+		return true
+	}
+	_, err := l.LoadDraft(id)
+	return err == nil
+}
+
+func (l *Library) draftPath(id string) (string, error) {
+	if _, err := l.path(id); err != nil {
+		return "", err
+	}
+	return filepath.Join(l.Dir, DraftDir, id+".json"), nil
+}
+
+// LoadDraft returns the draft of flow id.
+func (l *Library) LoadDraft(id string) ([]byte, error) {
+	p, err := l.draftPath(id)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &flows.Error{Code: flows.NotFound, Flow: id, Message: "no draft of this flow"}
+	}
+	return data, err
+}
+
+// SaveDraft writes the draft of flow id atomically, whatever its problems.
+func (l *Library) SaveDraft(id string, data []byte) error {
+	p, err := l.draftPath(id)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(p)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("drafts directory: %w", err)
+	}
+	return writeAtomic(dir, id, p, data)
+}
+
+// DeleteDraft removes the draft of flow id; NotFound when there is none.
+func (l *Library) DeleteDraft(id string) error {
+	p, err := l.draftPath(id)
+	if err != nil {
+		return err
+	}
+	err = os.Remove(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &flows.Error{Code: flows.NotFound, Flow: id, Message: "no draft of this flow"}
+	}
+	return err
+}
+
+// Drafts returns every draft, sorted by flow id.
+func (l *Library) Drafts() ([]LibraryFile, error) {
+	dir := filepath.Join(l.Dir, DraftDir)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read drafts directory: %w", err)
+	}
+	var out []LibraryFile
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if e.IsDir() || !ok || !flows.ValidID(id) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		out = append(out, LibraryFile{ID: id, Path: p, Data: data})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/sluicehq/sluice/flows/nodes/llmtest"
@@ -35,6 +36,8 @@ var updateScreenshots = flag.Bool("update-screenshots", false, "also write the s
 var readmeShots = map[string]bool{
 	"editor-example": true, "editor-problem": true, "editor-checkpoint": true, "run": true,
 	"queues": true, "flows": true, "editor-dark": true, "editor-approval": true,
+	"editor-chat": true, "editor-api": true, "editor-failed-step": true, "editor-note": true,
+	"flows-gallery": true, "editor-keyboard-help": true,
 }
 
 // chromium is the browser the tests drive; SLUICE_CHROMIUM overrides the path.
@@ -84,7 +87,33 @@ func newBrowser(t *testing.T, base string) *browser {
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
 		t.Fatalf("start Chromium: %v", err)
 	}
+	b.logErrors()
 	return b
+}
+
+// logErrors writes the page's uncaught exceptions and console errors into the test's
+// log, so that a failure says why a page broke.
+func (b *browser) logErrors() {
+	_ = chromedp.Listen(b.ctx, func(ev any) {
+		switch e := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			if d := e.ExceptionDetails; d != nil {
+				msg := d.Text
+				if d.Exception != nil {
+					msg += " " + d.Exception.Description
+				}
+				b.t.Logf("page exception: %s", msg)
+			}
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.ConsoleAPICalledTypeError {
+				var parts []string
+				for _, a := range e.Args {
+					parts = append(parts, string(a.Value)+a.Description)
+				}
+				b.t.Logf("console.error: %s", strings.Join(parts, " "))
+			}
+		}
+	})
 }
 
 // limit bounds one step, so that a hung page fails the test instead of the suite;
@@ -414,8 +443,7 @@ func TestBrowserStartFromAnExampleAndRunIt(t *testing.T) {
 	// New flow from the triage example: its nodes are there, it is valid, and it runs.
 	b.open("/")
 	b.typeInto("#new-name", name)
-	b.run("choose the triage example", chromedp.SetValue(chromedp.CSS("#new-from"), "triage"))
-	b.click("#new-flow-form button[type=submit]")
+	b.click(`.gallery-card[data-example="triage"] a`)
 	b.waitFor("the example's seven nodes", `document.querySelectorAll(".react-flow__node").length === 7`)
 	b.waitText("#problems-count", "Valid")
 	b.click("#run-tab")
@@ -452,8 +480,7 @@ func TestBrowserAnswerAnApprovalFromTheEditor(t *testing.T) {
 
 	b.open("/")
 	b.typeInto("#new-name", name)
-	b.run("choose the approval example", chromedp.SetValue(chromedp.CSS("#new-from"), "approval"))
-	b.click("#new-flow-form button[type=submit]")
+	b.click(`.gallery-card[data-example="approval"] a`)
 	b.waitFor("the example's six nodes", `document.querySelectorAll(".react-flow__node").length === 6`)
 	b.click("#run-tab")
 	b.click("#run-button")
@@ -504,16 +531,18 @@ func TestBrowserImportDuplicateExportDeleteAndTheUnsavedChangesGuard(t *testing.
 	b.run("choose the file to import", chromedp.SetUploadFiles(chromedp.CSS("#import-file"), []string{file}))
 	b.waitFor("the imported flow in the editor", `location.pathname.endsWith("/`+flowID+`") && document.querySelectorAll(".react-flow__node").length === 4`)
 
-	// An edit not saved: leaving the page asks first.
+	// An edit autosaves as a draft; leaving then loses nothing and does not ask. (Leaving
+	// before the server has an edit asks: TestBrowserDraftsSaveWithProblemsAndTheWorkingCopyAutosaves.)
 	b.click(`.react-flow__node[data-id="greet"]`)
 	b.typeInto(`input[aria-label="Label"]`, "Say hello")
-	b.waitText("#save-state", "Unsaved changes")
+	b.waitText("#save-state", "Draft saved")
 	b.open("/")
-	if got := strings.Join(dialogs(), "\n"); !strings.Contains(got, "beforeunload") {
-		t.Errorf("leaving with unsaved changes did not ask; dialogs: %q", got)
+	if got := strings.Join(dialogs(), "\n"); strings.Contains(got, "beforeunload") {
+		t.Errorf("leaving with every edit autosaved asked; dialogs: %q", got)
 	}
 	row := fmt.Sprintf(`#flow-list tr[data-flow=%q]`, flowID)
 	b.waitText(row, "Linear pipeline")
+	b.waitText(row, "+ draft")
 
 	// Export answers the file as a download.
 	exported := evaluate[string](b, fmt.Sprintf(`fetch(document.querySelector('%s a[download]').href).then(r => r.headers.get("Content-Disposition") + " " + r.status)`, row), chromedp.EvalAwaitPromise)

@@ -85,7 +85,7 @@ func TestRunSupportExampleRoutesByTheModelsClassification(t *testing.T) {
 		{"coding agent", "The build fails on main",
 			`{"intent":"code","reply":"[code] Add an index on orders.created_at; the table has no index for the report's filter."}`},
 		{"an answer that is no route goes to default", "Where is my invoice?",
-			`{"intent":"default","reply":"[default] Billing questions go to billing@example.com."}`},
+			`{"intent":"default","reply":"[general] Billing questions go to billing@example.com."}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, _ := json.Marshal(map[string]any{"ticket": tc.ticket, "context": map[string]any{

@@ -59,7 +59,7 @@ func TestSluiceMCPServesFlowsOnStdio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tools.Tools) != 1 || tools.Tools[0].Name != "linear" || !strings.Contains(tools.Tools[0].Description, "Three steps") {
+	if len(tools.Tools) != 1 || tools.Tools[0].Name != "linear" || !strings.Contains(tools.Tools[0].Description, "three steps") {
 		b, _ := json.Marshal(tools.Tools)
 		t.Fatalf("tools %s, want linear only (approval does not set mcp)", b)
 	}

@@ -71,6 +71,14 @@ export interface ScheduleList {
   schedules: SavedSchedule[];
 }
 
+export interface DraftSaved {
+  id: string;
+  draft: true;
+  valid: boolean;
+  version?: string;
+  problems: Problem[];
+}
+
 export interface Started {
   run: string;
   flow: string;
@@ -88,9 +96,22 @@ export const api = {
   components: () => call<{ components: ComponentSpec[] }>("GET", "/api/components").then((r) => r.components),
   getFlow: (flow: string) => call<FlowDocument>("GET", flowURL(flow)),
   validate: (doc: FlowDocument) => call<Validation>("POST", "/api/flows/validate", doc),
-  save: (doc: FlowDocument, message?: string) => call<Saved>("PUT", flowURL(doc.id) + (message ? `?message=${encodeURIComponent(message)}` : ""), doc),
+  /** Saves and publishes a valid document; create refuses (409) to replace a flow that exists. */
+  save: (doc: FlowDocument, create = false, message?: string) => {
+    const q = new URLSearchParams();
+    if (create) q.set("create", "true");
+    if (message) q.set("message", message);
+    return call<Saved>("PUT", flowURL(doc.id) + (q.size ? "?" + q.toString() : ""), doc);
+  },
+  /** Keeps a draft, whatever its problems; nothing is published. */
+  saveDraft: (doc: FlowDocument, create = false) => call<DraftSaved>("PUT", `${flowURL(doc.id)}/draft` + (create ? "?create=true" : ""), doc),
+  /** Sends a draft while the page unloads (the request outlives the page). */
+  saveDraftOnExit: (doc: FlowDocument) =>
+    void fetch(`${flowURL(doc.id)}/draft`, { method: "PUT", keepalive: true, credentials: "same-origin", headers: { "Content-Type": "application/json", Accept: "application/json" }, body: JSON.stringify(doc) }).catch(() => undefined),
+  deleteDraft: (flow: string) => call<void>("DELETE", `${flowURL(flow)}/draft`),
   startRun: (flow: string, input: unknown) => call<Started>("POST", `${flowURL(flow)}/runs`, { input }),
   getRun: (flow: string, run: string) => call<Run>("GET", runURL(flow, run)),
+  listRuns: (flow: string, limit = 20) => call<{ runs: Run[] }>("GET", `${flowURL(flow)}/runs?limit=${limit}`).then((r) => r.runs),
   cancel: (flow: string, run: string) => call<Run>("POST", `${runURL(flow, run)}/cancel`),
   resume: (flow: string, run: string, node: string, decision: { decision: "approve" | "reject"; value?: unknown; comment?: string }) =>
     call<Run>("POST", `${runURL(flow, run)}/resume`, { node, ...decision }),
@@ -104,6 +125,7 @@ export const api = {
   deadLetters: (flow: string) => call<{ dead_letters: DeadLetter[] }>("GET", `${flowURL(flow)}/deadletters`).then((r) => r.dead_letters),
   retryDead: (flow: string, id: string) => call<{ id: string; entry: string }>("POST", `${flowURL(flow)}/deadletters/${encodeURIComponent(id)}/retry`),
   discardDead: (flow: string, id: string) => call<void>("DELETE", `${flowURL(flow)}/deadletters/${encodeURIComponent(id)}`),
+  hookInfo: (flow: string) => call<{ url: string; enabled: boolean; secret_env: string }>("GET", `${flowURL(flow)}/hooks`),
   deleteFlow: (flow: string) => call<void>("DELETE", flowURL(flow)),
   importFlow: (doc: unknown, opts: { overwrite?: boolean; partial?: boolean } = {}) => {
     const q = new URLSearchParams();

@@ -32,6 +32,10 @@ export interface Run {
   tick?: string;
   /** Approvals the run waits for, by node. */
   waiting?: Record<string, Wait>;
+  /** The run has activations no live worker reads (only a run's own GET says). */
+  no_worker?: boolean;
+  /** The nodes where it waits for a worker. */
+  waiting_for_worker?: string[];
 }
 
 export interface Wait {
@@ -44,7 +48,7 @@ export interface Wait {
 export interface Checkpoint {
   id: string;
   node: string;
-  kind: string; // input, step, send, join, wait, resume, turn
+  kind: string; // input, step, send, join, wait, resume, turn, error (a failed attempt: no state)
   step: number;
   parent?: string;
   attempt?: number;
@@ -55,6 +59,8 @@ export interface Checkpoint {
   duration_ms: number;
   usage: Usage;
   worker?: string;
+  /** What a failed attempt returned (kind "error"). */
+  error?: string;
   time: string;
   state?: unknown;
 }

@@ -19,9 +19,11 @@ import { api, ApiError } from "../api/client";
 import type { ImportReport, VersionInfo } from "../api/types";
 import { connectionOf, toCanvasEdges, toCanvasNodes, type CanvasNode } from "../flow/canvas";
 import { checkConnection, type Connection } from "../flow/connect";
-import { clipText, copy, paste, type Clip } from "../flow/clipboard";
+import { clipText, copy, parseClip, paste, type Clip } from "../flow/clipboard";
 import { validId } from "../flow/ids";
-import { layout, type Size } from "../flow/layout";
+import { DEFAULT_SIZE, freeSpot, layout, READABLE_ZOOM, readableViewport, type Size } from "../flow/layout";
+import { plainKeyAction } from "../flow/shortcuts";
+import { KeyboardHelp } from "./KeyboardHelp";
 import { addNode, connect, moveNodes, removeItems } from "../flow/ops";
 import { mapProblems } from "../flow/problems";
 import { finished } from "../flow/runview";
@@ -30,31 +32,53 @@ import { schedulesOf } from "../flow/schedules";
 import { diffView, short, showValue, summary, type DiffView, type VersionDiff } from "../flow/versions";
 import { HistoryPanel } from "./HistoryPanel";
 import { SchedulesPanel } from "./SchedulesPanel";
+import { decideRestore, parseStored, plural, savedMessage, saveStateText, serialize, storageKey, type RestoreDecision } from "../flow/workingcopy";
+import { ApiPanel } from "./ApiPanel";
+import { ChatPanel } from "./ChatPanel";
+import { Autosave } from "./autosave";
 import { FlowNodeView } from "./FlowNodeView";
+import { NoteEditsContext, NoteView, type NoteEdits } from "./NoteView";
+import { addNote, moveNotes, noteIdOf, removeNotes, toCanvasNotes, updateNote, type CanvasNote } from "../flow/notes";
 import { Inspector } from "./Inspector";
 import { Palette } from "./Palette";
 import { ProblemsPanel } from "./ProblemsPanel";
-import { RunPanel } from "./RunPanel";
+import { noWorkerAt, RunPanel } from "./RunPanel";
 import { EditorStore } from "./store";
 import { TestRun } from "./testrun";
 import { useValidation } from "./useValidation";
 
 export interface EditorData {
+  /** The working copy: the flow's draft when it has one, else its saved file. */
   flow: FlowDocument;
+  /** The saved file (what runs); null for a new flow or one that is only a draft. */
+  published: FlowDocument | null;
+  /** flow is the server's draft. */
+  draft: boolean;
   components: ComponentSpec[];
   /** The flow has never been saved (a new flow). */
   isNew: boolean;
+  /** The server needs a token for its API (SLUICE_TOKEN). */
+  auth?: boolean;
 }
 
-const nodeTypes = { flow: FlowNodeView };
-type Tab = "inspect" | "problems" | "run" | "history" | "schedules";
+const storage = (() => {
+  try {
+    return window.localStorage;
+  } catch {
+    return undefined;
+  }
+})();
+
+const nodeTypes = { flow: FlowNodeView, note: NoteView };
+type Tab = "inspect" | "problems" | "run" | "history" | "schedules" | "chat" | "api";
 
 /** What the canvas shows instead of the document being edited: a version, read-only, or
  * two versions compared. */
 type View =
   | { kind: "version"; info: VersionInfo; doc: FlowDocument }
   | { kind: "compare"; from: VersionInfo; to: VersionInfo; diff: VersionDiff; dv: DiffView };
-let clipboard: Clip | undefined;
+/** The last nodes copied in this browser (any tab), for the Paste button when the system clipboard cannot be read. */
+const CLIP_KEY = "sluice:clipboard";
 
 export function EditorApp({ data }: { data: EditorData }) {
   return (
@@ -66,13 +90,24 @@ export function EditorApp({ data }: { data: EditorData }) {
 
 function Editor({ data }: { data: EditorData }) {
   const reg = useMemo(() => registryOf(data.components), [data.components]);
-  const store = useMemo(() => new EditorStore(data.flow, !data.isNew), [data.flow, data.isNew]);
+  const store = useMemo(
+    () => new EditorStore(data.flow, data.isNew ? false : { server: data.flow, published: data.published ?? null }),
+    [data.flow, data.isNew, data.published],
+  );
   const st = useSyncExternalStore(store.subscribe, store.get);
+  const autosave = useMemo(
+    () =>
+      new Autosave(store, { storage, saveDraft: (d) => api.saveDraft(d), deleteDraft: (f) => api.deleteDraft(f), saveDraftOnExit: (d) => api.saveDraftOnExit(d) }, !data.isNew, serialize(data.flow)),
+    [store, data.isNew, data.flow],
+  );
+  useEffect(() => () => autosave.close(), [autosave]);
+  const as = useSyncExternalStore(autosave.subscribe, autosave.get);
+  const [offer, setOffer] = useState<Extract<RestoreDecision, { kind: "offer" }> | undefined>();
   const testRun = useMemo(() => new TestRun(data.flow.id), [data.flow.id]);
   const rs = useSyncExternalStore(testRun.subscribe, testRun.get);
   const [isNew, setIsNew] = useState(data.isNew);
   const [tab, setTab] = useState<Tab>("inspect");
-  const [toast, setToast] = useState<{ text: string; kind: "ok" | "error" } | undefined>();
+  const [toast, setToast] = useState<{ text: string; kind: "ok" | "warn" | "error" } | undefined>();
   const [saving, setSaving] = useState(false);
   const [note, setNote] = useState("");
   const [savedAt, setSavedAt] = useState(0);
@@ -86,6 +121,7 @@ function Editor({ data }: { data: EditorData }) {
   const canvasRef = useRef<HTMLDivElement>(null);
   const { doc } = st;
   const dirty = isNew || store.dirty;
+  const hasDraft = !isNew && store.draft;
 
   const validation = useValidation(doc);
   const pmap = useMemo(() => mapProblems(validation.problems, doc), [validation.problems, doc]);
@@ -96,16 +132,63 @@ function Editor({ data }: { data: EditorData }) {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [isNew, testRun]);
 
-  const say = useCallback((text: string, kind: "ok" | "error" = "ok") => setToast({ text, kind }), []);
+  // /flows/ID?run=RUN (the run page's "Open on the canvas"): that run, followed live.
+  useEffect(() => {
+    const run = new URLSearchParams(location.search).get("run");
+    if (!run || data.isNew) return;
+    setTab("run");
+    void testRun.open(run, store.get().doc);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [testRun]);
+
+  const openRun = useCallback(
+    (run: string) => {
+      const url = new URL(location.href);
+      url.searchParams.set("run", run);
+      history.replaceState(null, "", url);
+      void testRun.open(run, store.get().doc);
+    },
+    [testRun, store],
+  );
+
+  const say = useCallback((text: string, kind: "ok" | "warn" | "error" = "ok") => setToast({ text, kind }), []);
+
+  // Edits this browser kept and the server never got (a crashed tab, a lost connection).
+  useEffect(() => {
+    const d = decideRestore(serialize(data.flow), parseStored(storage?.getItem(storageKey(data.flow.id, data.isNew)) ?? null));
+    if (d.kind === "restore") {
+      store.replace(d.doc);
+      say("Restored the changes this browser had kept but the server never got");
+    } else if (d.kind === "offer") setOffer(d);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [store]);
+
+  // The page goes away: send what the server does not have yet.
+  useEffect(() => {
+    const onHide = () => autosave.exit();
+    window.addEventListener("pagehide", onHide);
+    return () => window.removeEventListener("pagehide", onHide);
+  }, [autosave]);
   useEffect(() => {
     if (!toast) return;
     const t = setTimeout(() => setToast(undefined), toast.kind === "error" ? 8000 : 3000);
     return () => clearTimeout(t);
   }, [toast]);
 
-  const editNodes = useMemo(
-    () => toCanvasNodes(doc, reg, { problems: pmap, run: rs.view?.nodes, queues: rs.queues, selectedNodes: st.selectedNodes, sizes: st.sizes }),
+  const editNodes = useMemo<(CanvasNode | CanvasNote)[]>(
+    () => [...toCanvasNotes(doc, st.selectedNodes), ...toCanvasNodes(doc, reg, { problems: pmap, run: rs.view?.nodes, queues: rs.queues, selectedNodes: st.selectedNodes, sizes: st.sizes })],
     [doc, reg, pmap, rs.view, rs.queues, st.selectedNodes, st.sizes],
+  );
+  const noteEdits = useMemo<NoteEdits>(
+    () => ({
+      text: (id, text) => store.edit((d) => updateNote(d, id, { text }), `note:${id}.text`),
+      resize: (id, box, done) => {
+        store.edit((d) => updateNote(d, id, { position: { x: box.x, y: box.y }, width: box.width, height: box.height }), `note:${id}.size`);
+        if (done) store.seal();
+      },
+      seal: () => store.seal(),
+    }),
+    [store],
   );
   const editEdges = useMemo(() => toCanvasEdges(doc, { problems: pmap, run: rs.view?.nodes, selectedEdges: st.selectedEdges }), [doc, pmap, rs.view, st.selectedEdges]);
   // A version open or two compared: drawn read-only in place of the document.
@@ -113,11 +196,11 @@ function Editor({ data }: { data: EditorData }) {
   const viewMarks = useMemo(() => (view?.kind === "compare" ? { nodes: view.dv.nodes, edges: view.dv.edges } : undefined), [view]);
   const viewNodes = useMemo(() => (viewDoc ? toCanvasNodes(viewDoc, reg, { selectedNodes: viewSel, marks: viewMarks }) : []), [viewDoc, reg, viewSel, viewMarks]);
   const viewEdges = useMemo(() => (viewDoc ? toCanvasEdges(viewDoc, { marks: viewMarks }) : []), [viewDoc, viewMarks]);
-  const nodes = view ? viewNodes : editNodes;
+  const nodes: (CanvasNode | CanvasNote)[] = view ? viewNodes : editNodes;
   const edges = view ? viewEdges : editEdges;
 
   const onNodesChange = useCallback(
-    (changes: NodeChange<CanvasNode>[]) => {
+    (changes: NodeChange<CanvasNode | CanvasNote>[]) => {
       if (view) {
         // Read-only: only selection, to show a node's changes.
         let sel: Set<string> | undefined;
@@ -131,11 +214,15 @@ function Editor({ data }: { data: EditorData }) {
         return;
       }
       const moves = new Map<string, Position>();
+      const noteMoves = new Map<string, Position>();
       let dragEnded = false;
       const sizes = new Map<string, Size>();
       let sel: Set<string> | undefined;
       for (const c of changes) {
-        if (c.type === "position" && c.position) {
+        if (c.type === "position" && c.position && noteIdOf(c.id) !== undefined) {
+          noteMoves.set(noteIdOf(c.id)!, c.position);
+          if (c.dragging === false) dragEnded = true;
+        } else if (c.type === "position" && c.position) {
           moves.set(c.id, c.position);
           if (c.dragging === false) dragEnded = true;
         } else if (c.type === "position" && c.dragging === false) {
@@ -148,7 +235,7 @@ function Editor({ data }: { data: EditorData }) {
           else sel.delete(c.id);
         }
       }
-      if (moves.size) store.edit((d) => moveNodes(d, moves), "drag");
+      if (moves.size || noteMoves.size) store.edit((d) => moveNotes(moveNodes(d, moves), noteMoves), "drag");
       if (dragEnded) store.seal();
       if (sizes.size) store.setSizes(sizes);
       if (sel) store.select(sel, store.get().selectedEdges);
@@ -194,11 +281,27 @@ function Editor({ data }: { data: EditorData }) {
   );
 
   const onDelete = useCallback(
-    ({ nodes: ns, edges: es }: { nodes: CanvasNode[]; edges: Edge[] }) => {
-      store.edit((d) => removeItems(d, new Set(ns.map((n) => n.id)), new Set(es.map((e) => e.id))));
+    ({ nodes: ns, edges: es }: { nodes: (CanvasNode | CanvasNote)[]; edges: Edge[] }) => {
+      const notes = new Set(ns.map((n) => noteIdOf(n.id)).filter((x): x is string => x !== undefined));
+      store.edit((d) => removeNotes(removeItems(d, new Set(ns.map((n) => n.id)), new Set(es.map((e) => e.id))), notes));
     },
     [store],
   );
+
+  /** A sticky note in the middle of the view. */
+  const addNoteHere = useCallback(() => {
+    const r = canvasRef.current?.getBoundingClientRect();
+    const p = rf.screenToFlowPosition(r ? { x: r.left + r.width / 2, y: r.top + r.height / 3 } : { x: 400, y: 200 });
+    let id = "";
+    store.edit((d) => {
+      const x = addNote(d, { x: p.x - 110, y: p.y - 60 });
+      id = x.id;
+      return x.doc;
+    });
+    store.seal();
+    store.select([`note:${id}`]);
+    setTimeout(() => document.querySelector<HTMLTextAreaElement>(`[data-note="${id}"] textarea`)?.focus(), 0);
+  }, [rf, store]);
 
   const add = useCallback(
     (type: string, at?: { x: number; y: number }) => {
@@ -209,8 +312,7 @@ function Editor({ data }: { data: EditorData }) {
       } else {
         const r = canvasRef.current?.getBoundingClientRect();
         const p = rf.screenToFlowPosition(r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : { x: 400, y: 300 });
-        const n = store.get().doc.nodes.length;
-        pos = { x: p.x - 100 + (n % 5) * 16, y: p.y - 30 + (n % 5) * 16 };
+        pos = freeSpot(store.get().doc, (id) => store.get().sizes.get(id), { x: p.x - 100, y: p.y - 30 });
       }
       const spec = reg.get(type);
       let id = "";
@@ -226,6 +328,10 @@ function Editor({ data }: { data: EditorData }) {
     [rf, store, reg, say],
   );
 
+  /**
+   * Saves the working copy: a valid flow is written and published (it runs from then on);
+   * one with errors is kept as a draft. Resolves to whether it was published.
+   */
   const save = useCallback(async (): Promise<boolean> => {
     const d = store.get().doc;
     if (!validId(d.id)) {
@@ -234,26 +340,40 @@ function Editor({ data }: { data: EditorData }) {
       store.select([]);
       return false;
     }
-    if (isNew) {
-      const exists = await api.getFlow(d.id).then(
-        () => true,
-        () => false,
-      );
-      if (exists && !confirm(`A flow "${d.id}" exists already. Replace it?`)) return false;
-    }
     setSaving(true);
     try {
-      await api.save(d, note.trim() || undefined);
-      store.markSaved(d);
-      setNote("");
-      setSavedAt(Date.now());
+      let valid = true;
+      let errors = 0;
+      try {
+        const v = await api.validate(d);
+        valid = v.valid;
+        errors = v.problems.filter((p) => p.severity === "error").length;
+      } catch {
+        /* the save itself will say what is wrong */
+      }
+      const message = note.trim() || undefined;
+      const attempt = (create: boolean) => (valid ? api.save(d, create, message) : api.saveDraft(d, create));
+      try {
+        await attempt(isNew);
+      } catch (e) {
+        if (!(isNew && e instanceof ApiError && e.status === 409)) throw e;
+        if (!confirm(`A flow "${d.id}" exists already. Replace it?`)) return false;
+        await attempt(false);
+      }
+      store.markSaved(d, valid);
+      if (valid) {
+        setNote("");
+        setSavedAt(Date.now());
+      }
       if (isNew) {
         setIsNew(false);
         history.replaceState(null, "", `/flows/${encodeURIComponent(d.id)}`);
+        autosave.serverKnows();
       }
       document.title = `${d.name || d.id} · Sluice`;
-      say("Saved");
-      return true;
+      say(savedMessage(valid, errors, store.get().published !== ""), valid ? "ok" : "warn");
+      if (!valid) setTab("problems");
+      return valid;
     } catch (e) {
       const msg = e instanceof ApiError ? e.message : String(e);
       say(`Not saved: ${msg}`, "error");
@@ -262,7 +382,7 @@ function Editor({ data }: { data: EditorData }) {
     } finally {
       setSaving(false);
     }
-  }, [store, isNew, say, note]);
+  }, [store, isNew, say, autosave, note]);
 
   const openVersion = useCallback(
     async (v: VersionInfo) => {
@@ -300,67 +420,162 @@ function Editor({ data }: { data: EditorData }) {
       if ((isNew || store.dirty) && !confirm("Your unsaved changes will be lost. Roll back anyway?")) return;
       try {
         await api.rollback(doc.id, v.version);
+        autosave.discard(); // the server dropped the draft: the rolled-back version is the flow now
         window.removeEventListener("beforeunload", leaveGuard.current);
         location.reload();
       } catch (e) {
         say(`Not rolled back: ${e instanceof Error ? e.message : String(e)}`, "error");
       }
     },
-    [doc.id, isNew, store, say],
+    [doc.id, isNew, store, say, autosave],
   );
 
+  /** Saves if needed, then starts a run and follows it on the canvas; resolves to its id. */
   const run = useCallback(
-    async (input: unknown) => {
-      setTab("run");
-      if (isNew || store.dirty) {
-        if (!(await save())) return;
+    async (input: unknown, from: Tab = "run"): Promise<string | undefined> => {
+      setTab(from);
+      if (isNew || store.dirty || store.draft) {
+        if (!(await save())) return undefined;
+        setTab(from);
       }
-      await testRun.start(store.get().doc, input);
+      return testRun.start(store.get().doc, input);
     },
     [isNew, store, save, testRun],
+  );
+
+  const discardDraft = useCallback(async () => {
+    const published = store.get().published;
+    if (!published || !confirm("Discard the draft and go back to the saved flow?")) return;
+    try {
+      await api.deleteDraft(store.get().doc.id);
+      store.markDraftDiscarded();
+      store.replace(JSON.parse(published) as FlowDocument);
+      say("Back to the saved flow");
+    } catch (e) {
+      say(`Draft not discarded: ${e instanceof ApiError ? e.message : String(e)}`, "error");
+    }
+  }, [store, say]);
+
+  /** Shows the flow at a zoom where its text reads well: all of it if it fits, else from its start. */
+  const showReadable = useCallback(
+    (duration = 200, minZoom = READABLE_ZOOM) => {
+      const r = canvasRef.current?.getBoundingClientRect();
+      const d = store.get().doc;
+      if (!r || d.nodes.length === 0) return;
+      const nodes = d.nodes.map((n) => ({ position: n.position ?? { x: 0, y: 0 }, size: store.get().sizes.get(n.id) ?? DEFAULT_SIZE }));
+      void rf.setViewport(readableViewport(nodes, { width: r.width, height: r.height }, { minZoom }), { duration });
+    },
+    [store, rf],
   );
 
   const autoLayout = useCallback(() => {
     store.edit((d) => moveNodes(d, layout(d, (id) => store.get().sizes.get(id))));
     store.seal();
-    setTimeout(() => void rf.fitView({ padding: 0.2, duration: 200 }), 50);
-  }, [store, rf]);
+    setTimeout(() => showReadable(), 0);
+  }, [store, showReadable]);
 
-  const doCopy = useCallback(() => {
-    const c = copy(store.get().doc, store.get().selectedNodes);
-    if (!c) return false;
-    clipboard = c;
-    void navigator.clipboard?.writeText(clipText(c)).catch(() => undefined);
-    say(`Copied ${c.nodes.length} ${c.nodes.length === 1 ? "node" : "nodes"}`);
-    return true;
-  }, [store, say]);
+  const [help, setHelp] = useState(false);
 
-  const doPaste = useCallback(() => {
-    if (!clipboard) return;
-    const clip = clipboard;
-    let ids: string[] = [];
-    store.edit((d) => {
-      const r = paste(d, clip);
-      ids = r.ids;
-      return r.doc;
-    });
-    store.select(ids);
-  }, [store]);
+  /** Copies the selected nodes: to the system clipboard (other flows, tabs, browsers) and this browser's storage. */
+  const doCopy = useCallback(
+    (data?: DataTransfer | null) => {
+      const c = copy(store.get().doc, store.get().selectedNodes);
+      if (!c) return false;
+      const text = clipText(c);
+      if (data) data.setData("text/plain", text);
+      else void navigator.clipboard?.writeText(text).catch(() => undefined);
+      try {
+        storage?.setItem(CLIP_KEY, text);
+      } catch {
+        /* storage off: the system clipboard has it */
+      }
+      say(`Copied ${c.nodes.length} ${c.nodes.length === 1 ? "node" : "nodes"}`);
+      return true;
+    },
+    [store, say],
+  );
+
+  const pasteClip = useCallback(
+    (clip: Clip) => {
+      let ids: string[] = [];
+      store.edit((d) => {
+        const r = paste(d, clip);
+        ids = r.ids;
+        return r.doc;
+      });
+      store.select(ids);
+      say(`Pasted ${ids.length} ${ids.length === 1 ? "node" : "nodes"}: ${ids.join(", ")}`);
+    },
+    [store, say],
+  );
+
+  /** Pastes what the clipboard holds (text from a paste event, or read from the clipboard). */
+  const doPaste = useCallback(
+    async (text?: string) => {
+      if (text === undefined) {
+        text = await navigator.clipboard?.readText().catch(() => undefined);
+        if (!text) text = storage?.getItem(CLIP_KEY) ?? "";
+      }
+      const clip = parseClip(text);
+      if (clip) return pasteClip(clip);
+      say(text.trim() ? "The clipboard holds no nodes to paste: select nodes in a flow and copy them (Ctrl+C) first" : "The clipboard is empty: select nodes in a flow and copy them (Ctrl+C) first", "error");
+    },
+    [pasteClip, say],
+  );
+
+  // Copy and paste through the system clipboard: the browser's copy and paste events
+  // (Ctrl/Cmd+C and V), unless a text field has the focus.
+  useEffect(() => {
+    const typing = (t: EventTarget | null) => {
+      const el = t as HTMLElement | null;
+      return !!el && (el.tagName === "INPUT" || el.tagName === "TEXTAREA" || el.tagName === "SELECT" || el.isContentEditable);
+    };
+    const onCopy = (e: ClipboardEvent) => {
+      if (typing(e.target) || (window.getSelection()?.toString() ?? "") !== "") return;
+      if (doCopy(e.clipboardData)) e.preventDefault();
+    };
+    const onPaste = (e: ClipboardEvent) => {
+      if (typing(e.target)) return;
+      e.preventDefault();
+      let text = e.clipboardData?.getData("text/plain") ?? "";
+      if (!text) text = storage?.getItem(CLIP_KEY) ?? "";
+      void doPaste(text);
+    };
+    document.addEventListener("copy", onCopy);
+    document.addEventListener("paste", onPaste);
+    return () => {
+      document.removeEventListener("copy", onCopy);
+      document.removeEventListener("paste", onPaste);
+    };
+  }, [doCopy, doPaste]);
 
   const deleteSelected = useCallback(() => {
     const { selectedNodes, selectedEdges } = store.get();
     if (selectedNodes.size + selectedEdges.size === 0) return;
-    store.edit((d) => removeItems(d, selectedNodes, selectedEdges));
+    const notes = new Set([...selectedNodes].map(noteIdOf).filter((x): x is string => x !== undefined));
+    store.edit((d) => removeNotes(removeItems(d, selectedNodes, selectedEdges), notes));
   }, [store]);
 
-  // Keyboard: save, undo/redo, copy/paste; the canvas handles Delete itself.
+  // Keyboard: save, undo/redo, and the plain keys of flow/shortcuts.ts; copy and paste come
+  // as clipboard events (above); the canvas handles Delete itself.
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       const mod = e.metaKey || e.ctrlKey;
-      if (!mod || view) return;
+      if (view) return;
       const k = e.key.toLowerCase();
       const t = e.target as HTMLElement | null;
       const typing = !!t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable);
+      if (!mod) {
+        if (e.altKey || (typing && e.key !== "Escape")) return;
+        const action = plainKeyAction(e.key);
+        if (action === "help") setHelp(true);
+        else if (action === "close") setHelp(false);
+        else if (action === "note") addNoteHere();
+        else if (action === "layout") autoLayout();
+        else if (action === "fit") void rf.fitView({ padding: 0.2, duration: 200 });
+        if (action && action !== "close") e.preventDefault();
+        return;
+      }
       if (k === "s") {
         e.preventDefault();
         void save();
@@ -372,20 +587,15 @@ function Editor({ data }: { data: EditorData }) {
       } else if ((k === "z" && e.shiftKey) || k === "y") {
         e.preventDefault();
         store.redo();
-      } else if (k === "c") {
-        if (doCopy()) e.preventDefault();
-      } else if (k === "v") {
-        e.preventDefault();
-        doPaste();
       }
     };
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
-  }, [save, store, doCopy, doPaste, view]);
+  }, [save, store, addNoteHere, autoLayout, rf, view]);
 
   // Unsaved changes: the browser asks before leaving the page. A new flow nobody has
   // edited yet (blank, or an example as it is) loses nothing.
-  const guard = isNew ? st.canUndo : dirty;
+  const guard = isNew ? st.canUndo : store.dirty;
   const leaveGuard = useRef((e: BeforeUnloadEvent) => {
     e.preventDefault();
     e.returnValue = "";
@@ -411,6 +621,7 @@ function Editor({ data }: { data: EditorData }) {
 
   const selectedNode = st.selectedNodes.size === 1 ? [...st.selectedNodes][0] : undefined;
   const running = !!rs.view && !finished(rs.view.status);
+  const noWorker = !!rs.view && noWorkerAt(rs.view).length > 0;
   const problemCount = validation.problems.length;
 
   return (
@@ -419,12 +630,17 @@ function Editor({ data }: { data: EditorData }) {
         <span className="flow-title" title={doc.id}>
           {doc.name || doc.id}
         </span>
-        <span className={`save-state${dirty ? " unsaved" : ""}`} id="save-state">
-          {saving ? "Saving…" : isNew ? "Not saved yet" : dirty ? "Unsaved changes" : "Saved"}
+        <span className={`save-state${dirty ? " unsaved" : ""}${hasDraft && !dirty ? " draft" : ""}${as.error && dirty ? " failed" : ""}`} id="save-state" role="status">
+          {saveStateText({ isNew, saving, dirty, draft: hasDraft, autosaveError: as.error })}
         </span>
-        <button type="button" className="primary" id="save-button" onClick={() => void save()} disabled={saving} title="Save (Ctrl+S)">
+        <button type="button" className="primary" id="save-button" onClick={() => void save()} disabled={saving} title="Save (Ctrl+S): a valid flow is published and runs; one with errors is kept as a draft">
           Save
         </button>
+        {hasDraft && store.get().published !== "" && (
+          <button type="button" id="discard-draft" onClick={() => void discardDraft()} title="Go back to the saved flow">
+            Discard draft
+          </button>
+        )}
         <span className="sep" />
         <button type="button" onClick={() => store.undo()} disabled={!st.canUndo || !!view} title="Undo (Ctrl+Z)">
           Undo
@@ -432,21 +648,27 @@ function Editor({ data }: { data: EditorData }) {
         <button type="button" onClick={() => store.redo()} disabled={!st.canRedo || !!view} title="Redo (Ctrl+Shift+Z)">
           Redo
         </button>
-        <button type="button" onClick={() => doCopy()} disabled={st.selectedNodes.size === 0 || !!view} title="Copy (Ctrl+C)">
+        <button type="button" onClick={() => doCopy(null)} disabled={st.selectedNodes.size === 0 || !!view} title="Copy (Ctrl+C)">
           Copy
         </button>
-        <button type="button" onClick={doPaste} disabled={!!view} title="Paste (Ctrl+V)">
+        <button type="button" onClick={() => void doPaste()} disabled={!!view} title="Paste (Ctrl+V)">
           Paste
         </button>
         <button type="button" onClick={deleteSelected} disabled={st.selectedNodes.size + st.selectedEdges.size === 0 || !!view} title="Delete (Delete key)">
           Delete
         </button>
         <span className="sep" />
-        <button type="button" onClick={autoLayout} disabled={doc.nodes.length === 0 || !!view}>
+        <button type="button" onClick={addNoteHere} disabled={!!view} id="add-note" title="Add a sticky note (N): it never changes the flow's version">
+          Note
+        </button>
+        <button type="button" onClick={autoLayout} disabled={doc.nodes.length === 0 || !!view} title="Lay the flow out left to right, keeping the text readable (L)">
           Auto-layout
         </button>
-        <button type="button" onClick={() => void rf.fitView({ padding: 0.2, duration: 200 })}>
+        <button type="button" onClick={() => void rf.fitView({ padding: 0.2, duration: 200 })} title="Fit the whole flow in view (F)">
           Fit view
+        </button>
+        <button type="button" className="icon-button" onClick={() => setHelp(true)} id="help-button" title="Keyboard shortcuts (?)" aria-label="Keyboard shortcuts">
+          ?
         </button>
         <span className="grow" />
         <button type="button" className={`problems-count${pmap.errors ? " has-errors" : ""}`} onClick={() => setTab("problems")} id="problems-count">
@@ -469,7 +691,8 @@ function Editor({ data }: { data: EditorData }) {
       <div className="editor-body">
         <Palette specs={data.components} onAdd={add} />
         <div className="canvas" ref={canvasRef}>
-          <ReactFlow<CanvasNode>
+          <NoteEditsContext.Provider value={noteEdits}>
+          <ReactFlow<CanvasNode | CanvasNote>
             nodes={nodes}
             edges={edges}
             nodeTypes={nodeTypes}
@@ -484,15 +707,15 @@ function Editor({ data }: { data: EditorData }) {
             onNodeClick={() => setTab((t) => (t === "problems" ? "inspect" : t))}
             onEdgeClick={() => setTab((t) => (t === "problems" ? "inspect" : t))}
             deleteKeyCode={view ? null : ["Delete", "Backspace"]}
-            fitView={data.flow.nodes.length > 0}
-            fitViewOptions={{ padding: 0.2, maxZoom: 1.2 }}
+            onInit={() => showReadable(0, 0.5)}
             minZoom={0.2}
             proOptions={{ hideAttribution: true }}
           >
             <Background gap={16} />
             <Controls showInteractive={false} />
-            <MiniMap pannable zoomable style={{ width: 160, height: 110 }} nodeClassName={(n) => `minimap-node status-${(n as CanvasNode).data.run?.status ?? "none"}`} />
+            <MiniMap pannable zoomable style={{ width: 160, height: 110 }} nodeClassName={(n) => (n.type === "note" ? "minimap-note" : `minimap-node status-${(n as CanvasNode).data.run?.status ?? "none"}`)} />
           </ReactFlow>
+          </NoteEditsContext.Provider>
           {doc.nodes.length === 0 && (
             <div className="canvas-empty">
               <p>
@@ -501,7 +724,34 @@ function Editor({ data }: { data: EditorData }) {
               <p className="muted">Connect them by dragging from a port on the right of a node to a port on the left of the next.</p>
             </div>
           )}
-          {running && !view && <div className={`canvas-running status-${rs.view!.status}`}>{rs.view!.status === "waiting" ? "Waiting for a decision…" : "Running…"}</div>}
+          {offer && (
+            <div className="canvas-banner" role="alert" id="restore-offer">
+              This browser kept changes to this flow from {new Date(offer.at).toLocaleString()}, made on an older version of it.
+              <button
+                type="button"
+                onClick={() => {
+                  store.replace(offer.doc);
+                  setOffer(undefined);
+                }}
+              >
+                Restore them
+              </button>
+              <button
+                type="button"
+                onClick={() => {
+                  storage?.removeItem(storageKey(data.flow.id, data.isNew));
+                  setOffer(undefined);
+                }}
+              >
+                Discard
+              </button>
+            </div>
+          )}
+          {running && !view && (
+            <div className={`canvas-running status-${rs.view!.status}${noWorker ? " no-worker" : ""}`}>
+              {noWorker ? "Queued — no worker serves this flow’s version" : rs.view!.status === "waiting" ? "Waiting for a decision…" : rs.view!.status === "queued" ? "Queued…" : "Running…"}
+            </div>
+          )}
           {view && (
             <div className="canvas-banner" role="status" id="view-banner">
               {view.kind === "version" ? (
@@ -563,7 +813,7 @@ function Editor({ data }: { data: EditorData }) {
         </div>
         <aside className="side-panel" aria-label="Details">
           <div className="tabs" role="tablist">
-            <button type="button" role="tab" aria-selected={tab === "inspect"} onClick={() => setTab("inspect")}>
+            <button type="button" role="tab" aria-selected={tab === "inspect"} onClick={() => setTab("inspect")} id="inspect-tab">
               Inspect
             </button>
             <button type="button" role="tab" aria-selected={tab === "problems"} onClick={() => setTab("problems")} id="problems-tab">
@@ -577,6 +827,13 @@ function Editor({ data }: { data: EditorData }) {
             </button>
             <button type="button" role="tab" aria-selected={tab === "schedules"} onClick={() => setTab("schedules")} id="schedules-tab">
               Schedules{schedulesOf(doc).length > 0 && <span className="badge">{schedulesOf(doc).length}</span>}
+
+            </button>
+            <button type="button" role="tab" aria-selected={tab === "chat"} onClick={() => setTab("chat")} id="chat-tab" title="Talk to a flow that takes a conversation">
+              Chat
+            </button>
+            <button type="button" role="tab" aria-selected={tab === "api"} onClick={() => setTab("api")} id="api-tab" title="Run this flow from your code">
+              API
             </button>
           </div>
           <div className="tab-body" role="tabpanel">
@@ -590,17 +847,21 @@ function Editor({ data }: { data: EditorData }) {
             )}
             {tab === "inspect" && !view && <Inspector store={store} doc={doc} reg={reg} problems={pmap} selectedNodes={st.selectedNodes} selectedEdges={st.selectedEdges} isNew={isNew} />}
             {tab === "problems" && <ProblemsPanel problems={validation.problems} map={pmap} checking={validation.checking} error={validation.error} onShow={showProblemTarget} />}
+            {tab === "chat" && <ChatPanel doc={doc} state={rs} canRun={pmap.errors === 0 && doc.nodes.length > 0} onSend={(input) => run(input, "chat")} onOpen={openRun} />}
+            {tab === "api" && <ApiPanel doc={doc} auth={!!data.auth} isNew={isNew} onCopied={(what) => say(`Copied: ${what}`)} />}
             {tab === "run" && (
               <RunPanel
                 doc={doc}
                 state={rs}
                 selectedNode={selectedNode}
                 canRun={pmap.errors === 0 && doc.nodes.length > 0}
-                runLabel={dirty ? "Save and run" : "Run"}
+                blocked={pmap.errors > 0 ? `This flow cannot run: fix its ${plural(pmap.errors, "error")} (see Problems). Your changes are kept as a draft; ${st.published ? "runs started elsewhere use the last saved version" : "it has never been saved valid, so nothing runs it yet"}.` : undefined}
+                runLabel={dirty || hasDraft ? "Save and run" : "Run"}
                 onRun={(input) => void run(input)}
                 onCancel={() => void testRun.cancel()}
                 onResume={(node, d) => void testRun.resume(node, d)}
                 onSelect={(node) => store.select([node])}
+                onOpen={openRun}
               />
             )}
             {tab === "history" && (
@@ -623,6 +884,7 @@ function Editor({ data }: { data: EditorData }) {
           </div>
         </aside>
       </div>
+      {help && <KeyboardHelp onClose={() => setHelp(false)} />}
       {toast && (
         <div className={`toast toast-${toast.kind}`} role={toast.kind === "error" ? "alert" : "status"} id="toast">
           {toast.text}
@@ -680,8 +942,4 @@ function Changes({ view, selected, onShow }: { view: Extract<View, { kind: "comp
       {summary(d).startsWith("no changes") && <p className="muted">{summary(d)}</p>}
     </section>
   );
-}
-
-function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? "" : "s"}`;
 }

@@ -52,6 +52,12 @@ function FlowNodeViewInner({ data, selected }: NodeProps<CanvasNode>) {
           <span className={`run-chip status-${run.status}`}>{STATUS_TEXT[run.status]}</span>
           {run.durationMs !== undefined && <span className="muted">{formatDuration(run.durationMs)}</span>}
           {run.steps > 1 && <span className="muted">×{run.steps}</span>}
+          {run.calls !== undefined && <span className="muted">called {run.calls}×</span>}
+          {run.noWorker && (
+            <span className="badge badge-warning" title="no live worker reads this node's stream: start one with sluice worker">
+              no worker
+            </span>
+          )}
           {run.tokens.input_tokens + run.tokens.output_tokens > 0 && (
             <span className="muted" title="input / output tokens">
               {run.tokens.input_tokens}/{run.tokens.output_tokens} tok

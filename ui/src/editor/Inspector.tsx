@@ -9,7 +9,8 @@ import { connect, removeItems, renameNode, renamePort, setNodeField, setParam, u
 import { portsOf } from "../flow/ports";
 import { problemField } from "../flow/problems";
 import { fieldOf, fieldsOf, isEnvRef } from "../flow/schema";
-import type { FlowDocument, FlowNode, Problem, Registry } from "../flow/types";
+import { NOTE_COLORS, noteIdOf, removeNotes, updateNote } from "../flow/notes";
+import type { FlowDocument, FlowNode, Note, NoteColor, Problem, Registry } from "../flow/types";
 import { FieldRow, ParamField } from "./fields";
 import { MCPTools } from "./MCPTools";
 import type { EditorStore } from "./store";
@@ -28,6 +29,11 @@ interface Props {
 const COMMON_ENV = ["SLUICE_SECRET_OPENAI_KEY", "SLUICE_SECRET_ANTHROPIC_KEY", "SLUICE_SECRET_GITHUB_TOKEN", "SLUICE_SECRET_SLACK_TOKEN"];
 
 export function Inspector({ store, doc, reg, problems, selectedNodes, selectedEdges, isNew }: Props) {
+  if (selectedNodes.size === 1 && selectedEdges.size === 0) {
+    const noteId = noteIdOf([...selectedNodes][0]!);
+    const note = noteId !== undefined ? doc.notes?.find((n) => n.id === noteId) : undefined;
+    if (note) return <NoteInspector key={note.id} store={store} note={note} />;
+  }
   if (selectedNodes.size === 1) {
     const node = doc.nodes.find((n) => selectedNodes.has(n.id));
     if (node) return <NodeInspector key={node.id} store={store} doc={doc} reg={reg} node={node} problems={problems.byNode.get(node.id) ?? []} />;
@@ -140,7 +146,9 @@ function About({ text }: { text: string }) {
 function RenameField({ node, doc, store, problems }: { node: FlowNode; doc: FlowDocument; store: EditorStore; problems: string[] }) {
   const id = useId();
   const [draft, setDraft] = useState(node.id);
-  useEffect(() => setDraft(node.id), [node.id]);
+  useEffect(() => {
+    setDraft(node.id);
+  }, [node.id]);
   const taken = draft !== node.id && doc.nodes.some((n) => n.id === draft);
   const error = !validId(draft) ? "1 to 64 lower-case letters, digits, - and _" : taken ? `a node "${draft}" exists` : undefined;
   const commit = () => {
@@ -245,6 +253,34 @@ function EdgeInspector({ store, doc, canvasId, problems }: { store: EditorStore;
       <div className="actions">
         <button type="button" className="danger" onClick={() => store.edit((d) => removeItems(d, new Set(), new Set([canvasId])))}>
           Delete edge
+        </button>
+      </div>
+    </div>
+  );
+}
+
+function NoteInspector({ store, note }: { store: EditorStore; note: Note }) {
+  return (
+    <div className="inspector" aria-label={`note ${note.id}`}>
+      <h2>
+        Note <span className="muted">{note.id}</span>
+      </h2>
+      <p className="muted small">Notes are layout, like positions: they never change the flow’s version and nothing runs them.</p>
+      <FieldRow label="Text" problems={[]}>
+        <textarea aria-label="Note text" rows={5} value={note.text} onChange={(e) => store.edit((d) => updateNote(d, note.id, { text: e.target.value }), `note:${note.id}.text`)} onBlur={() => store.seal()} />
+      </FieldRow>
+      <FieldRow label="Colour" problems={[]}>
+        <select aria-label="Note colour" value={note.color ?? "yellow"} onChange={(e) => store.edit((d) => updateNote(d, note.id, { color: e.target.value as NoteColor }))}>
+          {NOTE_COLORS.map((c) => (
+            <option key={c} value={c}>
+              {c}
+            </option>
+          ))}
+        </select>
+      </FieldRow>
+      <div className="actions">
+        <button type="button" className="danger" onClick={() => store.edit((d) => removeNotes(d, new Set([note.id])))}>
+          Delete note
         </button>
       </div>
     </div>

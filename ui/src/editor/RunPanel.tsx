@@ -2,7 +2,9 @@
 // checkpoints of the node selected on the canvas.
 import { useEffect, useState } from "react";
 import { api, ApiError } from "../api/client";
-import type { Checkpoint, Run } from "../api/types";
+import type { Checkpoint, DeadLetter, Run } from "../api/types";
+import { checkpointTitle, turnNumbers } from "../flow/checkpoints";
+import { formatTime } from "../flow/time";
 import type { Change } from "../flow/diff";
 import { finished, formatDuration, type RunView } from "../flow/runview";
 import { exampleInput } from "../flow/schema";
@@ -14,11 +16,15 @@ interface Props {
   state: TestRunState;
   selectedNode: string | undefined;
   canRun: boolean;
+  /** Why the flow cannot run, shown by the run button. */
+  blocked?: string | undefined;
   runLabel: string;
   onRun: (input: unknown) => void;
   onCancel: () => void;
   onResume: (node: string, decision: { decision: "approve" | "reject"; value?: unknown; comment?: string }) => void;
   onSelect: (node: string) => void;
+  /** Opens another run of the flow on the canvas. */
+  onOpen: (run: string) => void;
 }
 
 function initialInput(doc: FlowDocument): string {
@@ -26,7 +32,7 @@ function initialInput(doc: FlowDocument): string {
   return JSON.stringify(exampleInput(input?.params?.example, input?.params?.schema as JSONSchema | undefined), null, 2);
 }
 
-export function RunPanel({ doc, state, selectedNode, canRun, runLabel, onRun, onCancel, onResume, onSelect }: Props) {
+export function RunPanel({ doc, state, selectedNode, canRun, blocked, runLabel, onRun, onCancel, onResume, onSelect, onOpen }: Props) {
   const [text, setText] = useState(() => initialInput(doc));
   const [touched, setTouched] = useState(false);
   const inputNode = doc.nodes.find((n) => n.type === "input");
@@ -45,6 +51,7 @@ export function RunPanel({ doc, state, selectedNode, canRun, runLabel, onRun, on
   const active = !!view && !finished(view.status);
   return (
     <div className="run-panel">
+      <RunPicker recent={state.recent} current={view?.run} onOpen={onOpen} />
       <label htmlFor="run-input">Input (JSON)</label>
       <textarea
         id="run-input"
@@ -69,6 +76,11 @@ export function RunPanel({ doc, state, selectedNode, canRun, runLabel, onRun, on
           </button>
         )}
       </div>
+      {blocked && (
+        <p className="run-blocked" id="run-blocked">
+          {blocked}
+        </p>
+      )}
       {error && (
         <p className="error" role="alert">
           {error}
@@ -93,13 +105,39 @@ export function RunPanel({ doc, state, selectedNode, canRun, runLabel, onRun, on
   );
 }
 
+/** The nodes where the run waits for a worker nobody runs. */
+export function noWorkerAt(view: RunView): string[] {
+  return Object.entries(view.nodes)
+    .filter(([, n]) => n.noWorker)
+    .map(([id]) => id);
+}
+
+/** Any run of the flow, to open on the canvas: the latest ones, newest first. */
+function RunPicker({ recent, current, onOpen }: { recent: Run[]; current: string | undefined; onOpen: (run: string) => void }) {
+  const known = current === undefined || recent.some((r) => r.id === current);
+  return (
+    <div className="run-picker field">
+      <label htmlFor="run-picker">Show a run on the canvas</label>
+      <select id="run-picker" value={current ?? ""} onChange={(e) => e.target.value && onOpen(e.target.value)}>
+        <option value="">{recent.length ? "choose one of the latest runs…" : "no runs yet"}</option>
+        {!known && <option value={current}>{current}</option>}
+        {recent.map((r) => (
+          <option key={r.id} value={r.id}>
+            {formatTime(r.created_at)} · {r.status} · {r.id}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
 function RunSummary({ flow, view, run }: { flow: string; view: RunView; run: Run | undefined }) {
   const done = Object.values(view.nodes).filter((n) => n.status === "done").length;
   return (
-    <section className="run-summary">
+    <section className="run-summary" id="run-summary">
       <p>
         Run{" "}
-        <a href={`/flows/${flow}/runs/${view.run}`} className="mono">
+        <a href={`/flows/${flow}/runs/${view.run}`} className="mono" id="run-summary-id">
           {view.run}
         </a>{" "}
         <span className={`run-chip status-${view.status}`} id="run-status">
@@ -108,10 +146,15 @@ function RunSummary({ flow, view, run }: { flow: string; view: RunView; run: Run
       </p>
       <p className="muted small">
         {done} {done === 1 ? "node" : "nodes"} done
-        {run && ` · ${run.steps} steps`}
+        {run && ` · ${run.steps} ${run.steps === 1 ? "step" : "steps"}`}
         {run && run.usage.input_tokens + run.usage.output_tokens > 0 && ` · ${run.usage.input_tokens}/${run.usage.output_tokens} tokens`}
       </p>
       {(view.error || run?.error) && <p className="error">{run?.error ?? view.error}</p>}
+      {noWorkerAt(view).length > 0 && (
+        <p className="run-blocked" id="no-worker-note">
+          Queued — no worker serves this flow’s version: nothing reads {noWorkerAt(view).join(", ")}. Start one with <code>sluice worker {flow}.json</code> (or <code>sluice serve</code> with workers); the run then goes on.
+        </p>
+      )}
     </section>
   );
 }
@@ -127,7 +170,7 @@ function NodeStatuses({ doc, view, onSelect, selected }: { doc: FlowDocument; vi
             <button type="button" className="link" onClick={() => onSelect(n.id)}>
               {n.label || n.id}
             </button>
-            {r ? <span className={`run-chip status-${r.status}`}>{r.status}</span> : <span className="muted small">not run</span>}
+            {r ? <span className={`run-chip status-${r.status}`}>{r.calls !== undefined ? `called ${r.calls}×` : r.status}</span> : <span className="muted small">not run</span>}
             {r?.durationMs !== undefined && <span className="muted small">{formatDuration(r.durationMs)}</span>}
             {r && r.tokens.input_tokens + r.tokens.output_tokens > 0 && (
               <span className="muted small">
@@ -187,23 +230,37 @@ function Approval({ node, prompt, data, onResume }: { node: string; prompt: stri
 
 function NodeCheckpoints({ flow, view, node }: { flow: string; view: RunView; node: string }) {
   const [list, setList] = useState<Checkpoint[] | undefined>();
+  const [dead, setDead] = useState<DeadLetter[]>([]);
   const [error, setError] = useState<string | undefined>();
+  const [reload, setReload] = useState(0);
   const nr = view.nodes[node];
-  const key = `${view.run}/${node}/${nr?.status}/${nr?.steps}/${view.status}`;
+  const key = `${view.run}/${node}/${nr?.status}/${nr?.steps}/${nr?.attempt}/${view.status}/${reload}`;
   useEffect(() => {
     let live = true;
     api
       .checkpoints(flow, view.run)
       .then((all) => live && setList(all.filter((c) => c.node === node)))
       .catch((e: unknown) => live && setError(e instanceof ApiError ? e.message : String(e)));
+    api
+      .deadLetters(flow)
+      .then((all) => live && setDead(all.filter((d) => d.run === view.run && d.node === node)))
+      .catch(() => undefined);
     return () => {
       live = false;
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [key]);
+  const failed = list?.filter((c) => c.kind === "error") ?? [];
+  const steps = list?.filter((c) => c.kind !== "error") ?? [];
+  const turns = turnNumbers(steps);
   return (
     <section className="node-checkpoints" aria-label={`checkpoints of ${node}`}>
       <h3>“{node}” in this run</h3>
+      {nr?.calls !== undefined && (
+        <p className="muted small">
+          A tool: the agent called it {nr.calls} {nr.calls === 1 ? "time" : "times"}; each call is a turn of the agent’s step.
+        </p>
+      )}
       {nr?.text && (
         <>
           <h4>Streamed text</h4>
@@ -211,13 +268,84 @@ function NodeCheckpoints({ flow, view, node }: { flow: string; view: RunView; no
         </>
       )}
       {error && <p className="error">{error}</p>}
-      {list && list.length === 0 && <p className="muted small">No checkpoint yet: the node has not run in this run.</p>}
-      {list?.map((c) => <CheckpointDetail key={c.id} flow={flow} run={view.run} ckpt={c} open={list.length === 1} />)}
+      {list && list.length === 0 && nr?.calls === undefined && <p className="muted small">No checkpoint yet: the node has not run in this run.</p>}
+      {(failed.length > 0 || dead.length > 0) && <FailedStep flow={flow} run={view.run} attempts={failed} dead={dead} onChange={() => setReload((n) => n + 1)} />}
+      {steps.map((c) => (
+        <CheckpointDetail key={c.id} flow={flow} run={view.run} ckpt={c} title={checkpointTitle(c, turns.get(c.id))} open={steps.length === 1} />
+      ))}
     </section>
   );
 }
 
-function CheckpointDetail({ flow, run, ckpt, open }: { flow: string; run: string; ckpt: Checkpoint; open: boolean }) {
+/** A step that failed: the state it received, each attempt with its time and error, its dead letter with retry. */
+function FailedStep({ flow, run, attempts, dead, onChange }: { flow: string; run: string; attempts: Checkpoint[]; dead: DeadLetter[]; onChange: () => void }) {
+  const [received, setReceived] = useState<unknown>();
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | undefined>();
+  const parent = attempts[attempts.length - 1]?.parent ?? dead[0]?.checkpoint;
+  useEffect(() => {
+    if (!parent) return;
+    let live = true;
+    api
+      .checkpoint(flow, run, parent)
+      .then((c) => live && setReceived(c.state))
+      .catch(() => undefined);
+    return () => {
+      live = false;
+    };
+  }, [flow, run, parent]);
+  const act = async (f: () => Promise<unknown>) => {
+    setBusy(true);
+    try {
+      await f();
+      setError(undefined);
+      onChange();
+    } catch (e) {
+      setError(e instanceof ApiError ? e.message : String(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div className="failed-step">
+      <h4>{attempts.length === 1 ? "1 failed attempt" : `${attempts.length} failed attempts`}</h4>
+      <ol className="attempts">
+        {attempts.map((c) => (
+          <li key={c.id} className="attempt">
+            <span className="attempt-head">
+              attempt {c.attempt ?? "?"} · <time dateTime={c.time}>{formatTime(c.time)}</time>
+              {c.worker && <span className="muted"> · {c.worker}</span>}
+            </span>
+            <pre className="attempt-error">{c.error}</pre>
+          </li>
+        ))}
+      </ol>
+      {dead.map((d) => (
+        <div key={d.id} className="dead-letter">
+          <p>
+            <strong>
+              dead letter after {d.attempts} {d.attempts === 1 ? "attempt" : "attempts"}
+            </strong>{" "}
+            · <time dateTime={d.time}>{formatTime(d.time)}</time>: the step will not run again unless you retry it.
+          </p>
+          <div className="actions">
+            <button type="button" className="primary retry" disabled={busy} onClick={() => void act(() => api.retryDead(flow, d.id))}>
+              Retry
+            </button>
+            <button type="button" className="danger" disabled={busy} onClick={() => confirm("Discard this dead letter? The run stays failed.") && void act(() => api.discardDead(flow, d.id))}>
+              Discard
+            </button>
+          </div>
+        </div>
+      ))}
+      {error && <p className="error">{error}</p>}
+      <h4>State it received</h4>
+      {received === undefined ? <p className="muted small">{parent ? "Loading…" : "not recorded"}</p> : <pre className="code received">{JSON.stringify(received, null, 2)}</pre>}
+    </div>
+  );
+}
+
+function CheckpointDetail({ flow, run, ckpt, title, open }: { flow: string; run: string; ckpt: Checkpoint; title: string; open: boolean }) {
   const [full, setFull] = useState<Checkpoint | undefined>();
   const [changes, setChanges] = useState<Change[] | undefined>();
   const [isOpen, setOpen] = useState(open);
@@ -230,10 +358,7 @@ function CheckpointDetail({ flow, run, ckpt, open }: { flow: string; run: string
   }, [isOpen, full, flow, run, ckpt]);
   return (
     <details className="checkpoint" open={isOpen} onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
-      <summary>
-        step {ckpt.step} · {ckpt.kind} · {formatDuration(ckpt.duration_ms)}
-        {ckpt.attempt && ckpt.attempt > 1 ? ` · attempt ${ckpt.attempt}` : ""}
-      </summary>
+      <summary>{title}</summary>
       {!full && <p className="muted small">Loading…</p>}
       {full && (
         <div className="checkpoint-body">

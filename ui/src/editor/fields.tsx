@@ -159,16 +159,12 @@ function RoutesEditor({ value, onChange, onBlur, name }: { value: unknown; onCha
   const fresh = () => {
     for (let i = entries.length + 1; ; i++) if (!entries.some(([k]) => k === `route${i}`)) return `route${i}`;
   };
+  const names = entries.map(([k]) => k);
   return (
     <div className="routes" data-param={name}>
       {entries.map(([k, v], i) => (
         <div className="route-row" key={i}>
-          <input
-            aria-label={`route ${i + 1} name`}
-            value={k}
-            onChange={(e) => write(entries.map(([kk, vv], j) => (j === i ? [e.target.value, vv] : [kk, vv])))}
-            onBlur={onBlur}
-          />
+          <RouteName index={i} name={k} others={names.filter((_, j) => j !== i)} onCommit={(next) => write(entries.map(([kk, vv], j) => (j === i ? [next, vv] : [kk, vv])))} onBlur={onBlur} />
           <textarea
             className="code"
             rows={1}
@@ -186,6 +182,59 @@ function RoutesEditor({ value, onChange, onBlur, name }: { value: unknown; onCha
       <button type="button" onClick={() => write([...entries, [fresh(), "true"]])}>
         Add route
       </button>
+    </div>
+  );
+}
+
+/**
+ * A route's name, edited as text and committed on Enter or when the field is left: a
+ * route is a key of an object, so writing every keystroke would merge two routes the
+ * moment the text matched another's name. A name another route has is refused.
+ */
+function RouteName({ index, name, others, onCommit, onBlur }: { index: number; name: string; others: string[]; onCommit: (name: string) => void; onBlur?: (() => void) | undefined }) {
+  const [draft, setDraft] = useState(name);
+  const [refused, setRefused] = useState<string | undefined>();
+  useEffect(() => {
+    setDraft(name);
+  }, [name]);
+  const problem = draft.trim() === "" ? "a route needs a name" : others.includes(draft) ? `a route "${draft}" exists` : undefined;
+  const commit = () => {
+    if (draft === name) return;
+    if (problem) {
+      setRefused(`not renamed: ${problem}`);
+      setDraft(name);
+      return;
+    }
+    setRefused(undefined);
+    onCommit(draft);
+  };
+  const message = draft !== name ? problem : refused;
+  return (
+    <div className="route-name">
+      <input
+        aria-label={`route ${index + 1} name`}
+        value={draft}
+        aria-invalid={draft !== name && !!problem}
+        onChange={(e) => {
+          setDraft(e.target.value);
+          setRefused(undefined);
+        }}
+        onKeyDown={(e) => {
+          if (e.key === "Enter") {
+            e.preventDefault();
+            commit();
+          } else if (e.key === "Escape") setDraft(name);
+        }}
+        onBlur={() => {
+          commit();
+          onBlur?.();
+        }}
+      />
+      {message && (
+        <p className="field-problem" role="alert">
+          {message}
+        </p>
+      )}
     </div>
   );
 }

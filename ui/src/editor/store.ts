@@ -1,14 +1,20 @@
 // The editor's document store: the flow being edited, its undo history, the selection
-// and what was last saved. React reads it with useSyncExternalStore; it knows nothing of
-// validation or runs (those have their own state and never call this store).
+// and what the server holds of it. React reads it with useSyncExternalStore; it knows
+// nothing of validation or runs (those have their own state and never call this store).
 import { History } from "../flow/history";
 import type { Size } from "../flow/layout";
 import type { FlowDocument } from "../flow/types";
+import { noteCanvasId } from "../flow/notes";
+import { serialize } from "../flow/workingcopy";
+
+export { serialize };
 
 export interface EditorState {
   doc: FlowDocument;
-  /** The document as last saved ("" for a flow never saved). */
-  saved: string;
+  /** What the server holds, its draft or its saved file ("" for a flow never saved). */
+  server: string;
+  /** The saved (published) file: what runs ("" when there is none). */
+  published: string;
   selectedNodes: Set<string>;
   selectedEdges: Set<string>;
   sizes: Map<string, Size>;
@@ -16,19 +22,18 @@ export interface EditorState {
   canRedo: boolean;
 }
 
-export function serialize(doc: FlowDocument): string {
-  return JSON.stringify(doc);
-}
-
 export class EditorStore {
   private state: EditorState;
   private readonly history = new History<FlowDocument>();
   private readonly listeners = new Set<() => void>();
 
-  constructor(doc: FlowDocument, saved: boolean) {
+  /** server and published: what the server holds (the document itself when saved is true) and its saved file. */
+  constructor(doc: FlowDocument, saved: boolean | { server: FlowDocument | null; published: FlowDocument | null }) {
+    const held = typeof saved === "boolean" ? { server: saved ? doc : null, published: saved ? doc : null } : saved;
     this.state = {
       doc,
-      saved: saved ? serialize(doc) : "",
+      server: held.server ? serialize(held.server) : "",
+      published: held.published ? serialize(held.published) : "",
       selectedNodes: new Set(),
       selectedEdges: new Set(),
       sizes: new Map(),
@@ -44,8 +49,14 @@ export class EditorStore {
 
   get = (): EditorState => this.state;
 
+  /** The working copy is not what the server holds. */
   get dirty(): boolean {
-    return serialize(this.state.doc) !== this.state.saved;
+    return serialize(this.state.doc) !== this.state.server;
+  }
+
+  /** The server holds a draft that differs from the saved file. */
+  get draft(): boolean {
+    return this.state.server !== "" && this.state.server !== this.state.published;
   }
 
   private set(patch: Partial<EditorState>): void {
@@ -94,12 +105,25 @@ export class EditorStore {
     this.set({ sizes: next });
   }
 
-  markSaved(doc: FlowDocument): void {
-    this.set({ saved: serialize(doc) });
+  /** The server now holds doc: published (the saved file) or as a draft. */
+  markSaved(doc: FlowDocument, published = true): void {
+    const s = serialize(doc);
+    this.set(published ? { server: s, published: s } : { server: s });
+  }
+
+  /** The server's draft is gone: it holds the saved file again. */
+  markDraftDiscarded(): void {
+    this.set({ server: this.state.published });
+  }
+
+  /** Replaces the document as one undoable edit (restoring a copy, reverting to the saved file). */
+  replace(doc: FlowDocument): void {
+    this.edit(() => doc);
+    this.seal();
   }
 
   private pruneSelection(doc: FlowDocument): Pick<EditorState, "selectedNodes"> {
-    const ids = new Set(doc.nodes.map((n) => n.id));
+    const ids = new Set([...doc.nodes.map((n) => n.id), ...(doc.notes ?? []).map((n) => noteCanvasId(n.id))]);
     return { selectedNodes: new Set([...this.state.selectedNodes].filter((id) => ids.has(id))) };
   }
 }

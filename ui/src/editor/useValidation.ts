@@ -12,9 +12,10 @@ export interface ValidationState {
   error?: string;
 }
 
-/** The document without node positions: moving a node changes nothing validation sees. */
+/** The document without layout (node positions, notes): moving a node or editing a note changes nothing validation sees. */
 function structure(doc: FlowDocument): string {
-  return JSON.stringify({ ...doc, nodes: doc.nodes.map(({ position: _, ...n }) => n) });
+  const { notes: _, ...rest } = doc;
+  return JSON.stringify({ ...rest, nodes: doc.nodes.map(({ position: _, ...n }) => n) });
 }
 
 export function useValidation(doc: FlowDocument, delayMs = 300): ValidationState {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { flow } from "./fixtures.test-util";
-import { layout } from "./layout";
+import { freeSpot, layout, READABLE_ZOOM, readableViewport } from "./layout";
 
 describe("layout", () => {
   it("places each node right of the nodes it comes from", () => {
@@ -20,5 +20,47 @@ describe("layout", () => {
   it("lays out loops and unconnected nodes too", () => {
     const doc = flow([["a", "transform"], ["b", "transform"], ["lonely", "transform"]], [{ from: "a", to: "b" }, { from: "b", to: "a", condition: ".x" }]);
     expect(layout(doc, () => undefined).size).toBe(3);
+  });
+});
+
+describe("freeSpot", () => {
+  const sizes = () => ({ width: 200, height: 80 });
+  it("keeps the wanted place when it is free", () => {
+    expect(freeSpot(flow([]), sizes, { x: 10, y: 10 })).toEqual({ x: 10, y: 10 });
+  });
+  it("moves a new node right of the nodes it would cover", () => {
+    const d = flow([["a", "input"], ["b", "transform"]]);
+    d.nodes[0]!.position = { x: 0, y: 0 };
+    d.nodes[1]!.position = { x: 224, y: 0 };
+    expect(freeSpot(d, sizes, { x: 10, y: 5 })).toEqual({ x: 448, y: 5 });
+  });
+});
+
+describe("layout of tools", () => {
+  it("hangs a tool under its agent instead of ranking it before it", () => {
+    const doc = flow([["in", "input"], ["ag", "agent"], ["t", "http"], ["out", "output"]], [
+      { from: "in", to: "ag" },
+      { from: "t", port: "tool", to: "ag", to_port: "tools" },
+      { from: "ag", to: "out" },
+    ]);
+    const pos = layout(doc, () => ({ width: 200, height: 80 }));
+    expect(pos.get("t")!.x).toBe(pos.get("ag")!.x);
+    expect(pos.get("t")!.y).toBeGreaterThanOrEqual(pos.get("ag")!.y + 80);
+    expect(pos.get("out")!.x).toBeGreaterThan(pos.get("ag")!.x + 200);
+  });
+});
+
+describe("readableViewport", () => {
+  const box = (x: number, y: number) => ({ position: { x, y }, size: { width: 200, height: 80 } });
+  it("fits a small flow in the view, no bigger than the largest zoom", () => {
+    const v = readableViewport([box(0, 0), box(300, 0)], { width: 1000, height: 600 });
+    expect(v.zoom).toBe(1.2);
+    expect(v.x).toBeGreaterThan(0);
+  });
+  it("keeps text readable for a flow too wide to fit: readable zoom, from its start", () => {
+    const nodes = Array.from({ length: 12 }, (_, i) => box(i * 300, 0));
+    const v = readableViewport(nodes, { width: 1000, height: 600 }, { padding: 40 });
+    expect(v.zoom).toBe(READABLE_ZOOM);
+    expect(v.x).toBe(40); // the first node at the left edge
   });
 });

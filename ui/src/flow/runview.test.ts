@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Checkpoint, LiveEvent } from "../api/types";
 import { flow } from "./fixtures.test-util";
-import { applyEvent, formatDuration, newRunView, reconcile, type RunView } from "./runview";
+import { applyEvent, formatDuration, laterID, markNoWorker, newRunView, reconcile, toolNodeOf, type RunView } from "./runview";
 
 const doc = flow(
   [["in", "input"], ["r", "router"], ["a", "transform"], ["b", "transform"], ["out", "output"]],
@@ -60,5 +60,51 @@ describe("run view", () => {
 describe("formatDuration", () => {
   it("reads as a person would say it", () => {
     expect([formatDuration(0.2), formatDuration(12.4), formatDuration(1530), formatDuration(75_000)]).toEqual(["<1 ms", "12 ms", "1.53 s", "1 min 15 s"]);
+  });
+});
+
+describe("failed attempts and tool calls", () => {
+  const agentDoc = flow(
+    [["in", "input"], ["ag", "agent"], ["ctx", "http"], ["out", "output"]],
+    [{ from: "in", to: "ag" }, { from: "ctx", port: "tool", to: "ag", to_port: "tools" }, { from: "ag", to: "out" }],
+  );
+  agentDoc.nodes[2]!.params = { tool_name: "query_ticket" };
+  const ck = (id: string, node: string, kind: string, extra: Partial<Checkpoint> = {}): Checkpoint => ({ id, node, kind, step: 0, duration_ms: 0, usage: { input_tokens: 0, output_tokens: 0 }, time: "", ...extra });
+
+  it("finds the tool node an agent called by its tool name", () => {
+    expect(toolNodeOf(agentDoc, "ag", "query_ticket")).toBe("ctx");
+    expect(toolNodeOf(agentDoc, "ag", "ctx")).toBeUndefined();
+    expect(toolNodeOf(agentDoc, "out", "query_ticket")).toBeUndefined();
+  });
+  it("counts a tool's calls from the agent's turns, live and after the fact", () => {
+    const live = [ev("turn", "ag", { kind: "model" }), ev("turn", "ag", { kind: "tool", tool: "query_ticket" })].reduce((v, e) => applyEvent(v, e, agentDoc), newRunView("r1", agentDoc));
+    expect(live.nodes.ctx).toMatchObject({ status: "done", calls: 1 });
+    const after = reconcile(newRunView("r1", agentDoc), "succeeded", [ck("1-0", "ag", "turn", { update: { kind: "tool", tool: "query_ticket" } }), ck("1-1", "ag", "turn", { update: { kind: "tool", tool: "query_ticket" } }), ck("1-2", "ag", "step")], undefined, agentDoc);
+    expect(after.nodes.ctx).toMatchObject({ status: "done", calls: 2 });
+  });
+  it("does not count a failed attempt as a step, and shows its error", () => {
+    const v = reconcile(newRunView("r1", doc), "failed", [ck("1-0", "", "input"), ck("2-0", "a", "error", { attempt: 1, error: "boom 1" }), ck("3-0", "a", "error", { attempt: 2, error: "boom 2" })]);
+    expect(v.nodes.a).toMatchObject({ status: "failed", error: "boom 2", attempt: 2 });
+  });
+  it("keeps a step done when a later attempt committed", () => {
+    const v = reconcile(newRunView("r1", doc), "succeeded", [ck("2-0", "a", "error", { attempt: 1, error: "boom" }), ck("3-0", "a", "step", { attempt: 2 })]);
+    expect(v.nodes.a).toMatchObject({ status: "done", steps: 1 });
+  });
+  it("orders stream ids by time, then sequence", () => {
+    expect(laterID("10-10", "10-9")).toBe(true);
+    expect(laterID("9-99", "10-0")).toBe(false);
+  });
+});
+
+describe("markNoWorker", () => {
+  it("marks the nodes nobody serves as queued, and unmarks them once served", () => {
+    const v = markNoWorker(newRunView("r1", doc), ["in"]);
+    expect(v.nodes.in).toMatchObject({ status: "queued", noWorker: true });
+    expect(markNoWorker(v, ["in"])).toBe(v);
+    expect(markNoWorker(v, []).nodes.in?.noWorker).toBeUndefined();
+  });
+  it("marks nothing on a finished run", () => {
+    const v = markNoWorker({ ...newRunView("r1", doc), status: "succeeded" }, ["in"]);
+    expect(v.nodes.in?.noWorker).toBeUndefined();
   });
 });

@@ -20,6 +20,10 @@ export interface NodeRun {
   error?: string;
   prompt?: string;
   checkpoint?: string;
+  /** A tool node: how often an agent called it (it has no steps of its own). */
+  calls?: number;
+  /** Runs nobody serves: no live worker reads this node's stream. */
+  noWorker?: boolean;
 }
 
 export interface RunView {
@@ -50,6 +54,32 @@ type Data = Record<string, unknown>;
 
 function num(v: unknown): number | undefined {
   return typeof v === "number" && Number.isFinite(v) ? v : undefined;
+}
+
+/**
+ * The tool node an agent's tool call ran: a node connected to the agent's tools port
+ * whose tool name (its tool_name parameter, else its id) is the one called.
+ */
+export function toolNodeOf(doc: FlowDocument, agent: string, tool: string): string | undefined {
+  for (const e of doc.edges) {
+    if (e.to !== agent || e.to_port !== "tools") continue;
+    const n = doc.nodes.find((x) => x.id === e.from);
+    if (!n) continue;
+    const name = typeof n.params?.tool_name === "string" && n.params.tool_name !== "" ? n.params.tool_name : n.id;
+    if (name === tool) return n.id;
+  }
+  return undefined;
+}
+
+/** The tool a turn (an agent's saved model reply or tool result) ran, if it is a tool result. */
+function toolOfTurn(turn: unknown): string | undefined {
+  const t = turn as { kind?: unknown; tool?: unknown } | null;
+  return t && t.kind === "tool" && typeof t.tool === "string" ? t.tool : undefined;
+}
+
+function called(n: NodeRun | undefined): NodeRun {
+  const cur = n ?? blank("done");
+  return { ...cur, status: "done", calls: (cur.calls ?? 0) + 1 };
 }
 
 /** Folds one event into the view; events of other runs leave it as it is. */
@@ -97,6 +127,12 @@ export function applyEvent(view: RunView, ev: LiveEvent, doc: FlowDocument): Run
         delete upd.prompt;
       }
       break;
+    case "turn": {
+      const tool = toolOfTurn(ev.data);
+      const target = tool && toolNodeOf(doc, node, tool);
+      if (!target) return view;
+      return { ...view, nodes: { ...view.nodes, [target]: called(view.nodes[target]) } };
+    }
     case "token":
     case "tokens":
       if (typeof data.text === "string") upd = { ...cur, text: cur.text + data.text, status: cur.status === "queued" ? "running" : cur.status };
@@ -151,11 +187,19 @@ function mapNodes(nodes: Record<string, NodeRun>, f: (n: NodeRun) => NodeRun): R
  * Brings the view in line with the run's checkpoints and status, after the fact: a
  * node with a committed step is done even if its live event was missed.
  */
-export function reconcile(view: RunView, status: RunStatus, ckpts: Checkpoint[], error?: string): RunView {
+export function reconcile(view: RunView, status: RunStatus, ckpts: Checkpoint[], error?: string, doc?: FlowDocument): RunView {
   const nodes = { ...view.nodes };
   const seen = new Map<string, Checkpoint[]>();
+  const calls = new Map<string, number>();
+  const failed = new Map<string, Checkpoint>();
   for (const c of ckpts) {
-    if (!c.node || c.kind === "turn" || c.kind === "send" || c.kind === "input") continue;
+    if (c.kind === "turn" && doc) {
+      const tool = toolOfTurn(c.update);
+      const target = tool && toolNodeOf(doc, c.node, tool);
+      if (target) calls.set(target, (calls.get(target) ?? 0) + 1);
+    }
+    if (c.kind === "error" && c.node) failed.set(c.node, c);
+    if (!c.node || c.kind === "turn" || c.kind === "send" || c.kind === "input" || c.kind === "error") continue;
     const list = seen.get(c.node) ?? [];
     list.push(c);
     seen.set(c.node, list);
@@ -173,6 +217,13 @@ export function reconcile(view: RunView, status: RunStatus, ckpts: Checkpoint[],
     if (!waiting && cur.status !== "failed" && finished(status)) upd.status = "done";
     nodes[node] = upd;
   }
+  for (const [node, c] of failed) {
+    const cur = nodes[node];
+    if (cur && cur.status === "done" && seen.get(node)?.some((s) => laterID(s.id, c.id))) continue; // a later attempt committed
+    nodes[node] = { ...(cur ?? blank("failed")), error: c.error ?? cur?.error ?? "", ...(c.attempt !== undefined ? { attempt: c.attempt } : {}) };
+    if (finished(status) && status !== "succeeded") nodes[node] = { ...nodes[node]!, status: "failed" };
+  }
+  for (const [node, n] of calls) nodes[node] = { ...(nodes[node] ?? blank("done")), status: "done", calls: n };
   if (finished(status)) {
     for (const [k, n] of Object.entries(nodes)) {
       if (n.status === "queued" || n.status === "running") {
@@ -184,6 +235,34 @@ export function reconcile(view: RunView, status: RunStatus, ckpts: Checkpoint[],
   const out: RunView = { ...view, status, nodes };
   if (error) out.error = error;
   return out;
+}
+
+/** Marks the nodes where the run waits for a worker nobody runs (and only those). */
+export function markNoWorker(view: RunView, nodes: string[] | undefined): RunView {
+  const want = new Set(finished(view.status) ? [] : (nodes ?? []));
+  let changed = false;
+  const out = { ...view.nodes };
+  for (const [id, n] of Object.entries(out)) {
+    if (n.noWorker && !want.has(id)) {
+      const { noWorker: _, ...rest } = n;
+      out[id] = rest;
+      changed = true;
+    }
+  }
+  for (const id of want) {
+    const cur = out[id];
+    if (cur?.noWorker) continue;
+    out[id] = { ...(cur ?? blank("queued")), status: "queued", noWorker: true };
+    changed = true;
+  }
+  return changed ? { ...view, nodes: out } : view;
+}
+
+/** Whether stream entry id a ("ms-seq") comes after b. */
+export function laterID(a: string, b: string): boolean {
+  const [am = "0", as = "0"] = a.split("-");
+  const [bm = "0", bs = "0"] = b.split("-");
+  return Number(am) !== Number(bm) ? Number(am) > Number(bm) : Number(as) > Number(bs);
 }
 
 export function formatDuration(ms: number | undefined): string {

@@ -89,6 +89,18 @@ export interface StateKey {
   description?: string;
 }
 
+export type NoteColor = "yellow" | "blue" | "green" | "pink";
+
+/** A sticky note on the canvas: layout only, like positions (not part of the version). */
+export interface Note {
+  id: string;
+  text: string;
+  position?: Position;
+  width?: number;
+  height?: number;
+  color?: NoteColor;
+}
+
 export interface FlowDocument {
   sluice: 1;
   id: string;
@@ -98,6 +110,7 @@ export interface FlowDocument {
   settings?: Record<string, unknown>;
   nodes: FlowNode[];
   edges: FlowEdge[];
+  notes?: Note[];
 }
 
 export type Severity = "error" | "warning";

@@ -18,10 +18,13 @@ export class LiveFlow {
   private subscribed: Promise<void>;
   private resolveSubscribed!: () => void;
 
+  /** after: the id of the last event already seen (the events after it come first). */
   constructor(
     readonly flow: string,
     private readonly on: LiveHandlers,
+    after = "",
   ) {
+    this.lastEventID = after;
     this.subscribed = new Promise((r) => (this.resolveSubscribed = r));
     this.connect();
   }

@@ -3,6 +3,7 @@
 // page's live figures. Every page loads it; each part looks for its own elements.
 import { applyPatch, equal, mergePatch } from "../flow/diff";
 import { api, ApiError } from "../api/client";
+import { formatTime } from "../flow/time";
 import { initQueues } from "./queues";
 
 function message(e: unknown): string {
@@ -51,6 +52,18 @@ document.addEventListener("click", async (e) => {
   } finally {
     b.disabled = false;
   }
+});
+
+// The starter gallery: a card opens its example as a new flow, named as typed in the
+// new-flow form when something is typed there.
+document.addEventListener("click", (e) => {
+  const a = (e.target as Element).closest<HTMLAnchorElement>("a.gallery-link");
+  const name = (document.getElementById("new-name") as HTMLInputElement | null)?.value.trim();
+  if (!a || !name || e.ctrlKey || e.metaKey || e.shiftKey) return;
+  e.preventDefault();
+  const url = new URL(a.href);
+  url.searchParams.set("name", name);
+  location.href = url.toString();
 });
 
 // Import a flow file from the flows page.
@@ -142,14 +155,24 @@ if (live) {
   void import("../live/socket").then(({ LiveFlow }) => {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const editing = () => !!document.activeElement?.closest("form");
-    new LiveFlow(live.dataset.flow!, {
-      event: (ev) => {
-        if (ev.run !== live.dataset.liveRun) return;
-        clearTimeout(timer);
-        timer = setTimeout(() => !editing() && location.reload(), 400);
+    new LiveFlow(
+      live.dataset.flow!,
+      {
+        event: (ev) => {
+          if (ev.run !== live.dataset.liveRun) return;
+          clearTimeout(timer);
+          timer = setTimeout(() => !editing() && location.reload(), 400);
+        },
       },
-    });
+      live.dataset.after ?? "",
+    );
   });
 }
+
+// Times the server wrote in its own zone, in the browser's, in the one format live lists use.
+document.querySelectorAll<HTMLTimeElement>("time[data-local]").forEach((t) => {
+  const text = formatTime(t.dateTime);
+  if (text) t.textContent = text;
+});
 
 initQueues();

@@ -2,6 +2,7 @@
 // websocket; dead letters are read again when one is added, retried or discarded.
 import { api } from "../api/client";
 import type { DeadLetter, FlowQueues } from "../api/types";
+import { formatTime } from "../flow/time";
 import { LiveFlow } from "../live/socket";
 
 function ms(v: number): string {
@@ -18,7 +19,12 @@ function cell(text: string, cls = ""): HTMLTableCellElement {
   return td;
 }
 
-export function renderQueues(tbody: HTMLElement, q: FlowQueues): void {
+/** What the consumers cell says of a node no worker has read (yet): where its steps run, from the page's notes. */
+export function noConsumer(note: string | undefined): string {
+  return note ?? "none yet: a worker shows here once it reads this node";
+}
+
+export function renderQueues(tbody: HTMLElement, q: FlowQueues, notes: Record<string, string> = {}): void {
   const rows = q.nodes.map((n) => {
     const tr = document.createElement("tr");
     tr.dataset.node = n.node;
@@ -27,7 +33,7 @@ export function renderQueues(tbody: HTMLElement, q: FlowQueues): void {
       cell(String(n.length), "num"),
       cell(String(n.pending), "num"),
       cell(String(n.lag), "num"),
-      cell(n.consumers.length ? n.consumers.map((c) => `${c.name} (${c.pending} pending, idle ${ms(c.idle_ms)})`).join(", ") : "none", "small"),
+      cell(n.consumers.length ? n.consumers.map((c) => `${c.name} (${c.pending} pending, idle ${ms(c.idle_ms)})`).join(", ") : noConsumer(notes[n.node]), "small"),
       cell(ms(n.oldest_pending_idle_ms), "num"),
       cell(String(n.dead_letters), n.dead_letters > 0 ? "num error" : "num"),
     );
@@ -75,7 +81,13 @@ export function renderDead(root: HTMLElement, flow: string, list: DeadLetter[]):
       discard.dataset.confirm = "Discard this dead letter? Its run stays failed.";
       discard.dataset.then = "none";
       actions.append(retry, discard);
-      tr.append(cell(new Date(d.time).toLocaleString(), "small"), cell(d.node, "mono"), runCell, cell(d.error, "error"), cell(String(d.attempts), "num"), actionsCell);
+      const when = document.createElement("td");
+      when.className = "small";
+      const time = document.createElement("time");
+      time.dateTime = d.time;
+      time.textContent = formatTime(d.time);
+      when.append(time);
+      tr.append(when, cell(d.node, "mono"), runCell, cell(d.error, "error"), cell(String(d.attempts), "num"), actionsCell);
       return tr;
     }),
   );
@@ -88,6 +100,12 @@ export function initQueues(): void {
   const tbody = root.querySelector<HTMLElement>("#queue-rows");
   const dead = root.querySelector<HTMLElement>("#dead-letters");
   const status = root.querySelector<HTMLElement>("#live-status");
+  let notes: Record<string, string> = {};
+  try {
+    notes = (JSON.parse(root.querySelector<HTMLElement>("#queue-table")?.dataset.notes ?? "{}") as Record<string, string> | null) ?? {};
+  } catch {
+    /* no notes */
+  }
   let pending: ReturnType<typeof setTimeout> | undefined;
   const reloadDead = () => {
     clearTimeout(pending);
@@ -97,7 +115,7 @@ export function initQueues(): void {
   };
   new LiveFlow(flow, {
     status: (c) => status && (status.textContent = c ? "live" : "reconnecting…"),
-    queues: (q) => tbody && renderQueues(tbody, q),
+    queues: (q) => tbody && renderQueues(tbody, q, notes),
     event: (ev) => {
       if (ev.type === "dead" || ev.type === "retried" || ev.type === "run") reloadDead();
     },

@@ -1,0 +1,58 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+func TestARunWaitsForAWorkerAtANodeNobodyReads(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		ctx := context.Background()
+		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
+		k := store.FlowKeys(flow)
+		if err := r.Client.SAdd(ctx, k.Nodes(), "in", "out").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.EnsureGroups(ctx, flow, []string{"in", "out"}); err != nil {
+			t.Fatal(err)
+		}
+		created := time.Now().Add(-time.Minute)
+		// An activation of run-a at "in", added a while ago, that nobody has read.
+		add := func(node, run string, at time.Time) {
+			t.Helper()
+			id := fmt.Sprintf("%d-0", at.UnixMilli())
+			if err := r.Client.Do(ctx, "XADD", k.In(node), id, "run", run, "ckpt", "0-1").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		add("in", "run-a", time.Now().Add(-10*time.Second))
+		// run-b's activation at "out" was added this instant: a live worker blocked on the
+		// stream has not had the moment to read it.
+		add("out", "run-b", time.Now().Add(time.Hour))
+
+		got, err := r.WaitingForWorker(ctx, flow, "run-a", created)
+		if err != nil || len(got) != 1 || got[0] != "in" {
+			t.Fatalf("run-a waits for a worker at %v (%v), want [in]", got, err)
+		}
+		if got, _ := r.WaitingForWorker(ctx, flow, "run-b", created); len(got) != 0 {
+			t.Errorf("run-b, just queued, waits for a worker at %v, want nowhere yet", got)
+		}
+		if got, _ := r.WaitingForWorker(ctx, flow, "run-c", created); len(got) != 0 {
+			t.Errorf("run-c, which has no activation, waits at %v", got)
+		}
+
+		// A worker reads "in": nothing waits for one any more.
+		if err := r.Client.XGroupCreateConsumer(ctx, k.In("in"), store.Group, "host-1-1").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := r.WaitingForWorker(ctx, flow, "run-a", created); err != nil || len(got) != 0 {
+			t.Errorf("with a consumer on in, run-a waits at %v (%v)", got, err)
+		}
+	})
+}
