@@ -328,30 +328,6 @@ func (r *Redis) DeleteKeys(ctx context.Context, pattern string) {
 	}
 }
 
-// LastResultID is the id of the newest entry of a flow's results stream ("$" when none).
-func (r *Redis) LastResultID(ctx context.Context, flow string) string {
-	if msgs, err := r.Client.XRevRangeN(ctx, FlowKeys(flow).Results(), "+", "-", 1).Result(); err == nil && len(msgs) == 1 {
-		return msgs[0].ID
-	}
-	return "$"
-}
-
-// ResultsAfter waits at most block for entries of a flow's results stream after id
-// (read without the dispatch group: it does not take them from the dispatcher).
-func (r *Redis) ResultsAfter(ctx context.Context, flow, id string, count int64, block time.Duration) ([]Result, error) {
-	res, err := r.Client.XRead(ctx, &redis.XReadArgs{Streams: []string{FlowKeys(flow).Results(), id}, Count: count, Block: block}).Result()
-	if err != nil {
-		return nil, err
-	}
-	var out []Result
-	for _, s := range res {
-		for _, m := range s.Messages {
-			out = append(out, resultFrom(flow, m, 0))
-		}
-	}
-	return out, nil
-}
-
 // NodeBacklog returns, per node of a flow, the entries in its stream and those pending.
 func (r *Redis) NodeBacklog(ctx context.Context, flow string, nodes []string) (length, pending []int64) {
 	k := FlowKeys(flow)

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -27,9 +29,30 @@ type Options struct {
 
 // Redis is an open connection to the Redis that holds Sluice's state.
 type Redis struct {
-	Client   redis.UniversalClient
-	embedded *miniredis.Miniredis
-	addr     string
+	Client    redis.UniversalClient
+	embedded  *miniredis.Miniredis
+	stopClock chan struct{}
+	addr      string
+}
+
+// embeddedGCPercent is the GOGC of a process that runs the embedded Redis.
+const embeddedGCPercent = 400
+
+// advanceClock moves the embedded server's TTLs forward with the wall clock, once a
+// second, until stop is closed.
+func advanceClock(m *miniredis.Miniredis, stop chan struct{}) {
+	last := time.Now()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			m.FastForward(now.Sub(last))
+			last = now
+		}
+	}
 }
 
 // Open connects to the Redis named by opts.URL, or starts the embedded in-process Redis
@@ -40,8 +63,17 @@ func Open(ctx context.Context, opts Options) (*Redis, error) {
 	var ro *redis.Options
 	if opts.URL == "" {
 		m := miniredis.NewMiniRedis()
-		// Keys with a TTL expire with wall-clock time, as on a real server.
-		m.ClockTTL(true)
+		// Keys with a TTL expire with wall-clock time, as on a real server: the clock is
+		// advanced once a second (ClockTTL would advance it on every command, and each
+		// advance looks at every key: with many runs kept that made every command slow).
+		r.stopClock = make(chan struct{})
+		go advanceClock(m, r.stopClock)
+		// The embedded server keeps every run in this process's heap, which the garbage
+		// collector then scans over and over: with thousands of runs kept it spent most
+		// of the time. Collect less often, unless the operator set GOGC.
+		if os.Getenv("GOGC") == "" {
+			debug.SetGCPercent(embeddedGCPercent)
+		}
 		// The embedded server is reached over its loopback TCP listener: its in-memory
 		// dialer breaks go-redis pipelines.
 		if err := m.StartAddr("127.0.0.1:0"); err != nil {
@@ -107,6 +139,7 @@ func (r *Redis) Ping(ctx context.Context, d time.Duration) error {
 func (r *Redis) Close() error {
 	err := r.Client.Close()
 	if r.embedded != nil {
+		close(r.stopClock)
 		r.embedded.Close()
 	}
 	return err

@@ -123,6 +123,24 @@ func (r *Redis) AckResult(ctx context.Context, res Result) error {
 	return err
 }
 
+// AckResults acknowledges and deletes several result entries of a flow in one
+// transaction.
+func (r *Redis) AckResults(ctx context.Context, flow string, res []Result) error {
+	if len(res) == 0 {
+		return nil
+	}
+	ids := make([]string, len(res))
+	for i, x := range res {
+		ids[i] = x.ID
+	}
+	key := FlowKeys(flow).Results()
+	pipe := r.Client.TxPipeline()
+	pipe.XAck(ctx, key, DispatchGroup, ids...)
+	pipe.XDel(ctx, key, ids...)
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
 // ResultsLength is the number of entries in a flow's results stream.
 func (r *Redis) ResultsLength(ctx context.Context, flow string) (int64, error) {
 	return r.Client.XLen(ctx, FlowKeys(flow).Results()).Result()
