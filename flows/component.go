@@ -85,6 +85,8 @@ type Result struct {
 	// StateBytes is how many bytes of state the step showed to a model, so the saving of
 	// the data tool is visible.
 	StateBytes int
+	// Pinned says the step did not run: its result is what the run pinned for the node.
+	Pinned bool
 }
 
 // Wait is what an approval step asks a person.

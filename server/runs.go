@@ -45,6 +45,9 @@ type StartRequest struct {
 	// Version pins a published version of the flow; empty runs the saved file (or,
 	// without one, the flow's current version in Redis).
 	Version string `json:"version"`
+	// Pins hold some nodes' results fixed for this run, by node id: they do not run
+	// (see engine.StartOptions.Pins).
+	Pins map[string]engine.Pin `json:"pins,omitempty"`
 }
 
 // Started is the answer to a run start (and a fork) that has not finished yet.
@@ -324,7 +327,7 @@ func (s *Server) startRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := s.runs().Start(ctx, plan, req.Input, engine.StartOptions{Webhook: req.Webhook})
+	id, err := s.runs().Start(ctx, plan, req.Input, engine.StartOptions{Webhook: req.Webhook, Pins: req.Pins})
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,8 @@ type Checkpoint struct {
 	State      json.RawMessage `json:"state,omitempty"`
 	// Entry is, for a turn or a failed attempt, the activation (stream entry) it belongs to.
 	Entry string `json:"-"`
+	// Pinned says the step did not run: its output was pinned for the run.
+	Pinned bool `json:"pinned,omitempty"`
 }
 
 // IsState reports whether the checkpoint records a state a run can continue from (not
@@ -83,13 +85,14 @@ type ckptBody struct {
 	StateBytes int             `json:"sb,omitempty"`
 	Worker     string          `json:"w,omitempty"`
 	Entry      string          `json:"x,omitempty"`
+	Pinned     bool            `json:"pin,omitempty"`
 }
 
 func (c *Checkpoint) toBody() ckptBody {
 	return ckptBody{Kind: c.Kind, Update: c.Update, Output: c.Output, Error: c.Error, Attempt: c.Attempt,
 		Ports: c.Ports, Branches: c.Branches, DurUS: c.Duration.Microseconds(), InTok: c.Usage.InputTokens,
 		OutTok: c.Usage.OutputTokens, CacheRead: c.Usage.CacheReadTokens, CacheWrite: c.Usage.CacheWriteTokens,
-		StateBytes: c.StateBytes, Worker: c.Worker, Entry: c.Entry}
+		StateBytes: c.StateBytes, Worker: c.Worker, Entry: c.Entry, Pinned: c.Pinned}
 }
 
 // body encodes the checkpoint's packed field.
@@ -114,7 +117,7 @@ func packedBody(steps []CommitStep) []byte {
 
 func (c *Checkpoint) fromBody(b ckptBody) {
 	c.Kind, c.Update, c.Output, c.Error, c.Attempt = b.Kind, b.Update, b.Output, b.Error, b.Attempt
-	c.Ports, c.Branches, c.Worker, c.Entry, c.StateBytes = b.Ports, b.Branches, b.Worker, b.Entry, b.StateBytes
+	c.Ports, c.Branches, c.Worker, c.Entry, c.StateBytes, c.Pinned = b.Ports, b.Branches, b.Worker, b.Entry, b.StateBytes, b.Pinned
 	c.Duration = time.Duration(b.DurUS) * time.Microsecond
 	c.DurationMS = float64(b.DurUS) / 1000
 	c.Usage = flows.Usage{InputTokens: b.InTok, OutputTokens: b.OutTok, CacheReadTokens: b.CacheRead, CacheWriteTokens: b.CacheWrite}
@@ -280,10 +283,12 @@ func (r *Redis) LoadState(ctx context.Context, flow, run, ckpt string) ([]byte, 
 type StateRef struct{ Run, Ckpt string }
 
 // StepInput is what a step needs from Redis before it runs: the state of the checkpoint
-// it reads (nil when it is gone) and its run's status ("" when the run is gone).
+// it reads (nil when it is gone), its run's status ("" when the run is gone) and the
+// run's pinned node outputs (JSON, empty for none).
 type StepInput struct {
 	State  []byte
 	Status string
+	Pins   string
 }
 
 // LoadStepInputs reads, for several activations of a flow, their checkpoints' states
@@ -292,12 +297,12 @@ func (r *Redis) LoadStepInputs(ctx context.Context, flow string, refs []StateRef
 	k := FlowKeys(flow)
 	pipe := r.Client.Pipeline()
 	states := make([]*redis.StringCmd, len(refs))
-	statuses := make([]*redis.StringCmd, len(refs))
+	runs := make([]*redis.SliceCmd, len(refs))
 	for i, ref := range refs {
 		if want[i] {
 			states[i] = pipe.HGet(ctx, k.State(ref.Run), ref.Ckpt)
 		}
-		statuses[i] = pipe.HGet(ctx, k.Run(ref.Run), "status")
+		runs[i] = pipe.HMGet(ctx, k.Run(ref.Run), "status", "pins")
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
@@ -309,9 +314,25 @@ func (r *Redis) LoadStepInputs(ctx context.Context, flow string, refs []StateRef
 				out[i].State = b
 			}
 		}
-		out[i].Status, _ = statuses[i].Result()
+		if v := runs[i].Val(); len(v) == 2 {
+			out[i].Status, _ = v[0].(string)
+			out[i].Pins, _ = v[1].(string)
+		}
 	}
 	return out, nil
+}
+
+// StepGate reads what the gate needs of one run: its status ("" when it is gone) and
+// its pins.
+func (r *Redis) StepGate(ctx context.Context, flow, run string) (StepInput, error) {
+	v, err := r.Client.HMGet(ctx, FlowKeys(flow).Run(run), "status", "pins").Result()
+	if err != nil {
+		return StepInput{}, err
+	}
+	var in StepInput
+	in.Status, _ = v[0].(string)
+	in.Pins, _ = v[1].(string)
+	return in, nil
 }
 
 // SaveTurn records a turn of a running step in its run's checkpoint history. It fails

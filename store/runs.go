@@ -56,6 +56,8 @@ type Run struct {
 	LastCkpt   string                     `json:"last_checkpoint,omitempty"`
 	Waits      map[string]json.RawMessage `json:"-"`
 	Webhook    string                     `json:"-"`
+	// Pins are the node outputs held fixed for the run (engine.StartOptions.Pins).
+	Pins json.RawMessage `json:"pins,omitempty"`
 	// KeptFrom is, after keep_last trimmed the history, its oldest checkpoint kept.
 	KeptFrom string `json:"-"`
 
@@ -94,6 +96,9 @@ func parseRun(flow, id string, h map[string]string) *Run {
 	}
 	r.ParentRun, r.ParentCkpt, r.LastCkpt = h["parent_run"], h["parent_ckpt"], h["last_ckpt"]
 	r.KeptFrom = h["kept_from"]
+	if h["pins"] != "" {
+		r.Pins = json.RawMessage(h["pins"])
+	}
 	r.Webhook = h["webhook"]
 	r.Trigger = h["trigger"]
 	if t := msTime(h["tick"]); !t.IsZero() {

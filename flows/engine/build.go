@@ -25,7 +25,7 @@ type built struct {
 func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.Result, dur time.Duration) (*built, error) {
 	plan, node, state := j.plan, j.node, j.state
 	update := res.Update
-	if node.Output != nil {
+	if node.Output != nil && !res.Pinned { // a pin holds the update as the step recorded it
 		v, err := node.Output.First(ctx, flows.JSONValue(res.Output), state)
 		if err != nil {
 			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Path: "output", Err: err})
@@ -55,7 +55,7 @@ func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.
 		return nil, flows.Permanent(&flows.Error{Code: flows.TooLarge, Node: node.ID, Err: err})
 	}
 	cp := store.Checkpoint{Node: node.ID, Kind: "step", Parent: j.a.Ckpt, Attempt: j.a.Deliveries, Duration: dur,
-		Usage: res.Usage, StateBytes: res.StateBytes, Ports: res.Ports, Worker: consumer}
+		Usage: res.Usage, StateBytes: res.StateBytes, Ports: res.Ports, Worker: consumer, Pinned: res.Pinned}
 	recorded := update
 	switch {
 	case j.join != nil:
@@ -111,6 +111,9 @@ func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.
 	}
 	if len(res.Ports) > 0 {
 		ev["ports"] = res.Ports
+	}
+	if res.Pinned {
+		ev["pinned"] = true
 	}
 	b.step.Event, _ = json.Marshal(ev)
 	return b, nil

@@ -28,6 +28,27 @@ func component(ctx context.Context, j *job) (*flows.Result, error) {
 	return flows.RedactStep(res, err)
 }
 
+// pinned is the runFunc of a step whose output is pinned for its run: what the pin holds,
+// without running the component.
+func pinned(_ context.Context, j *job) (*flows.Result, error) {
+	res := &flows.Result{Ports: j.pin.Ports, Pinned: true}
+	if len(j.pin.Output) > 0 {
+		v, err := flows.DecodeJSON(j.pin.Output)
+		if err != nil {
+			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: j.node.ID, Path: "pins." + j.node.ID + ".output", Err: err})
+		}
+		res.Output = v
+	}
+	if len(j.pin.Update) > 0 {
+		u, err := flows.DecodeState(j.pin.Update)
+		if err != nil {
+			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: j.node.ID, Path: "pins." + j.node.ID + ".update", Err: err})
+		}
+		res.Update = u
+	}
+	return res, nil
+}
+
 // chain applies middlewares, the first one outermost.
 func chain(f runFunc, mws ...middleware) runFunc {
 	for i := len(mws) - 1; i >= 0; i-- {
@@ -95,6 +116,9 @@ func (w *Worker) execute(j *job) (*built, error) {
 	run := w.run
 	if pure(j.node) {
 		run = w.runPure
+	}
+	if j.pin != nil {
+		run = pinned
 	}
 	started := time.Now()
 	res, err := run(w.hard, j)

@@ -2,11 +2,13 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/flows/nodes/llmtest"
 	"github.com/sluicehq/sluice/store"
@@ -172,4 +174,46 @@ func TestTheEngineDoesNotImportTheRedisClient(t *testing.T) {
 			t.Errorf("flows/engine imports %s: Redis is the store package's", p)
 		}
 	}
+}
+
+// A run with a node's output pinned does not call that node's model: the step gives back
+// the pinned output and update, the rest of the flow runs on them, and the history says
+// the step was pinned.
+func TestAPinnedNodeGivesItsPinWithoutRunning(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		srv := llmtest.New(t)
+		v, _, _ := componentEnv(t, r, srv)
+		p := v.compile(`{"sluice": 1, "id": "FLOW",
+		 "nodes": [{"id": "in", "type": "input"}, {"id": "ask", "type": "llm", "params": {"model": "m", "user": "hello", "as": "answer"}},
+		  {"id": "out", "type": "output", "params": {"value": ".answer"}}],
+		 "edges": [{"from": "in", "to": "ask"}, {"from": "ask", "to": "out"}]}`)
+		v.work(p)
+		pins := map[string]engine.Pin{"ask": {Output: json.RawMessage(`"pinned reply"`), Update: json.RawMessage(`{"answer": "pinned reply"}`)}}
+		id, err := v.e.Start(context.Background(), p, json.RawMessage(`{}`), engine.StartOptions{Pins: pins})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := v.wait(p, id)
+		mustStatus(t, run, store.StatusSucceeded)
+		if got := string(run.Output()); got != `"pinned reply"` {
+			t.Errorf("output %s, want the pinned reply", got)
+		}
+		if srv.Calls() != 0 {
+			t.Errorf("the model was called %d times, want never", srv.Calls())
+		}
+		pinned := false
+		for _, c := range v.checkpoints(p, id) {
+			if c.Node == "ask" {
+				pinned = c.Pinned
+			}
+		}
+		if !pinned {
+			t.Error("the history does not say the step was pinned")
+		}
+		// Pinning a node that calls nothing outside is refused, naming it.
+		_, err = v.e.Start(context.Background(), p, json.RawMessage(`{}`), engine.StartOptions{Pins: map[string]engine.Pin{"out": {}}})
+		if flows.ErrorCode(err) != flows.Invalid || !strings.Contains(err.Error(), `"out"`) {
+			t.Errorf("pinning an output node: %v, want invalid", err)
+		}
+	})
 }

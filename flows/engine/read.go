@@ -151,7 +151,7 @@ func (w *Worker) preload(acts []store.Activation) []preloaded {
 					w.e.cache.put(acts[k].Run, acts[k].Ckpt, s)
 				}
 			}
-			out[k].status, out[k].known = got[i].Status, true
+			out[k].status, out[k].pins, out[k].known = got[i].Status, got[i].Pins, true
 		}
 	}
 	return out

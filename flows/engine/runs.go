@@ -25,6 +25,42 @@ type StartOptions struct {
 	Trigger string
 	// Tick is the schedule tick the run is for.
 	Tick time.Time
+	// Pins hold the output of some nodes fixed for this run, by node id: a pinned step
+	// does not run its component but gives back what the pin says, so a person can
+	// debug the rest of a flow without calling a model again (n8n's pinned data).
+	Pins map[string]Pin
+}
+
+// Pin is a node's fixed result: its output, its state update and the ports it chose
+// (nil: every port), usually copied from a checkpoint of an earlier run.
+type Pin struct {
+	Output json.RawMessage `json:"output,omitempty"`
+	Update json.RawMessage `json:"update,omitempty"`
+	Ports  []string        `json:"ports,omitempty"`
+}
+
+// checkPins refuses pins of nodes the plan does not have, of pure nodes (a pin saves
+// nothing there, and pure steps do not look for pins) and updates that are not objects.
+func checkPins(plan *flows.Plan, pins map[string]Pin) error {
+	for id, p := range pins {
+		n := plan.Nodes[id]
+		path := "pins." + id
+		switch {
+		case n == nil:
+			return &flows.Error{Code: flows.Invalid, Flow: plan.Flow, Path: path, Message: fmt.Sprintf("the flow has no node %q", id)}
+		case pure(n):
+			return &flows.Error{Code: flows.Invalid, Flow: plan.Flow, Node: id, Path: path, Message: fmt.Sprintf("node %q (%s) calls nothing outside: only nodes that do (models, agents, HTTP, subflows, ...) can be pinned", id, n.Type)}
+		}
+		if len(p.Update) > 0 {
+			if _, err := flows.DecodeState(p.Update); err != nil {
+				return &flows.Error{Code: flows.Invalid, Flow: plan.Flow, Node: id, Path: path + ".update", Message: "must be a JSON object (the state update)"}
+			}
+		}
+		if len(p.Output) > 0 && !json.Valid(p.Output) {
+			return &flows.Error{Code: flows.Invalid, Flow: plan.Flow, Node: id, Path: path + ".output", Message: "not JSON"}
+		}
+	}
+	return nil
 }
 
 // Caller names the step of another run that started a run (a subflow).
@@ -105,6 +141,13 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	}
 	if c := opts.Caller; c != nil {
 		fields = append(fields, "caller_flow", c.Flow, "caller_run", c.Run, "caller_node", c.Node)
+	}
+	if len(opts.Pins) > 0 {
+		if err := checkPins(plan, opts.Pins); err != nil {
+			return "", err
+		}
+		b, _ := json.Marshal(opts.Pins)
+		fields = append(fields, "pins", string(b))
 	}
 	args := store.StartArgs{Flow: plan.Flow, Run: id, Version: plan.Version, State: stateJSON,
 		Checkpoint: cp, Entries: []string{plan.Entry}, Fields: fields}

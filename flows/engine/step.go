@@ -45,6 +45,7 @@ type job struct {
 	state map[string]any
 	join  *joined
 	step  *flows.Step
+	pin   *Pin // the node's output is pinned for this run: the component does not run
 }
 
 // place is where the job's step sits, for routing.
@@ -66,6 +67,7 @@ func pure(n *flows.PlanNode) bool {
 type preloaded struct {
 	state  map[string]any // nil: not loaded (a join, a cache miss that failed)
 	status string         // the run's status; "" unknown or gone
+	pins   string         // the run's pins (JSON), when status was read
 	known  bool           // status was read
 }
 
@@ -88,19 +90,30 @@ func (w *Worker) gate(a store.Activation, pre preloaded) (*job, stepOutcome, boo
 	if node == nil {
 		return nil, w.fail(a, plan, nil, flows.Permanent(fmt.Errorf("version %.12s has no node %q", a.Version, a.Node)), 0), false
 	}
+	var pin *Pin
 	if !pure(node) {
-		status := pre.status
+		status, pins := pre.status, pre.pins
 		if !pre.known {
-			if status, err = e.rdb.RunStatus(ctx, a.Flow, a.Run); err != nil {
+			g, err := e.rdb.StepGate(ctx, a.Flow, a.Run)
+			if err != nil {
 				if ctx.Err() != nil {
 					return nil, outcomeLeft, false
 				}
 				return nil, w.fail(a, plan, node, err, 0), false
 			}
+			status, pins = g.Status, g.Pins
 		}
 		if status == "" || status == store.StatusCancelled || store.Finished(status) && status != store.StatusFailed {
 			// A cancelled or lost run: acknowledged without running.
 			return nil, w.drop(a, plan, nil), false
+		}
+		if pins != "" {
+			var all map[string]Pin
+			if json.Unmarshal([]byte(pins), &all) == nil {
+				if p, ok := all[a.Node]; ok {
+					pin = &p
+				}
+			}
 		}
 	}
 	var join *joined
@@ -147,7 +160,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) (*job, stepOutcome, boo
 			return nil, w.fail(a, plan, node, err, 0), false
 		}
 	}
-	return &job{a: a, plan: plan, node: node, state: state, join: join, step: step}, 0, true
+	return &job{a: a, plan: plan, node: node, state: state, join: join, step: step, pin: pin}, 0, true
 }
 
 // loadState returns the state an activation reads: its checkpoint's, or for a join the
