@@ -54,6 +54,9 @@ type Settings struct {
 	CheckpointTTL Duration `json:"checkpoint_ttl,omitzero"`
 	KeepLast      int      `json:"keep_last,omitempty"`
 	MaxStateBytes int      `json:"max_state_bytes,omitempty"`
+	// Partitions is how many partitions the flow's runs are spread over (0: the
+	// server's default, 1 on a single Redis): see docs/scaling.md.
+	Partitions int `json:"partitions,omitempty"`
 	// Budget caps what the flow's model calls may spend; nil: no cap.
 	Budget *Budget `json:"budget,omitempty"`
 	// MCP offers the flow as a tool to MCP clients (sluice mcp, /mcp on serve).

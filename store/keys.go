@@ -1,8 +1,18 @@
 package store
 
-// Every Redis key Sluice uses is built here. All keys of one flow share the hash tag
-// {f:<flow>}, so a step's commit touches one slot and stays one atomic script on Redis
-// Cluster too.
+import "strconv"
+
+// Every Redis key Sluice uses is built here.
+//
+// A flow's runs are spread over its partitions (the partitions setting: 1 on a single
+// Redis, e.g. 16 on a Redis Cluster); a run lives on one partition for its whole life.
+// Every key one step's commit touches — the node streams of the partition, the run's
+// hash, checkpoints, states and frames, the partition's events, results, dead letters,
+// waits, run index and expiry — carries the partition's hash tag, so a commit is one
+// atomic script on one shard. Partition 0's tag is {f:<flow>}, partition p's
+// {f:<flow>:p}. What belongs to the flow as a whole (its versions, current version,
+// nodes, partitions, schedules, failed deliveries) carries {f:<flow>}; a cached result
+// and its lock carry a tag of their own, so caches spread over a cluster too.
 
 // Group is the consumer group every node stream has.
 const Group = "sluice"
@@ -15,49 +25,79 @@ const DispatchGroup = "dispatch"
 // schedulers look at, so that flows without schedules cost them nothing.
 const scheduledKey = "sluice:scheduled"
 
-// Keys names the keys of one flow.
+// Keys names the keys of one partition of a flow, and the flow's own.
 type Keys struct {
 	flow   string
-	prefix string
+	part   int
+	prefix string // the partition's keys
+	fwide  string // the flow's own keys
 }
 
-// FlowKeys returns the key names of flow.
-func FlowKeys(flow string) Keys { return Keys{flow: flow, prefix: "sluice:{f:" + flow + "}:"} }
+// FlowKeys returns the key names of flow's partition 0 and its flow-wide keys.
+func FlowKeys(flow string) Keys { return PartKeys(flow, 0) }
+
+// PartKeys returns the key names of partition part of flow.
+func PartKeys(flow string, part int) Keys {
+	fwide := "sluice:{f:" + flow + "}:"
+	prefix := fwide
+	if part > 0 {
+		prefix = "sluice:{f:" + flow + ":" + strconv.Itoa(part) + "}:"
+	}
+	return Keys{flow: flow, part: part, prefix: prefix, fwide: fwide}
+}
 
 // Flow is the flow id.
 func (k Keys) Flow() string { return k.flow }
 
-// Prefix is what every key of the flow starts with.
+// Part is the partition.
+func (k Keys) Part() int { return k.part }
+
+// Prefix is what every key of the partition starts with.
 func (k Keys) Prefix() string { return k.prefix }
+
+// FlowPrefix is what every flow-wide key of the flow starts with (partition 0's keys
+// too).
+func (k Keys) FlowPrefix() string { return k.fwide }
+
+// KeyPatterns are SCAN patterns that together match every key of flow: its partitions'
+// and its cached results'.
+func KeyPatterns(flow string) []string {
+	return []string{"sluice:{f:" + flow + "}:*", "sluice:{f:" + flow + ":*", "sluice:{c:" + flow + ":*"}
+}
+
+// Partitions is the set of the partition counts the flow's runs were ever placed with:
+// readers read every partition below the largest, and a run is found where one of them
+// put it.
+func (k Keys) Partitions() string { return k.fwide + "partitions" }
 
 // In is the stream of NODE's activations (group "sluice").
 func (k Keys) In(node string) string { return k.prefix + "in:" + node }
 
 // Nodes is the set of node ids that have streams, over every published version.
-func (k Keys) Nodes() string { return k.prefix + "nodes" }
+func (k Keys) Nodes() string { return k.fwide + "nodes" }
 
 // Version holds the flow JSON of a version.
-func (k Keys) Version(v string) string { return k.prefix + "v:" + v }
+func (k Keys) Version(v string) string { return k.fwide + "v:" + v }
 
 // Current holds the version new runs start on when none is named.
-func (k Keys) Current() string { return k.prefix + "current" }
+func (k Keys) Current() string { return k.fwide + "current" }
 
 // Versions is the sorted set of the versions that were made current (saved, published,
 // rolled back to), scored by when that first happened (ms).
-func (k Keys) Versions() string { return k.prefix + "versions" }
+func (k Keys) Versions() string { return k.fwide + "versions" }
 
 // VersionNotes is the hash of the messages given when versions were saved.
-func (k Keys) VersionNotes() string { return k.prefix + "versions:notes" }
+func (k Keys) VersionNotes() string { return k.fwide + "versions:notes" }
 
 // ScheduleTicks is the sorted set of schedule keys scored by the last tick (ms) that
 // was run or passed over; a tick at or before it never runs again.
-func (k Keys) ScheduleTicks() string { return k.prefix + "schedules:ticks" }
+func (k Keys) ScheduleTicks() string { return k.fwide + "schedules:ticks" }
 
 // SchedulePaused is the hash of paused schedule keys (value: when, ms).
-func (k Keys) SchedulePaused() string { return k.prefix + "schedules:paused" }
+func (k Keys) SchedulePaused() string { return k.fwide + "schedules:paused" }
 
 // ScheduleRuns is the capped list of the runs a schedule started, newest first.
-func (k Keys) ScheduleRuns(schedule string) string { return k.prefix + "schedules:runs:" + schedule }
+func (k Keys) ScheduleRuns(schedule string) string { return k.fwide + "schedules:runs:" + schedule }
 
 // Run is the hash of a run: status, version, input, outputs, error, counters, times.
 func (k Keys) Run(run string) string { return k.prefix + "run:" + run }
@@ -88,19 +128,18 @@ func (k Keys) Events() string { return k.prefix + "events" }
 func (k Keys) Results() string { return k.prefix + "results" }
 
 // DeliveryDead is the stream of result webhooks that could not be delivered.
-// (It belongs with the other key names in keys.go; it is here until that file's owner
-// moves it.)
-func (k Keys) DeliveryDead() string { return k.prefix + "delivery-dead" }
+func (k Keys) DeliveryDead() string { return k.fwide + "delivery-dead" }
 
 // Waits is the sorted set of approvals with a timeout, by deadline (ms); members are
 // "RUN NODE".
 func (k Keys) Waits() string { return k.prefix + "waits" }
 
-// Cache is a cached result.
-func (k Keys) Cache(key string) string { return k.prefix + "cache:" + key }
+// Cache is a cached result. It and its lock share a tag of their own (the key's), not
+// the flow's: a flow's cache spreads over a cluster's shards.
+func (k Keys) Cache(key string) string { return "sluice:{c:" + k.flow + ":" + key + "}:cache" }
 
 // Lock is the single-flight lock of a cached computation.
-func (k Keys) Lock(key string) string { return k.prefix + "lock:" + key }
+func (k Keys) Lock(key string) string { return "sluice:{c:" + k.flow + ":" + key + "}:lock" }
 
 // RunKeys are the keys that belong to one run and expire with it.
 func (k Keys) RunKeys(run string) []string {
@@ -131,4 +170,4 @@ func (k LimitKeys) Pause(model string) string { return k.prefix + "pause:" + mod
 func (k Keys) Spend(run string) string { return k.prefix + "spend:" + run }
 
 // SpendDay is the hash of what the flow spent on models on one UTC day (2006-01-02).
-func (k Keys) SpendDay(day string) string { return k.prefix + "spend-day:" + day }
+func (k Keys) SpendDay(day string) string { return k.fwide + "spend-day:" + day }
