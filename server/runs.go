@@ -80,7 +80,7 @@ type RunView struct {
 
 // workerWatch tells whether a run's activations sit where no worker reads.
 type workerWatch interface {
-	WaitingForWorker(ctx context.Context, flow, run string, created time.Time) ([]string, error)
+	WaitingForWorker(ctx context.Context, ref store.RunRef, created time.Time) ([]string, error)
 }
 
 var _ workerWatch = (*store.Redis)(nil)
@@ -92,7 +92,7 @@ func (s *Server) waitingForWorker(ctx context.Context, r *store.Run) []string {
 		return nil
 	}
 	var w workerWatch = s.rdb
-	nodes, err := w.WaitingForWorker(ctx, r.Flow, r.ID, r.Created)
+	nodes, err := w.WaitingForWorker(ctx, r.Ref(), r.Created)
 	if err != nil {
 		return nil
 	}

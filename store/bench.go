@@ -312,38 +312,67 @@ func Submit(ctx context.Context, n, workers int, rate float64, fn func(i int) er
 	submit(ctx, n, workers, rate, fn)
 }
 
-// DeleteKeys deletes every key matching pattern (a benchmark's keys).
+// DeleteKeys deletes every key matching pattern (a benchmark's keys), on every master
+// of a cluster.
 func (r *Redis) DeleteKeys(ctx context.Context, pattern string) {
-	iter := r.Client.Scan(ctx, 0, pattern, 1000).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-		if len(keys) == 1000 {
-			r.Client.Unlink(ctx, keys...)
-			keys = keys[:0]
+	del := func(ctx context.Context, c redis.UniversalClient) error {
+		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		pipe := c.Pipeline()
+		n := 0
+		for iter.Next(ctx) {
+			// A command per key: keys of different tags may not share one on a cluster.
+			pipe.Unlink(ctx, iter.Val())
+			if n++; n%1000 == 0 {
+				_, _ = pipe.Exec(ctx)
+			}
 		}
+		_, _ = pipe.Exec(ctx)
+		return iter.Err()
 	}
-	if len(keys) > 0 {
-		r.Client.Unlink(ctx, keys...)
+	if cc, ok := r.Client.(*redis.ClusterClient); ok {
+		_ = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return del(ctx, c) })
+		return
+	}
+	_ = del(ctx, r.Client)
+}
+
+// DeleteFlowKeys deletes every key of a flow: its partitions', flow-wide and cached.
+func (r *Redis) DeleteFlowKeys(ctx context.Context, flow string) {
+	for _, p := range KeyPatterns(flow) {
+		r.DeleteKeys(ctx, p)
+	}
+	r.Client.SRem(ctx, flowsKey, flow)
+	if fs, err := r.Client.HKeys(ctx, partitionsKey).Result(); err == nil {
+		for _, f := range fs {
+			if strings.HasPrefix(f, flow+":") {
+				r.Client.HDel(ctx, partitionsKey, f)
+			}
+		}
 	}
 }
 
-// NodeBacklog returns, per node of a flow, the entries in its stream and those pending.
+// NodeBacklog returns, per node of a flow, the entries in its streams and those pending,
+// summed over its partitions.
 func (r *Redis) NodeBacklog(ctx context.Context, flow string, nodes []string) (length, pending []int64) {
-	k := FlowKeys(flow)
 	length, pending = make([]int64, len(nodes)), make([]int64, len(nodes))
+	parts, _ := r.Parts(ctx, flow)
 	pipe := r.Client.Pipeline()
-	lens := make([]*redis.IntCmd, len(nodes))
-	pends := make([]*redis.XPendingCmd, len(nodes))
-	for i, n := range nodes {
-		lens[i] = pipe.XLen(ctx, k.In(n))
-		pends[i] = pipe.XPending(ctx, k.In(n), Group)
+	lens := make([][]*redis.IntCmd, len(parts))
+	pends := make([][]*redis.XPendingCmd, len(parts))
+	for j, pr := range parts {
+		lens[j], pends[j] = make([]*redis.IntCmd, len(nodes)), make([]*redis.XPendingCmd, len(nodes))
+		for i, n := range nodes {
+			lens[j][i] = pipe.XLen(ctx, pr.keys().In(n))
+			pends[j][i] = pipe.XPending(ctx, pr.keys().In(n), Group)
+		}
 	}
 	_, _ = pipe.Exec(ctx)
-	for i := range nodes {
-		length[i] = lens[i].Val()
-		if p := pends[i].Val(); p != nil {
-			pending[i] = p.Count
+	for j := range parts {
+		for i := range nodes {
+			length[i] += lens[j][i].Val()
+			if p := pends[j][i].Val(); p != nil {
+				pending[i] += p.Count
+			}
 		}
 	}
 	return length, pending
@@ -351,7 +380,12 @@ func (r *Redis) NodeBacklog(ctx context.Context, flow string, nodes []string) (l
 
 // DeadLetterCount is the number of a flow's dead letters.
 func (r *Redis) DeadLetterCount(ctx context.Context, flow string) int64 {
-	n, _ := r.Client.XLen(ctx, FlowKeys(flow).Dead()).Result()
+	parts, _ := r.Parts(ctx, flow)
+	var n int64
+	for _, pr := range parts {
+		l, _ := r.Client.XLen(ctx, pr.keys().Dead()).Result()
+		n += l
+	}
 	return n
 }
 

@@ -217,7 +217,8 @@ func entryOfID(id string) string {
 
 // Checkpoints returns checkpoints of a run from id start ("-" for the first) on, in
 // commit order, without their states: up to count stream entries' worth (0: all).
-func (r *Redis) Checkpoints(ctx context.Context, flow, run, start string, count int64) ([]Checkpoint, error) {
+func (r *Redis) Checkpoints(ctx context.Context, ref RunRef, start string, count int64) ([]Checkpoint, error) {
+	run := ref.Run
 	from := "-"
 	if start != "" && start != "-" {
 		from = entryOfID(start)
@@ -225,9 +226,9 @@ func (r *Redis) Checkpoints(ctx context.Context, flow, run, start string, count 
 	var msgs []redis.XMessage
 	var err error
 	if count > 0 {
-		msgs, err = r.Client.XRangeN(ctx, FlowKeys(flow).Ckpt(run), from, "+", count).Result()
+		msgs, err = r.Client.XRangeN(ctx, ref.keys().Ckpt(run), from, "+", count).Result()
 	} else {
-		msgs, err = r.Client.XRange(ctx, FlowKeys(flow).Ckpt(run), from, "+").Result()
+		msgs, err = r.Client.XRange(ctx, ref.keys().Ckpt(run), from, "+").Result()
 	}
 	if err != nil {
 		return nil, err
@@ -245,8 +246,8 @@ func (r *Redis) Checkpoints(ctx context.Context, flow, run, start string, count 
 }
 
 // GetCheckpoint returns one checkpoint with its state.
-func (r *Redis) GetCheckpoint(ctx context.Context, flow, run, id string) (*Checkpoint, error) {
-	k := FlowKeys(flow)
+func (r *Redis) GetCheckpoint(ctx context.Context, ref RunRef, id string) (*Checkpoint, error) {
+	flow, run, k := ref.Flow, ref.Run, ref.keys()
 	entry := entryOfID(id)
 	pipe := r.Client.Pipeline()
 	rng := pipe.XRange(ctx, k.Ckpt(run), entry, entry)
@@ -271,8 +272,9 @@ func (r *Redis) GetCheckpoint(ctx context.Context, flow, run, id string) (*Check
 }
 
 // LoadState returns the state JSON of a checkpoint.
-func (r *Redis) LoadState(ctx context.Context, flow, run, ckpt string) ([]byte, error) {
-	b, err := r.Client.HGet(ctx, FlowKeys(flow).State(run), ckpt).Bytes()
+func (r *Redis) LoadState(ctx context.Context, ref RunRef, ckpt string) ([]byte, error) {
+	flow, run := ref.Flow, ref.Run
+	b, err := r.Client.HGet(ctx, ref.keys().State(run), ckpt).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("run %q has no checkpoint %q (expired or trimmed)", run, ckpt)}
 	}
@@ -280,7 +282,10 @@ func (r *Redis) LoadState(ctx context.Context, flow, run, ckpt string) ([]byte, 
 }
 
 // StateRef names one checkpoint's state.
-type StateRef struct{ Run, Ckpt string }
+type StateRef struct {
+	RunRef
+	Ckpt string
+}
 
 // StepInput is what a step needs from Redis before it runs: the state of the checkpoint
 // it reads (nil when it is gone), its run's status ("" when the run is gone) and the
@@ -291,14 +296,14 @@ type StepInput struct {
 	Pins   string
 }
 
-// LoadStepInputs reads, for several activations of a flow, their checkpoints' states
-// (only where want[i]) and their runs' statuses, in one round trip.
-func (r *Redis) LoadStepInputs(ctx context.Context, flow string, refs []StateRef, want []bool) ([]StepInput, error) {
-	k := FlowKeys(flow)
+// LoadStepInputs reads, for several activations, their checkpoints' states (only where
+// want[i]) and their runs' statuses and pins, in one round trip.
+func (r *Redis) LoadStepInputs(ctx context.Context, refs []StateRef, want []bool) ([]StepInput, error) {
 	pipe := r.Client.Pipeline()
 	states := make([]*redis.StringCmd, len(refs))
 	runs := make([]*redis.SliceCmd, len(refs))
 	for i, ref := range refs {
+		k := ref.keys()
 		if want[i] {
 			states[i] = pipe.HGet(ctx, k.State(ref.Run), ref.Ckpt)
 		}
@@ -324,8 +329,8 @@ func (r *Redis) LoadStepInputs(ctx context.Context, flow string, refs []StateRef
 
 // StepGate reads what the gate needs of one run: its status ("" when it is gone) and
 // its pins.
-func (r *Redis) StepGate(ctx context.Context, flow, run string) (StepInput, error) {
-	v, err := r.Client.HMGet(ctx, FlowKeys(flow).Run(run), "status", "pins").Result()
+func (r *Redis) StepGate(ctx context.Context, ref RunRef) (StepInput, error) {
+	v, err := r.Client.HMGet(ctx, ref.keys().Run(ref.Run), "status", "pins").Result()
 	if err != nil {
 		return StepInput{}, err
 	}
@@ -338,7 +343,7 @@ func (r *Redis) StepGate(ctx context.Context, flow, run string) (StepInput, erro
 // SaveTurn records a turn of a running step in its run's checkpoint history. It fails
 // with a Conflict error when the step is no longer this consumer's.
 func (r *Redis) SaveTurn(ctx context.Context, a Activation, consumer string, turn []byte) (string, error) {
-	k := FlowKeys(a.Flow)
+	k := a.keys()
 	c := Checkpoint{Kind: KindTurn, Update: turn, Attempt: a.Deliveries, Worker: consumer, Entry: a.ID}
 	res, err := turnScript.Run(ctx, r.Client, []string{k.In(a.Node), k.Ckpt(a.Run), k.Events()},
 		Group, consumer, a.ID, a.Run, a.Node, a.Ckpt, c.body(), turn, nowMS(), EventsMaxLen).Slice()
@@ -354,7 +359,7 @@ func (r *Redis) SaveTurn(ctx context.Context, a Activation, consumer string, tur
 
 // Turns returns the turns saved by earlier attempts of an activation, oldest first.
 func (r *Redis) Turns(ctx context.Context, a Activation) ([]json.RawMessage, error) {
-	msgs, err := r.Client.XRange(ctx, FlowKeys(a.Flow).Ckpt(a.Run), entryOfID(a.Ckpt), "+").Result()
+	msgs, err := r.Client.XRange(ctx, a.keys().Ckpt(a.Run), entryOfID(a.Ckpt), "+").Result()
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,7 @@ type stepEvent struct {
 }
 
 func (c *Commit) keysArgs() ([]string, []any) {
-	k := FlowKeys(c.Act.Flow)
+	k := c.Act.keys()
 	run := c.Act.Run
 	keys := []string{k.In(c.Act.Node), k.Run(run), k.Ckpt(run), k.State(run), k.Frames(run), k.Events(), k.Results(), k.Waits(), k.Expiry()}
 	index := map[string]string{}
@@ -110,7 +110,7 @@ func (c *Commit) keysArgs() ([]string, []any) {
 	args = append(args, finals...)
 	args = append(args, strconv.Itoa(len(c.Transitions)))
 	for _, t := range c.Transitions {
-		code, key, targs := t.op(c.Act.Flow)
+		code, key, targs := t.op(k)
 		args = append(args, code)
 		for _, a := range targs {
 			if a == "KEY" {
@@ -202,7 +202,7 @@ func parseCommitResult(res []any) CommitResult {
 // "stale" when the entry is no longer consumer's, or "running" when the run is neither
 // cancelled nor gone (nothing is dropped then).
 func (r *Redis) Drop(ctx context.Context, a Activation, consumer string, interrupted *Checkpoint, ttl time.Duration) (string, error) {
-	k := FlowKeys(a.Flow)
+	k := a.keys()
 	body := ""
 	if interrupted != nil {
 		interrupted.Kind = KindInterrupted

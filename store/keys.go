@@ -1,7 +1,5 @@
 package store
 
-import "strconv"
-
 // Every Redis key Sluice uses is built here.
 //
 // A flow's runs are spread over its partitions (the partitions setting: 1 on a single
@@ -9,10 +7,16 @@ import "strconv"
 // Every key one step's commit touches — the node streams of the partition, the run's
 // hash, checkpoints, states and frames, the partition's events, results, dead letters,
 // waits, run index and expiry — carries the partition's hash tag, so a commit is one
-// atomic script on one shard. Partition 0's tag is {f:<flow>}, partition p's
-// {f:<flow>:p}. What belongs to the flow as a whole (its versions, current version,
-// nodes, partitions, schedules, failed deliveries) carries {f:<flow>}; a cached result
-// and its lock carry a tag of their own, so caches spread over a cluster too.
+// atomic script on one shard.
+//
+// Partition 0 is the flow's home: runs placed on one partition live there, under the
+// flow's own tag {f:<flow>}, with what belongs to the flow as a whole (its versions,
+// current version, nodes, partitions, schedules, failed deliveries). Partitions 1..P
+// carry a tag shared by every flow, {p:<n>} (see partTag), so that a worker reads the
+// streams of all its flows on one partition in one blocking read even on a cluster,
+// where one command reaches one slot: a worker holds one reading connection per
+// partition, not per flow and partition. A cached result and its lock carry a tag of
+// their own, so caches spread over a cluster too.
 
 // Group is the consumer group every node stream has.
 const Group = "sluice"
@@ -20,6 +24,12 @@ const Group = "sluice"
 // DispatchGroup is the consumer group on a flow's results stream that delivers result
 // webhooks; the stream is trimmed only below what it has acknowledged.
 const DispatchGroup = "dispatch"
+
+// partitionsKey is the hash of the partition counts flows' runs were ever placed with:
+// a field "<flow>:<n>" per flow and count. Readers read partition 0 of a flow if 1 is
+// among its counts and partitions 1..the largest, and a run is found where one of them
+// put it. One key for every flow: a process reads all of them in one command.
+const partitionsKey = "sluice:partitions"
 
 // scheduledKey is the set of flow ids whose current version has schedules: what the
 // schedulers look at, so that flows without schedules cost them nothing.
@@ -41,9 +51,17 @@ func PartKeys(flow string, part int) Keys {
 	fwide := "sluice:{f:" + flow + "}:"
 	prefix := fwide
 	if part > 0 {
-		prefix = "sluice:{f:" + flow + ":" + strconv.Itoa(part) + "}:"
+		prefix = "sluice:{" + partTag(part) + "}:" + flow + ":"
 	}
 	return Keys{flow: flow, part: part, prefix: prefix, fwide: fwide}
+}
+
+// tagOf is the hash tag of partition part of flow.
+func tagOf(flow string, part int) string {
+	if part > 0 {
+		return partTag(part)
+	}
+	return "f:" + flow
 }
 
 // Flow is the flow id.
@@ -62,13 +80,9 @@ func (k Keys) FlowPrefix() string { return k.fwide }
 // KeyPatterns are SCAN patterns that together match every key of flow: its partitions'
 // and its cached results'.
 func KeyPatterns(flow string) []string {
-	return []string{"sluice:{f:" + flow + "}:*", "sluice:{f:" + flow + ":*", "sluice:{c:" + flow + ":*"}
+	return []string{"sluice:{f:" + flow + "}:*", "sluice:{p:*}:" + flow + ":*", "sluice:{c:" + flow + ":*"}
 }
 
-// Partitions is the set of the partition counts the flow's runs were ever placed with:
-// readers read every partition below the largest, and a run is found where one of them
-// put it.
-func (k Keys) Partitions() string { return k.fwide + "partitions" }
 
 // In is the stream of NODE's activations (group "sluice").
 func (k Keys) In(node string) string { return k.prefix + "in:" + node }
@@ -167,7 +181,7 @@ func (k LimitKeys) Tokens(model string) string { return k.prefix + "tokens:" + m
 func (k LimitKeys) Pause(model string) string { return k.prefix + "pause:" + model }
 
 // Spend is the hash of what a run has spent on models: tokens, micro-dollars.
-func (k Keys) Spend(run string) string { return k.prefix + "spend:" + run }
+func (k Keys) Spend(run string) string { return k.fwide + "spend:" + run }
 
 // SpendDay is the hash of what the flow spent on models on one UTC day (2006-01-02).
 func (k Keys) SpendDay(day string) string { return k.fwide + "spend-day:" + day }

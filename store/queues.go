@@ -60,29 +60,46 @@ func (r *Redis) Queues(ctx context.Context, flow string) (*FlowQueues, error) {
 		return nil, err
 	}
 	sort.Strings(nodes)
-	k := FlowKeys(flow)
+	parts, err := r.Parts(ctx, flow)
+	if err != nil {
+		return nil, err
+	}
 	out := &FlowQueues{Flow: flow, Nodes: make([]QueueStats, 0, len(nodes)), Time: time.Now().UTC()}
 
+	// Every node's figures are the sums over the flow's partitions.
 	pipe := r.Client.Pipeline()
-	lens := make([]*redis.IntCmd, len(nodes))
-	pends := make([]*redis.XPendingCmd, len(nodes))
-	oldest := make([]*redis.XPendingExtCmd, len(nodes))
-	for i, n := range nodes {
-		lens[i] = pipe.XLen(ctx, k.In(n))
-		pends[i] = pipe.XPending(ctx, k.In(n), Group)
-		oldest[i] = pipe.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: k.In(n), Group: Group, Start: "-", End: "+", Count: 1})
+	type partCmds struct {
+		lens   []*redis.IntCmd
+		pends  []*redis.XPendingCmd
+		oldest []*redis.XPendingExtCmd
+		dead   *redis.IntCmd
 	}
-	deadLen := pipe.XLen(ctx, k.Dead())
+	pc := make([]partCmds, len(parts))
+	for j, pr := range parts {
+		k := pr.keys()
+		c := partCmds{lens: make([]*redis.IntCmd, len(nodes)), pends: make([]*redis.XPendingCmd, len(nodes)), oldest: make([]*redis.XPendingExtCmd, len(nodes))}
+		for i, n := range nodes {
+			c.lens[i] = pipe.XLen(ctx, k.In(n))
+			c.pends[i] = pipe.XPending(ctx, k.In(n), Group)
+			c.oldest[i] = pipe.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: k.In(n), Group: Group, Start: "-", End: "+", Count: 1})
+		}
+		c.dead = pipe.XLen(ctx, k.Dead())
+		pc[j] = c
+	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) && !isNoGroup(err) {
 		// Per-command errors are looked at below; a failed round trip is reported.
 		if ctx.Err() != nil || isConnError(err) {
 			return nil, fmt.Errorf("queues of flow %q: %w", flow, err)
 		}
 	}
-	out.DeadLetters = deadLen.Val()
 	perNodeDead := map[string]int64{}
-	if out.DeadLetters > 0 {
-		msgs, err := r.Client.XRangeN(ctx, k.Dead(), "-", "+", deadCountScan).Result()
+	for j, pr := range parts {
+		n := pc[j].dead.Val()
+		out.DeadLetters += n
+		if n == 0 {
+			continue
+		}
+		msgs, err := r.Client.XRangeN(ctx, pr.keys().Dead(), "-", "+", deadCountScan).Result()
 		if err != nil {
 			return nil, fmt.Errorf("dead letters of flow %q: %w", flow, err)
 		}
@@ -92,12 +109,15 @@ func (r *Redis) Queues(ctx context.Context, flow string) (*FlowQueues, error) {
 		}
 	}
 	for i, n := range nodes {
-		q := QueueStats{Node: n, Length: lens[i].Val(), DeadLetters: perNodeDead[n], Consumers: []Consumer{}}
-		if p, err := pends[i].Result(); err == nil && p != nil {
-			q.Pending = p.Count
-		}
-		if ps, err := oldest[i].Result(); err == nil && len(ps) > 0 {
-			q.OldestPendingIdleMS = ps[0].Idle.Milliseconds()
+		q := QueueStats{Node: n, DeadLetters: perNodeDead[n], Consumers: []Consumer{}}
+		for j := range parts {
+			q.Length += pc[j].lens[i].Val()
+			if p, err := pc[j].pends[i].Result(); err == nil && p != nil {
+				q.Pending += p.Count
+			}
+			if ps, err := pc[j].oldest[i].Result(); err == nil && len(ps) > 0 {
+				q.OldestPendingIdleMS = max(q.OldestPendingIdleMS, ps[0].Idle.Milliseconds())
+			}
 		}
 		// Consumed entries are deleted at commit, so whatever is in the stream and not
 		// pending has not been read yet. (XINFO's lag is often unknown after deletions.)
@@ -105,26 +125,43 @@ func (r *Redis) Queues(ctx context.Context, flow string) (*FlowQueues, error) {
 		out.Nodes = append(out.Nodes, q)
 	}
 
-	// Consumers: best effort, one round trip.
+	// Consumers: best effort, one round trip; a worker's consumer is the same name on
+	// every partition.
 	pipe = r.Client.Pipeline()
-	cons := make([]*redis.XInfoConsumersCmd, len(nodes))
-	for i, n := range nodes {
-		cons[i] = pipe.XInfoConsumers(ctx, k.In(n), Group)
+	cons := make([][]*redis.XInfoConsumersCmd, len(parts))
+	for j, pr := range parts {
+		cons[j] = make([]*redis.XInfoConsumersCmd, len(nodes))
+		for i, n := range nodes {
+			cons[j][i] = pipe.XInfoConsumers(ctx, pr.keys().In(n), Group)
+		}
 	}
 	_, _ = pipe.Exec(ctx)
 	for i := range nodes {
-		cs, err := cons[i].Result()
-		if err != nil {
-			continue
-		}
-		for _, c := range cs {
-			inactive := int64(-1)
-			if c.Inactive > 0 {
-				inactive = c.Inactive.Milliseconds()
+		byName := map[string]*Consumer{}
+		for j := range parts {
+			cs, err := cons[j][i].Result()
+			if err != nil {
+				continue
 			}
-			out.Nodes[i].Consumers = append(out.Nodes[i].Consumers, Consumer{Name: c.Name, Pending: c.Pending, IdleMS: c.Idle.Milliseconds(), InactiveMS: inactive})
+			for _, c := range cs {
+				inactive := int64(-1)
+				if c.Inactive > 0 {
+					inactive = c.Inactive.Milliseconds()
+				}
+				if have, ok := byName[c.Name]; ok {
+					have.Pending += c.Pending
+					have.IdleMS = min(have.IdleMS, c.Idle.Milliseconds())
+					if inactive >= 0 && (have.InactiveMS < 0 || inactive < have.InactiveMS) {
+						have.InactiveMS = inactive
+					}
+					continue
+				}
+				byName[c.Name] = &Consumer{Name: c.Name, Pending: c.Pending, IdleMS: c.Idle.Milliseconds(), InactiveMS: inactive}
+			}
 		}
-		sort.Slice(out.Nodes[i].Consumers, func(a, b int) bool { return out.Nodes[i].Consumers[a].Name < out.Nodes[i].Consumers[b].Name })
+		for _, name := range sortedKeys(byName) {
+			out.Nodes[i].Consumers = append(out.Nodes[i].Consumers, *byName[name])
+		}
 	}
 	return out, nil
 }

@@ -6,11 +6,15 @@ package store
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -19,11 +23,13 @@ import (
 
 // Options says which Redis to use and how big its connection pool must be.
 type Options struct {
-	// URL is a redis:// or rediss:// URL. Empty means: start the embedded server.
+	// URL names the Redis (see ParseURL): redis:// or rediss:// for one server,
+	// redis+sentinel:// for a master that Sentinels watch, redis+cluster:// for a
+	// Redis Cluster. Empty means: start the embedded server.
 	URL string
-	// PoolSize is the number of connections; each blocking stream read holds one for
-	// its whole block time, so callers size this for their readers plus headroom.
-	// Zero keeps go-redis's default (10 per CPU).
+	// PoolSize is the number of connections (per node of a cluster); each blocking stream
+	// read holds one for its whole block time, so callers size this for their readers
+	// plus headroom. Zero keeps go-redis's default (10 per CPU).
 	PoolSize int
 }
 
@@ -33,6 +39,9 @@ type Redis struct {
 	embedded  *miniredis.Miniredis
 	stopClock chan struct{}
 	addr      string
+	url       string
+	cluster   bool
+	parts     partCache
 }
 
 // embeddedGCPercent is the GOGC of a process that runs the embedded Redis.
@@ -57,10 +66,12 @@ func advanceClock(m *miniredis.Miniredis, stop chan struct{}) {
 
 // Open connects to the Redis named by opts.URL, or starts the embedded in-process Redis
 // on a loopback port when opts.URL is empty. It fails when the server does not answer
-// PING within a few seconds.
+// PING within a few seconds, and with a clear error when the URL's form does not fit the
+// server: a single-server URL that reaches a cluster node, or a cluster whose slots are
+// not all served.
 func Open(ctx context.Context, opts Options) (*Redis, error) {
-	r := &Redis{}
-	var ro *redis.Options
+	r := &Redis{url: opts.URL}
+	var uo *redis.UniversalOptions
 	if opts.URL == "" {
 		m := miniredis.NewMiniRedis()
 		// Keys with a TTL expire with wall-clock time, as on a real server: the clock is
@@ -80,42 +91,182 @@ func Open(ctx context.Context, opts Options) (*Redis, error) {
 			return nil, fmt.Errorf("start embedded redis: %w", err)
 		}
 		r.embedded = m
-		ro = &redis.Options{Addr: m.Addr()}
+		uo = &redis.UniversalOptions{Addrs: []string{m.Addr()}}
+		r.url = "redis://" + m.Addr()
 	} else {
 		var err error
-		ro, err = redis.ParseURL(opts.URL)
-		if err != nil {
-			return nil, fmt.Errorf("redis url: %w", err)
+		if uo, r.cluster, err = ParseURL(opts.URL); err != nil {
+			return nil, err
 		}
 	}
 	if opts.PoolSize > 0 {
-		ro.PoolSize = opts.PoolSize
+		uo.PoolSize = opts.PoolSize
 	}
-	ro.DialTimeout = 3 * time.Second
-	ro.ReadTimeout = 5 * time.Second
-	ro.WriteTimeout = 5 * time.Second
+	uo.DialTimeout = 3 * time.Second
+	uo.ReadTimeout = 5 * time.Second
+	uo.WriteTimeout = 5 * time.Second
 	// Blocking reads set their own deadline from the BLOCK time.
-	ro.ContextTimeoutEnabled = true
-	r.Client = redis.NewClient(ro)
-	r.addr = ro.Addr
-
+	uo.ContextTimeoutEnabled = true
+	r.addr = strings.Join(uo.Addrs, ",")
+	switch {
+	case r.cluster:
+		r.Client = redis.NewClusterClient(uo.Cluster())
+	case uo.MasterName != "":
+		r.Client = redis.NewFailoverClient(uo.Failover())
+		r.addr = uo.MasterName + "@" + r.addr
+	default:
+		r.Client = redis.NewClient(uo.Simple())
+	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := r.Client.Ping(pctx).Err(); err != nil {
 		_ = r.Close()
-		return nil, fmt.Errorf("redis at %s does not answer: %w", ro.Addr, err)
+		return nil, fmt.Errorf("redis at %s does not answer: %w", r.addr, err)
+	}
+	if err := r.checkTopology(pctx); err != nil {
+		_ = r.Close()
+		return nil, err
 	}
 	return r, nil
 }
 
+// ParseURL reads the three forms of a Redis URL:
+//
+//	redis://[:PASSWORD@]HOST:PORT[/DB]                 one server (rediss:// with TLS)
+//	redis+sentinel://[:PASSWORD@]HOST:PORT,HOST:PORT/MASTER[/DB]
+//	                                                   the master Sentinels watch
+//	redis+cluster://[:PASSWORD@]HOST:PORT,HOST:PORT    a Redis Cluster, by seed nodes
+//	                                                   (rediss+cluster:// with TLS)
+//
+// It reports whether the URL names a cluster.
+func ParseURL(raw string) (*redis.UniversalOptions, bool, error) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return nil, false, fmt.Errorf("redis url %q: want redis://HOST:PORT, redis+sentinel://HOSTS/MASTER or redis+cluster://HOSTS", redact(raw))
+	}
+	switch scheme {
+	case "redis", "rediss":
+		o, err := redis.ParseURL(raw)
+		if err != nil {
+			return nil, false, fmt.Errorf("redis url: %w", err)
+		}
+		return &redis.UniversalOptions{Addrs: []string{o.Addr}, Username: o.Username, Password: o.Password, DB: o.DB,
+			TLSConfig: o.TLSConfig, Protocol: o.Protocol}, false, nil
+	case "redis+cluster", "rediss+cluster", "redis+sentinel":
+	default:
+		return nil, false, fmt.Errorf("redis url %q: unknown scheme %q (redis, rediss, redis+sentinel, redis+cluster, rediss+cluster)", redact(raw), scheme)
+	}
+	// The standard URL parser takes one host; these forms list several.
+	user, pass := "", ""
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		user, pass, _ = strings.Cut(rest[:at], ":")
+		rest = rest[at+1:]
+		if u, err := url.PathUnescape(user); err == nil {
+			user = u
+		}
+		if p, err := url.PathUnescape(pass); err == nil {
+			pass = p
+		}
+	}
+	hosts, path, _ := strings.Cut(rest, "/")
+	var addrs []string
+	for _, h := range strings.Split(hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			if _, _, err := net.SplitHostPort(h); err != nil {
+				return nil, false, fmt.Errorf("redis url: %q is not HOST:PORT", h)
+			}
+			addrs = append(addrs, h)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, false, fmt.Errorf("redis url %q: no HOST:PORT", redact(raw))
+	}
+	uo := &redis.UniversalOptions{Addrs: addrs, Username: user, Password: pass}
+	if scheme == "rediss+cluster" {
+		uo.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	if scheme != "redis+sentinel" {
+		if path != "" {
+			return nil, false, fmt.Errorf("redis url %q: a cluster has no database number", redact(raw))
+		}
+		return uo, true, nil
+	}
+	master, db, _ := strings.Cut(path, "/")
+	if master == "" {
+		return nil, false, fmt.Errorf("redis url %q: name the master: redis+sentinel://HOST:PORT,.../MASTER[/DB]", redact(raw))
+	}
+	uo.MasterName = master
+	// The password is the master's; the sentinels are reached without one.
+	if db != "" {
+		n, err := strconv.Atoi(db)
+		if err != nil || n < 0 {
+			return nil, false, fmt.Errorf("redis url %q: %q is not a database number", redact(raw), db)
+		}
+		uo.DB = n
+	}
+	return uo, false, nil
+}
+
+// redact hides a URL's password in an error.
+func redact(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		return scheme + "://***@" + rest[at+1:]
+	}
+	return raw
+}
+
+// checkTopology refuses a form that does not fit the server: a single-server URL that
+// reaches a node of a cluster (most commands would fail with MOVED), or a cluster whose
+// slots are not all served (a run placed on an unserved slot would hang).
+func (r *Redis) checkTopology(ctx context.Context) error {
+	if r.embedded != nil {
+		return nil
+	}
+	if r.cluster {
+		info, err := r.Client.ClusterInfo(ctx).Result()
+		if err != nil {
+			return fmt.Errorf("redis at %s is not a cluster (%v): use redis:// for one server", r.addr, err)
+		}
+		if v := infoField(info, "cluster_state"); v != "ok" {
+			return fmt.Errorf("redis cluster at %s is not serving: cluster_state is %q, %s of 16384 slots assigned and %s ok; fix the cluster (redis-cli --cluster check)",
+				r.addr, v, infoField(info, "cluster_slots_assigned"), infoField(info, "cluster_slots_ok"))
+		}
+		return nil
+	}
+	info, err := r.Client.Info(ctx, "cluster").Result()
+	if err == nil && infoField(info, "cluster_enabled") == "1" {
+		return fmt.Errorf("redis at %s is a node of a Redis Cluster: use redis+cluster://%s (with the other nodes too)", r.addr, r.addr)
+	}
+	return nil
+}
+
+// infoField reads "name:value" from an INFO or CLUSTER INFO answer.
+func infoField(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
+// Cluster reports whether this is a Redis Cluster: keys of different hash tags may be on
+// different shards, so a multi-key command takes keys of one tag only.
+func (r *Redis) Cluster() bool { return r.cluster }
+
 // Embedded reports whether this is the in-process server whose data vanishes on exit.
 func (r *Redis) Embedded() bool { return r.embedded != nil }
 
-// Addr is the host:port the client talks to.
+// Addr is the host:port the client talks to (several, comma-separated, for a cluster;
+// MASTER@sentinels for Sentinel).
 func (r *Redis) Addr() string { return r.addr }
 
-// URL is a redis:// URL that reaches the same server, for child processes.
-func (r *Redis) URL() string { return "redis://" + r.addr }
+// URL is a URL that reaches the same Redis, for child processes.
+func (r *Redis) URL() string { return r.url }
 
 // Ping checks that Redis answers within d.
 func (r *Redis) Ping(ctx context.Context, d time.Duration) error {

@@ -12,38 +12,97 @@ import (
 	"github.com/sluicehq/sluice/flows"
 )
 
-// Result is an entry of a flow's results stream: a run that finished.
+// Result is an entry of a flow partition's results stream: a run that finished.
 type Result struct {
 	Flow       string
+	Part       int
 	ID         string // stream entry id
 	Run        string
 	Status     string
 	Deliveries int // how often the dispatch group has delivered it (1 on first read)
 }
 
-func resultFrom(flow string, m redis.XMessage, deliveries int) Result {
-	res := Result{Flow: flow, ID: m.ID, Deliveries: deliveries}
+// PartRef names one partition of a flow.
+type PartRef struct {
+	Flow string
+	Part int
+}
+
+// Tag is the partition's hash tag: keys of one tag can go in one command on a cluster.
+func (p PartRef) Tag() string { return tagOf(p.Flow, p.Part) }
+
+func (p PartRef) keys() Keys { return PartKeys(p.Flow, p.Part) }
+
+func resultFrom(pr PartRef, m redis.XMessage, deliveries int) Result {
+	res := Result{Flow: pr.Flow, Part: pr.Part, ID: m.ID, Deliveries: deliveries}
 	res.Run, _ = m.Values["run"].(string)
 	res.Status, _ = m.Values["status"].(string)
 	return res
 }
 
-// ReadResults reads new entries of the results streams of flows for consumer of the
-// dispatch group, blocking at most block. A missing group is created and the read
-// returns nothing.
-func (r *Redis) ReadResults(ctx context.Context, flowIDs []string, consumer string, count int, block time.Duration) ([]Result, error) {
-	if len(flowIDs) == 0 {
+// ReadResults reads new entries of the results streams of some flow partitions for
+// consumer of the dispatch group, waiting at most block. On one server it is one
+// XREADGROUP; on a cluster, whose XREADGROUP takes the streams of one slot only, the
+// partitions are read without blocking, in one pipeline, every dispatchPoll within block.
+// A missing group is created and the read returns nothing.
+func (r *Redis) ReadResults(ctx context.Context, parts []PartRef, consumer string, count int, block time.Duration) ([]Result, error) {
+	if !r.cluster || len(parts) <= 1 {
+		return r.readResults(ctx, parts, consumer, count, block)
+	}
+	deadline := time.Now().Add(block)
+	for {
+		pipe := r.Client.Pipeline()
+		cmds := make([]*redis.XStreamSliceCmd, len(parts))
+		for i, pr := range parts {
+			cmds[i] = pipe.XReadGroup(ctx, &redis.XReadGroupArgs{Group: DispatchGroup, Consumer: consumer, Streams: []string{pr.keys().Results(), ">"}, Count: int64(count), Block: -1})
+		}
+		_, _ = pipe.Exec(ctx)
+		var out []Result
+		for i, c := range cmds {
+			res, err := c.Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				if isNoGroup(err) {
+					_ = r.EnsureGroups(ctx, parts[i].Flow, nil)
+					continue
+				}
+				return out, err
+			}
+			for _, s := range res {
+				for _, m := range s.Messages {
+					out = append(out, resultFrom(parts[i], m, 1))
+				}
+			}
+		}
+		if len(out) > 0 || time.Now().After(deadline) {
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(dispatchPoll):
+		}
+	}
+}
+
+// dispatchPoll is how often the results of a cluster's partitions are looked at.
+const dispatchPoll = 250 * time.Millisecond
+
+func (r *Redis) readResults(ctx context.Context, parts []PartRef, consumer string, count int, block time.Duration) ([]Result, error) {
+	if len(parts) == 0 {
 		return nil, nil
 	}
-	streams := make([]string, 0, 2*len(flowIDs))
-	byKey := make(map[string]string, len(flowIDs))
-	for _, f := range flowIDs {
-		key := FlowKeys(f).Results()
+	streams := make([]string, 0, 2*len(parts))
+	byKey := make(map[string]PartRef, len(parts))
+	for _, pr := range parts {
+		key := pr.keys().Results()
 		streams = append(streams, key)
-		byKey[key] = f
+		byKey[key] = pr
 	}
-	for range flowIDs {
+	for range parts {
 		streams = append(streams, ">")
+	}
+	if block <= 0 {
+		block = -1 // go-redis: no BLOCK argument
 	}
 	res, err := r.Client.XReadGroup(ctx, &redis.XReadGroupArgs{Group: DispatchGroup, Consumer: consumer, Streams: streams, Count: int64(count), Block: block}).Result()
 	if errors.Is(err, redis.Nil) {
@@ -51,8 +110,8 @@ func (r *Redis) ReadResults(ctx context.Context, flowIDs []string, consumer stri
 	}
 	if err != nil {
 		if isNoGroup(err) {
-			for _, f := range flowIDs {
-				if err := r.EnsureGroups(ctx, f, nil); err != nil {
+			for _, pr := range parts {
+				if err := r.EnsureGroups(ctx, pr.Flow, nil); err != nil {
 					return nil, err
 				}
 			}
@@ -72,8 +131,8 @@ func (r *Redis) ReadResults(ctx context.Context, flowIDs []string, consumer stri
 // ClaimResults hands results entries of flow that have been pending longer than minIdle
 // (their dispatcher crashed) to consumer, at most limit of them, with their delivery
 // counts.
-func (r *Redis) ClaimResults(ctx context.Context, flow, consumer string, minIdle time.Duration, limit int) ([]Result, error) {
-	key := FlowKeys(flow).Results()
+func (r *Redis) ClaimResults(ctx context.Context, pr PartRef, consumer string, minIdle time.Duration, limit int) ([]Result, error) {
+	key := pr.keys().Results()
 	res, err := r.Client.Do(ctx, "XAUTOCLAIM", key, DispatchGroup, consumer, minIdle.Milliseconds(), "0-0", "COUNT", limit).Slice()
 	if err != nil {
 		if isNoGroup(err) || errors.Is(err, redis.Nil) {
@@ -99,7 +158,7 @@ func (r *Redis) ClaimResults(ctx context.Context, flow, consumer string, minIdle
 		if m.Values == nil {
 			continue
 		}
-		out = append(out, resultFrom(flow, m, max(1, counts[m.ID])))
+		out = append(out, resultFrom(pr, m, max(1, counts[m.ID])))
 	}
 	return out, nil
 }
@@ -108,14 +167,14 @@ func (r *Redis) ClaimResults(ctx context.Context, flow, consumer string, minIdle
 // another dispatcher does not claim it. It reports false when the entry is no longer
 // consumer's.
 func (r *Redis) TouchResult(ctx context.Context, res Result, consumer string) (bool, error) {
-	n, err := heartbeatScript.Run(ctx, r.Client, []string{FlowKeys(res.Flow).Results()}, DispatchGroup, consumer, res.ID).Int()
+	n, err := heartbeatScript.Run(ctx, r.Client, []string{PartKeys(res.Flow, res.Part).Results()}, DispatchGroup, consumer, res.ID).Int()
 	return n > 0, err
 }
 
 // AckResult acknowledges a delivered (or dead-lettered) result entry and deletes it:
 // the results stream only ever loses entries the dispatch group has acknowledged.
 func (r *Redis) AckResult(ctx context.Context, res Result) error {
-	key := FlowKeys(res.Flow).Results()
+	key := PartKeys(res.Flow, res.Part).Results()
 	pipe := r.Client.TxPipeline()
 	pipe.XAck(ctx, key, DispatchGroup, res.ID)
 	pipe.XDel(ctx, key, res.ID)
@@ -123,27 +182,41 @@ func (r *Redis) AckResult(ctx context.Context, res Result) error {
 	return err
 }
 
-// AckResults acknowledges and deletes several result entries of a flow in one
-// transaction.
-func (r *Redis) AckResults(ctx context.Context, flow string, res []Result) error {
-	if len(res) == 0 {
+// AckResults acknowledges and deletes several result entries in one round trip.
+func (r *Redis) AckResults(ctx context.Context, res []Result) error {
+	ids := map[PartRef][]string{}
+	for _, x := range res {
+		pr := PartRef{Flow: x.Flow, Part: x.Part}
+		ids[pr] = append(ids[pr], x.ID)
+	}
+	if len(ids) == 0 {
 		return nil
 	}
-	ids := make([]string, len(res))
-	for i, x := range res {
-		ids[i] = x.ID
+	pipe := r.Client.Pipeline()
+	for pr, list := range ids {
+		key := pr.keys().Results()
+		pipe.XAck(ctx, key, DispatchGroup, list...)
+		pipe.XDel(ctx, key, list...)
 	}
-	key := FlowKeys(flow).Results()
-	pipe := r.Client.TxPipeline()
-	pipe.XAck(ctx, key, DispatchGroup, ids...)
-	pipe.XDel(ctx, key, ids...)
 	_, err := pipe.Exec(ctx)
 	return err
 }
 
 // ResultsLength is the number of entries in a flow's results stream.
 func (r *Redis) ResultsLength(ctx context.Context, flow string) (int64, error) {
-	return r.Client.XLen(ctx, FlowKeys(flow).Results()).Result()
+	parts, err := r.Parts(ctx, flow)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, pr := range parts {
+		l, err := r.Client.XLen(ctx, pr.keys().Results()).Result()
+		if err != nil {
+			return 0, err
+		}
+		n += l
+	}
+	return n, nil
 }
 
 // FailedDelivery is a result webhook that was given up on.
@@ -158,19 +231,15 @@ type FailedDelivery struct {
 	Time     time.Time `json:"time"`
 }
 
-// DeadDelivery moves a result entry to the delivery dead letters and acknowledges it,
-// in one transaction.
+// DeadDelivery records a result webhook given up on in the flow's delivery dead letters.
+// The result entry is acknowledged by the dispatcher once every webhook of the run was
+// delivered or recorded so (the two are in different slots on a cluster: a crash between
+// them leaves the entry pending, and its failures are recorded again — at least once).
 func (r *Redis) DeadDelivery(ctx context.Context, res Result, target, errMsg string, attempts int) (string, error) {
-	k := FlowKeys(res.Flow)
-	pipe := r.Client.TxPipeline()
-	add := pipe.XAdd(ctx, &redis.XAddArgs{Stream: k.DeliveryDead(), MaxLen: EventsMaxLen, Approx: true,
-		Values: []any{"run", res.Run, "status", res.Status, "target", target, "error", errMsg, "attempts", strconv.Itoa(attempts), "ts", strconv.FormatInt(nowMS(), 10)}})
-	pipe.XAck(ctx, k.Results(), DispatchGroup, res.ID)
-	pipe.XDel(ctx, k.Results(), res.ID)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return "", err
-	}
-	return add.Val(), nil
+	id, err := r.Client.XAdd(ctx, &redis.XAddArgs{Stream: FlowKeys(res.Flow).DeliveryDead(), MaxLen: EventsMaxLen, Approx: true,
+		Values: []any{"run", res.Run, "status", res.Status, "target", target, "error", errMsg, "attempts", strconv.Itoa(attempts),
+			"ts", strconv.FormatInt(nowMS(), 10), "part", strconv.Itoa(res.Part)}}).Result()
+	return id, err
 }
 
 // FailedDeliveries lists a flow's undeliverable result webhooks, oldest first.
@@ -204,13 +273,18 @@ func (r *Redis) RetryDelivery(ctx context.Context, flow, id string) (string, err
 	}
 	run, _ := msgs[0].Values["run"].(string)
 	status, _ := msgs[0].Values["status"].(string)
-	pipe := r.Client.TxPipeline()
-	add := pipe.XAdd(ctx, &redis.XAddArgs{Stream: k.Results(), Values: []any{"run", run, "status", status, "retried", id}})
-	pipe.XDel(ctx, k.DeliveryDead(), id)
-	if _, err := pipe.Exec(ctx); err != nil {
+	ps, _ := msgs[0].Values["part"].(string)
+	part, _ := strconv.Atoi(ps)
+	// The results stream of the run's partition, then the failed delivery goes (two
+	// slots on a cluster: a crash between them leaves both, and a retry again is harmless).
+	add, err := r.Client.XAdd(ctx, &redis.XAddArgs{Stream: PartKeys(flow, part).Results(), Values: []any{"run", run, "status", status, "retried", id}}).Result()
+	if err != nil {
 		return "", err
 	}
-	return add.Val(), nil
+	if err := r.Client.XDel(ctx, k.DeliveryDead(), id).Err(); err != nil {
+		return "", err
+	}
+	return add, nil
 }
 
 // DiscardDelivery deletes a failed delivery.

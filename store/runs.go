@@ -51,7 +51,9 @@ type Run struct {
 	Finished  *time.Time                 `json:"finished_at,omitempty"`
 	ParentRun string                     `json:"parent_run,omitempty"`
 	// Caller is the step that started this run as a subflow.
-	Caller     *RunCaller                 `json:"caller,omitempty"`
+	Caller *RunCaller `json:"caller,omitempty"`
+	// Part is the partition the run lives on.
+	Part       int                        `json:"partition"`
 	ParentCkpt string                     `json:"parent_checkpoint,omitempty"`
 	LastCkpt   string                     `json:"last_checkpoint,omitempty"`
 	Waits      map[string]json.RawMessage `json:"-"`
@@ -128,16 +130,21 @@ type RunCaller struct {
 // StartArgs creates a run.
 type StartArgs struct {
 	Flow, Run, Version string
+	Part               int        // the partition the run is placed on
 	State              []byte     // initial state JSON
 	Checkpoint         Checkpoint // the first checkpoint (kind "input")
 	Entries            []string   // nodes that get the first activations
 	Fields             []string   // more run hash field/value pairs (input, parent_run, ...)
 }
 
-// StartRun creates a run and its first activations.
+// StartRun creates a run and its first activations on its partition. In the same round
+// trip it checks that the run's version is stored (the version is a flow-wide key, in
+// another slot than the run's on a cluster, so not inside the script): when it is not
+// (Redis lost it), the run is created anyway and a NotFound error says to store the
+// version; workers retry the run's steps until it is there.
 func (r *Redis) StartRun(ctx context.Context, a StartArgs) (string, error) {
-	k := FlowKeys(a.Flow)
-	keys := []string{k.Run(a.Run), k.Ckpt(a.Run), k.State(a.Run), k.Runs(), k.Events(), k.Version(a.Version)}
+	k := PartKeys(a.Flow, a.Part)
+	keys := []string{k.Run(a.Run), k.Ckpt(a.Run), k.State(a.Run), k.Runs(), k.Events()}
 	for _, n := range a.Entries {
 		keys = append(keys, k.In(n))
 	}
@@ -145,35 +152,48 @@ func (r *Redis) StartRun(ctx context.Context, a StartArgs) (string, error) {
 	for _, f := range a.Fields {
 		args = append(args, f)
 	}
-	res, err := startScript.Run(ctx, r.Client, keys, args...).Slice()
+	pipe := r.Client.Pipeline()
+	has := pipe.Exists(ctx, FlowKeys(a.Flow).Version(a.Version))
+	start := startScript.EvalSha(ctx, pipe, keys, args...)
+	_, _ = pipe.Exec(ctx)
+	res, err := start.Slice()
+	if isNoScript(err) {
+		res, err = startScript.Run(ctx, r.Client, keys, args...).Slice()
+	}
 	if err != nil {
 		return "", fmt.Errorf("start run: %w", err)
 	}
-	switch res[0] {
-	case "exists":
+	if res[0] == "exists" {
 		return "", &flows.Error{Code: flows.Conflict, Flow: a.Flow, Message: fmt.Sprintf("run %q already exists", a.Run)}
-	case "no_version":
-		return "", &flows.Error{Code: flows.NotFound, Flow: a.Flow, Message: fmt.Sprintf("version %.12s is not published", a.Version)}
 	}
 	ckpt, _ := res[1].(string)
+	if has.Val() == 0 && has.Err() == nil {
+		return ckpt, &flows.Error{Code: flows.NotFound, Flow: a.Flow, Message: fmt.Sprintf("version %.12s is not stored", a.Version)}
+	}
 	return ckpt, nil
 }
 
-// GetRun reads a run's hash.
+// GetRun reads a run's hash, on whichever partition it lives.
 func (r *Redis) GetRun(ctx context.Context, flow, run string) (*Run, error) {
-	h, err := r.Client.HGetAll(ctx, FlowKeys(flow).Run(run)).Result()
+	var out *Run
+	err := r.findRun(ctx, flow, run, func(k Keys) (bool, error) {
+		h, err := r.Client.HGetAll(ctx, k.Run(run)).Result()
+		if err != nil || len(h) == 0 {
+			return false, err
+		}
+		out = parseRun(flow, run, h)
+		out.Part = k.Part()
+		return true, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if len(h) == 0 {
-		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no run %q", run)}
-	}
-	return parseRun(flow, run, h), nil
+	return out, nil
 }
 
 // RunStatus reads only a run's status ("" when the run does not exist).
-func (r *Redis) RunStatus(ctx context.Context, flow, run string) (string, error) {
-	s, err := r.Client.HGet(ctx, FlowKeys(flow).Run(run), "status").Result()
+func (r *Redis) RunStatus(ctx context.Context, ref RunRef) (string, error) {
+	s, err := r.Client.HGet(ctx, ref.keys().Run(ref.Run), "status").Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}
@@ -181,8 +201,9 @@ func (r *Redis) RunStatus(ctx context.Context, flow, run string) (string, error)
 }
 
 // CancelRun cancels a run that has not finished.
-func (r *Redis) CancelRun(ctx context.Context, flow, run string, ttl time.Duration) error {
-	k := FlowKeys(flow)
+func (r *Redis) CancelRun(ctx context.Context, ref RunRef, ttl time.Duration) error {
+	flow, run := ref.Flow, ref.Run
+	k := ref.keys()
 	res, err := cancelScript.Run(ctx, r.Client, []string{k.Run(run), k.Ckpt(run), k.State(run), k.Frames(run), k.Events(), k.Results(), k.Waits(), k.Expiry()},
 		run, nowMS(), int64(ttl/time.Second), EventsMaxLen).Slice()
 	if err != nil {
@@ -198,8 +219,9 @@ func (r *Redis) CancelRun(ctx context.Context, flow, run string, ttl time.Durati
 }
 
 // ResumeRun answers the approval node of a waiting run with decision (JSON).
-func (r *Redis) ResumeRun(ctx context.Context, flow, run, node string, decision []byte) error {
-	k := FlowKeys(flow)
+func (r *Redis) ResumeRun(ctx context.Context, ref RunRef, node string, decision []byte) error {
+	flow, run := ref.Flow, ref.Run
+	k := ref.keys()
 	res, err := resumeScript.Run(ctx, r.Client, []string{k.Run(run), k.In(node), k.Events(), k.Waits()},
 		run, node, decision, nowMS(), EventsMaxLen).Slice()
 	if err != nil {
@@ -224,8 +246,9 @@ type Frame struct {
 }
 
 // GetFrame reads one fork frame of a run.
-func (r *Redis) GetFrame(ctx context.Context, flow, run, frame string) (*Frame, error) {
-	h, err := r.Client.HGetAll(ctx, FlowKeys(flow).Frames(run)).Result()
+func (r *Redis) GetFrame(ctx context.Context, ref RunRef, frame string) (*Frame, error) {
+	flow, run := ref.Flow, ref.Run
+	h, err := r.Client.HGetAll(ctx, ref.keys().Frames(run)).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -256,47 +279,37 @@ func (r *Redis) GetFrame(ctx context.Context, flow, run, frame string) (*Frame, 
 	return f, nil
 }
 
-// ListRuns returns run ids of a flow, newest first, after skipping offset.
-func (r *Redis) ListRuns(ctx context.Context, flow string, offset, count int64) ([]string, int64, error) {
-	k := FlowKeys(flow)
-	pipe := r.Client.Pipeline()
-	ids := pipe.ZRevRange(ctx, k.Runs(), offset, offset+count-1)
-	total := pipe.ZCard(ctx, k.Runs())
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, 0, err
-	}
-	return ids.Val(), total.Val(), nil
-}
-
 // GetRuns reads several runs' hashes in one round trip; runs that no longer exist are
-// removed from the flow's run index and left out.
-func (r *Redis) GetRuns(ctx context.Context, flow string, ids []string) ([]*Run, error) {
-	k := FlowKeys(flow)
+// removed from their partition's run index and left out.
+func (r *Redis) GetRuns(ctx context.Context, refs []RunRef) ([]*Run, error) {
 	pipe := r.Client.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.HGetAll(ctx, k.Run(id))
+	cmds := make([]*redis.MapStringStringCmd, len(refs))
+	for i, ref := range refs {
+		cmds[i] = pipe.HGetAll(ctx, ref.keys().Run(ref.Run))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}
 	var out []*Run
-	var gone []any
+	gone := map[int][]any{}
 	for i, c := range cmds {
 		h := c.Val()
 		if len(h) == 0 {
-			gone = append(gone, ids[i])
+			gone[refs[i].Part] = append(gone[refs[i].Part], refs[i].Run)
 			continue
 		}
-		out = append(out, parseRun(flow, ids[i], h))
+		run := parseRun(refs[i].Flow, refs[i].Run, h)
+		run.Part = refs[i].Part
+		out = append(out, run)
 	}
-	if len(gone) > 0 {
-		r.Client.ZRem(ctx, k.Runs(), gone...)
+	for p, ids := range gone {
+		r.Client.ZRem(ctx, PartKeys(refs[0].Flow, p).Runs(), ids...)
 	}
 	return out, nil
 }
 
-// DeadLetter is an activation that failed too often (or permanently).
+// DeadLetter is an activation that failed too often (or permanently). Its id is its
+// entry's in its partition's dead-letter stream, with "@p" for a partition p > 0.
 type DeadLetter struct {
 	ID       string    `json:"id"`
 	Flow     string    `json:"flow"`
@@ -308,25 +321,64 @@ type DeadLetter struct {
 	Ckpt     string    `json:"checkpoint"`
 }
 
-// DeadLetters lists a flow's dead letters, oldest first.
+// DeadLetters lists a flow's dead letters, oldest first, over every partition.
 func (r *Redis) DeadLetters(ctx context.Context, flow string, count int64) ([]DeadLetter, error) {
-	msgs, err := r.Client.XRangeN(ctx, FlowKeys(flow).Dead(), "-", "+", count).Result()
+	parts, err := r.Parts(ctx, flow)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]DeadLetter, len(msgs))
-	for i, m := range msgs {
-		s := func(k string) string { v, _ := m.Values[k].(string); return v }
-		n, _ := strconv.Atoi(s("attempts"))
-		out[i] = DeadLetter{ID: m.ID, Flow: flow, Node: s("node"), Run: s("run"), Error: s("error"), Attempts: n, Time: msTime(s("ts")), Ckpt: s("a:ckpt")}
+	pipe := r.Client.Pipeline()
+	cmds := make([]*redis.XMessageSliceCmd, len(parts))
+	for i, pr := range parts {
+		cmds[i] = pipe.XRangeN(ctx, pr.keys().Dead(), "-", "+", count)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	var out []DeadLetter
+	for i, c := range cmds {
+		p := parts[i].Part
+		for _, m := range c.Val() {
+			s := func(k string) string { v, _ := m.Values[k].(string); return v }
+			n, _ := strconv.Atoi(s("attempts"))
+			out = append(out, DeadLetter{ID: withPart(m.ID, p), Flow: flow, Node: s("node"), Run: s("run"), Error: s("error"), Attempts: n, Time: msTime(s("ts")), Ckpt: s("a:ckpt")})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	if int64(len(out)) > count {
+		out = out[:count]
 	}
 	return out, nil
 }
 
+// withPart adds a partition to an entry id ("@p" for p > 0); splitPart takes it off.
+func withPart(id string, p int) string {
+	if p == 0 {
+		return id
+	}
+	return id + "@" + strconv.Itoa(p)
+}
+
+func splitPart(id string) (string, int) {
+	e, ps, ok := strings.Cut(id, "@")
+	if !ok {
+		return id, 0
+	}
+	p, err := strconv.Atoi(ps)
+	if err != nil || p < 0 {
+		return id, -1
+	}
+	return e, p
+}
+
 // RetryDead puts a dead letter back on its node's stream and reopens its run.
 func (r *Redis) RetryDead(ctx context.Context, flow, id string) (string, error) {
-	k := FlowKeys(flow)
-	msgs, err := r.Client.XRange(ctx, k.Dead(), id, id).Result()
+	entry, p := splitPart(id)
+	if p < 0 || !ValidStreamID(entry) {
+		return "", &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no dead letter %q", id)}
+	}
+	k := PartKeys(flow, p)
+	msgs, err := r.Client.XRange(ctx, k.Dead(), entry, entry).Result()
 	if err != nil {
 		return "", err
 	}
@@ -336,7 +388,7 @@ func (r *Redis) RetryDead(ctx context.Context, flow, id string) (string, error) 
 	node, _ := msgs[0].Values["node"].(string)
 	run, _ := msgs[0].Values["run"].(string)
 	res, err := retryDeadScript.Run(ctx, r.Client, []string{k.Dead(), k.In(node), k.Run(run), k.Events(), k.Ckpt(run), k.State(run), k.Frames(run), k.Expiry()},
-		id, node, nowMS(), EventsMaxLen).Slice()
+		entry, node, nowMS(), EventsMaxLen).Slice()
 	if err != nil {
 		return "", err
 	}
@@ -352,8 +404,12 @@ func (r *Redis) RetryDead(ctx context.Context, flow, id string) (string, error) 
 
 // DiscardDead deletes a dead letter; its run stays failed.
 func (r *Redis) DiscardDead(ctx context.Context, flow, id string) error {
-	k := FlowKeys(flow)
-	msgs, err := r.Client.XRange(ctx, k.Dead(), id, id).Result()
+	entry, p := splitPart(id)
+	if p < 0 || !ValidStreamID(entry) {
+		return &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no dead letter %q", id)}
+	}
+	k := PartKeys(flow, p)
+	msgs, err := r.Client.XRange(ctx, k.Dead(), entry, entry).Result()
 	if err != nil {
 		return err
 	}
@@ -361,7 +417,7 @@ func (r *Redis) DiscardDead(ctx context.Context, flow, id string) error {
 		return &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no dead letter %q", id)}
 	}
 	run, _ := msgs[0].Values["run"].(string)
-	return discardDeadScript.Run(ctx, r.Client, []string{k.Dead(), k.Run(run)}, id).Err()
+	return discardDeadScript.Run(ctx, r.Client, []string{k.Dead(), k.Run(run)}, entry).Err()
 }
 
 // sortedKeys returns a map's keys sorted.
@@ -395,35 +451,36 @@ func (r *Run) Output() json.RawMessage {
 
 // Waiting is an approval whose timeout has passed.
 type Waiting struct {
-	Run  string
+	RunRef
 	Node string
 }
 
-// ExpiredWaits returns up to limit approvals of flow whose deadline has passed.
-func (r *Redis) ExpiredWaits(ctx context.Context, flow string, now time.Time, limit int64) ([]Waiting, error) {
-	ms, err := r.Client.ZRangeByScore(ctx, FlowKeys(flow).Waits(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10), Count: limit}).Result()
+// ExpiredWaits returns up to limit approvals of a flow's partition whose deadline has
+// passed.
+func (r *Redis) ExpiredWaits(ctx context.Context, flow string, part int, now time.Time, limit int64) ([]Waiting, error) {
+	ms, err := r.Client.ZRangeByScore(ctx, PartKeys(flow, part).Waits(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10), Count: limit}).Result()
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Waiting, 0, len(ms))
 	for _, m := range ms {
 		run, node, _ := strings.Cut(m, " ")
-		out = append(out, Waiting{Run: run, Node: node})
+		out = append(out, Waiting{RunRef: RunRef{Flow: flow, Run: run, Part: part}, Node: node})
 	}
 	return out, nil
 }
 
 // DropWait forgets an expired wait whose run no longer waits (it was cancelled or lost).
-func (r *Redis) DropWait(ctx context.Context, flow string, w Waiting) error {
-	return r.Client.ZRem(ctx, FlowKeys(flow).Waits(), w.Run+" "+w.Node).Err()
+func (r *Redis) DropWait(ctx context.Context, w Waiting) error {
+	return r.Client.ZRem(ctx, w.keys().Waits(), w.Run+" "+w.Node).Err()
 }
 
 // Touch refreshes the expiry of a finished run's keys: a run that is looked at is kept.
-func (r *Redis) Touch(ctx context.Context, flow, run string, ttl time.Duration) error {
+func (r *Redis) Touch(ctx context.Context, ref RunRef, ttl time.Duration) error {
 	if ttl <= 0 {
 		return nil
 	}
-	k := FlowKeys(flow)
+	k, run := ref.keys(), ref.Run
 	pipe := r.Client.Pipeline()
 	for _, key := range k.RunKeys(run) {
 		pipe.Expire(ctx, key, ttl)
@@ -433,11 +490,11 @@ func (r *Redis) Touch(ctx context.Context, flow, run string, ttl time.Duration) 
 	return err
 }
 
-// PruneRuns removes up to limit runs whose keys have expired from the flow's run index
-// and returns how many it removed. Runs due that still exist (their retention was
-// refreshed by other means) are given their new deadline.
-func (r *Redis) PruneRuns(ctx context.Context, flow string, limit int) (int, error) {
-	k := FlowKeys(flow)
+// PruneRuns removes up to limit runs whose keys have expired from the run index of a
+// flow's partition and returns how many it removed. Runs due that still exist (their
+// retention was refreshed by other means) are given their new deadline.
+func (r *Redis) PruneRuns(ctx context.Context, flow string, part, limit int) (int, error) {
+	k := PartKeys(flow, part)
 	n, err := pruneScript.Run(ctx, r.Client, []string{k.Expiry(), k.Runs(), k.Prefix() + "run:"}, nowMS(), limit).Int()
 	if err != nil {
 		return 0, fmt.Errorf("prune runs of flow %q: %w", flow, err)
@@ -447,8 +504,9 @@ func (r *Redis) PruneRuns(ctx context.Context, flow string, limit int) (int, err
 
 // RunBytes is the memory a run's keys take in Redis: MEMORY USAGE where the server has
 // it, else the sum of the keys' field and value sizes (the embedded Redis).
-func (r *Redis) RunBytes(ctx context.Context, flow, run string) (int64, error) {
-	keys := FlowKeys(flow).RunKeys(run)
+func (r *Redis) RunBytes(ctx context.Context, ref RunRef) (int64, error) {
+	run := ref.Run
+	keys := ref.keys().RunKeys(run)
 	pipe := r.Client.Pipeline()
 	cmds := make([]*redis.IntCmd, len(keys))
 	for i, k := range keys {
@@ -469,7 +527,7 @@ func (r *Redis) RunBytes(ctx context.Context, flow, run string) (int64, error) {
 		return total, nil
 	}
 	total = 0
-	k := FlowKeys(flow)
+	k := ref.keys()
 	for _, key := range []string{k.Run(run), k.State(run), k.Frames(run)} {
 		h, err := r.Client.HGetAll(ctx, key).Result()
 		if err != nil {
@@ -493,9 +551,10 @@ func (r *Redis) RunBytes(ctx context.Context, flow, run string) (int64, error) {
 	return total, nil
 }
 
-// RunIDs returns run ids of a flow, newest first, created between since and until
-// (zero times are open ends), after skipping offset.
-func (r *Redis) RunIDs(ctx context.Context, flow string, since, until time.Time, offset, count int64) ([]string, error) {
+// RunIDs returns runs of a flow, newest first, created between since and until (zero
+// times are open ends), after skipping offset: the run indexes of every partition,
+// merged.
+func (r *Redis) RunIDs(ctx context.Context, flow string, since, until time.Time, offset, count int64) ([]RunRef, error) {
 	max, min := "+inf", "-inf"
 	if !until.IsZero() {
 		max = strconv.FormatInt(until.UnixMilli(), 10)
@@ -503,7 +562,49 @@ func (r *Redis) RunIDs(ctx context.Context, flow string, since, until time.Time,
 	if !since.IsZero() {
 		min = strconv.FormatInt(since.UnixMilli(), 10)
 	}
-	return r.Client.ZRevRangeByScore(ctx, FlowKeys(flow).Runs(), &redis.ZRangeBy{Min: min, Max: max, Offset: offset, Count: count}).Result()
+	parts, err := r.Parts(ctx, flow)
+	if err != nil {
+		return nil, err
+	}
+	if len(parts) == 1 {
+		ids, err := r.Client.ZRevRangeByScore(ctx, parts[0].keys().Runs(), &redis.ZRangeBy{Min: min, Max: max, Offset: offset, Count: count}).Result()
+		out := make([]RunRef, len(ids))
+		for i, id := range ids {
+			out[i] = RunRef{Flow: flow, Run: id, Part: parts[0].Part}
+		}
+		return out, err
+	}
+	// The first offset+count of each partition hold the first offset+count of all.
+	pipe := r.Client.Pipeline()
+	cmds := make([]*redis.ZSliceCmd, len(parts))
+	for i, pr := range parts {
+		cmds[i] = pipe.ZRevRangeByScoreWithScores(ctx, pr.keys().Runs(), &redis.ZRangeBy{Min: min, Max: max, Count: offset + count})
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	type scored struct {
+		ref   RunRef
+		score float64
+	}
+	var all []scored
+	for i, c := range cmds {
+		for _, z := range c.Val() {
+			id, _ := z.Member.(string)
+			all = append(all, scored{RunRef{Flow: flow, Run: id, Part: parts[i].Part}, z.Score})
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].score != all[j].score {
+			return all[i].score > all[j].score
+		}
+		return all[i].ref.Run > all[j].ref.Run
+	})
+	var out []RunRef
+	for i := offset; i < int64(len(all)) && i < offset+count; i++ {
+		out = append(out, all[i].ref)
+	}
+	return out, nil
 }
 
 // FlowProbe is what a sweeper needs to know of a flow to decide whether anything is due.
@@ -512,34 +613,44 @@ type FlowProbe struct {
 	ExpiryDue int64 // unix ms of the earliest run expiry; 0 for none
 }
 
-// ProbeFlow reads the earliest approval deadline and run expiry of a flow in one round
-// trip.
+// ProbeFlow reads the earliest approval deadline and run expiry over a flow's
+// partitions in one round trip.
 func (r *Redis) ProbeFlow(ctx context.Context, flow string) (FlowProbe, error) {
-	k := FlowKeys(flow)
+	parts, err := r.Parts(ctx, flow)
+	if err != nil {
+		return FlowProbe{}, err
+	}
 	pipe := r.Client.Pipeline()
-	w := pipe.ZRangeWithScores(ctx, k.Waits(), 0, 0)
-	e := pipe.ZRangeWithScores(ctx, k.Expiry(), 0, 0)
+	cmds := make([][2]*redis.ZSliceCmd, len(parts))
+	for i, pr := range parts {
+		k := pr.keys()
+		cmds[i] = [2]*redis.ZSliceCmd{pipe.ZRangeWithScores(ctx, k.Waits(), 0, 0), pipe.ZRangeWithScores(ctx, k.Expiry(), 0, 0)}
+	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return FlowProbe{}, err
 	}
-	var p FlowProbe
-	if z := w.Val(); len(z) > 0 {
-		p.WaitDue = max(int64(z[0].Score), 1)
+	earliest := func(due *int64, c *redis.ZSliceCmd) {
+		if z := c.Val(); len(z) > 0 {
+			if t := max(int64(z[0].Score), 1); *due == 0 || t < *due {
+				*due = t
+			}
+		}
 	}
-	if z := e.Val(); len(z) > 0 {
-		p.ExpiryDue = max(int64(z[0].Score), 1)
+	var p FlowProbe
+	for _, c := range cmds {
+		earliest(&p.WaitDue, c[0])
+		earliest(&p.ExpiryDue, c[1])
 	}
 	return p, nil
 }
 
-// RunStatuses reads the statuses of some runs of a flow in one round trip ("" for a run
-// that is gone).
-func (r *Redis) RunStatuses(ctx context.Context, flow string, runs []string) ([]string, error) {
-	k := FlowKeys(flow)
+// RunStatuses reads the statuses of some runs in one round trip ("" for a run that is
+// gone).
+func (r *Redis) RunStatuses(ctx context.Context, runs []RunRef) ([]string, error) {
 	pipe := r.Client.Pipeline()
 	cmds := make([]*redis.StringCmd, len(runs))
-	for i, id := range runs {
-		cmds[i] = pipe.HGet(ctx, k.Run(id), "status")
+	for i, ref := range runs {
+		cmds[i] = pipe.HGet(ctx, ref.keys().Run(ref.Run), "status")
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
@@ -561,5 +672,21 @@ func (r *Redis) CountRuns(ctx context.Context, flow string, since, until time.Ti
 	if !until.IsZero() {
 		max = strconv.FormatInt(until.UnixMilli(), 10)
 	}
-	return r.Client.ZCount(ctx, FlowKeys(flow).Runs(), min, max).Result()
+	parts, err := r.Parts(ctx, flow)
+	if err != nil {
+		return 0, err
+	}
+	pipe := r.Client.Pipeline()
+	cmds := make([]*redis.IntCmd, len(parts))
+	for i, pr := range parts {
+		cmds[i] = pipe.ZCount(ctx, pr.keys().Runs(), min, max)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return 0, err
+	}
+	var n int64
+	for _, c := range cmds {
+		n += c.Val()
+	}
+	return n, nil
 }

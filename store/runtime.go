@@ -19,6 +19,7 @@ const EventsMaxLen = 10000
 type Activation struct {
 	Flow       string
 	Node       string
+	Part       int    // the partition of the run (and of the stream the entry is in)
 	ID         string // stream entry id
 	Run        string
 	Version    string
@@ -30,8 +31,11 @@ type Activation struct {
 	Deliveries int    // how often Redis has delivered it (1 on first read)
 }
 
-func activationFrom(flow, node string, m redis.XMessage, deliveries int) Activation {
-	a := Activation{Flow: flow, Node: node, ID: m.ID, Deliveries: deliveries}
+// keys are the keys of the activation's partition.
+func (a Activation) keys() Keys { return PartKeys(a.Flow, a.Part) }
+
+func activationFrom(n NodeRef, m redis.XMessage, deliveries int) Activation {
+	a := Activation{Flow: n.Flow, Node: n.Node, Part: n.Part, ID: m.ID, Deliveries: deliveries}
 	a.Run, _ = m.Values["run"].(string)
 	a.Version, _ = m.Values["v"].(string)
 	a.Ckpt, _ = m.Values["ckpt"].(string)
@@ -85,15 +89,22 @@ func (r *Redis) Generation(ctx context.Context) (string, error) {
 // flowsKey is the set of flow ids that have data in Redis.
 const flowsKey = "sluice:flows"
 
-// EnsureGroups creates the node streams' consumer groups and the results stream's
-// dispatch group if they do not exist. It is idempotent.
+// EnsureGroups creates the node streams' consumer groups and the results streams'
+// dispatch group, on every partition of the flow, if they do not exist. It is
+// idempotent.
 func (r *Redis) EnsureGroups(ctx context.Context, flow string, nodes []string) error {
-	k := FlowKeys(flow)
-	pipe := r.Client.Pipeline()
-	for _, n := range nodes {
-		pipe.XGroupCreateMkStream(ctx, k.In(n), Group, "0")
+	parts, err := r.Parts(ctx, flow)
+	if err != nil {
+		return err
 	}
-	pipe.XGroupCreateMkStream(ctx, k.Results(), DispatchGroup, "0")
+	pipe := r.Client.Pipeline()
+	for _, pr := range parts {
+		k := pr.keys()
+		for _, n := range nodes {
+			pipe.XGroupCreateMkStream(ctx, k.In(n), Group, "0")
+		}
+		pipe.XGroupCreateMkStream(ctx, k.Results(), DispatchGroup, "0")
+	}
 	cmds, _ := pipe.Exec(ctx)
 	for _, c := range cmds {
 		if err := c.Err(); err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
@@ -126,8 +137,18 @@ func (r *Redis) FlowNodes(ctx context.Context, flow string) ([]string, error) {
 	return r.Client.SMembers(ctx, FlowKeys(flow).Nodes()).Result()
 }
 
-// NodeRef names one node's stream.
-type NodeRef struct{ Flow, Node string }
+// NodeRef names one node's stream: on one partition of its flow.
+type NodeRef struct {
+	Flow, Node string
+	Part       int
+}
+
+// Key is the stream's key.
+func (n NodeRef) Key() string { return PartKeys(n.Flow, n.Part).In(n.Node) }
+
+// Tag is the hash tag of the stream's partition: streams of one tag can be read in one
+// command on a cluster.
+func (n NodeRef) Tag() string { return tagOf(n.Flow, n.Part) }
 
 // ReadNodes reads new activations for consumer from the streams of nodes (of any flows),
 // with a finite block; count limits how many entries each stream may give. A missing
@@ -139,7 +160,7 @@ func (r *Redis) ReadNodes(ctx context.Context, consumer string, nodes []NodeRef,
 	streams := make([]string, 0, 2*len(nodes))
 	byKey := make(map[string]NodeRef, len(nodes))
 	for _, n := range nodes {
-		key := FlowKeys(n.Flow).In(n.Node)
+		key := n.Key()
 		streams = append(streams, key)
 		byKey[key] = n
 	}
@@ -169,7 +190,7 @@ func (r *Redis) ReadNodes(ctx context.Context, consumer string, nodes []NodeRef,
 	for _, s := range res {
 		n := byKey[s.Stream]
 		for _, m := range s.Messages {
-			out = append(out, activationFrom(n.Flow, n.Node, m, 1))
+			out = append(out, activationFrom(n, m, 1))
 		}
 	}
 	return out, nil
@@ -179,9 +200,9 @@ func (r *Redis) ReadNodes(ctx context.Context, consumer string, nodes []NodeRef,
 // consumer: the sweeper that rescues steps of crashed workers. It follows XAUTOCLAIM's
 // cursor to the end (at most limit entries) and returns the claimed activations with their
 // delivery counts, and the ids Redis reported deleted (dropped from the pending list).
-func (r *Redis) AutoClaim(ctx context.Context, flow, node, consumer string, minIdle time.Duration, limit int) ([]Activation, []string, error) {
-	k := FlowKeys(flow)
-	key := k.In(node)
+func (r *Redis) AutoClaim(ctx context.Context, n NodeRef, consumer string, minIdle time.Duration, limit int) ([]Activation, []string, error) {
+	flow, node := n.Flow, n.Node
+	key := n.Key()
 	var claimed []redis.XMessage
 	var deleted []string
 	start := "0-0"
@@ -229,7 +250,7 @@ func (r *Redis) AutoClaim(ctx context.Context, flow, node, consumer string, minI
 			deleted = append(deleted, m.ID) // older servers return deleted entries as nil
 			continue
 		}
-		out = append(out, activationFrom(flow, node, m, max(1, counts[m.ID])))
+		out = append(out, activationFrom(n, m, max(1, counts[m.ID])))
 	}
 	return out, deleted, nil
 }
@@ -259,7 +280,7 @@ func parseXMessages(v any) []redis.XMessage {
 // Reclaim takes an entry of consumer's back for another attempt (the delivery count
 // goes up). ok is false when another consumer has claimed it meanwhile.
 func (r *Redis) Reclaim(ctx context.Context, a Activation, consumer string) (Activation, bool, error) {
-	res, err := reclaimScript.Run(ctx, r.Client, []string{FlowKeys(a.Flow).In(a.Node)}, Group, consumer, a.ID).Slice()
+	res, err := reclaimScript.Run(ctx, r.Client, []string{a.keys().In(a.Node)}, Group, consumer, a.ID).Slice()
 	if err != nil || len(res) == 0 {
 		return a, false, err
 	}
@@ -269,11 +290,11 @@ func (r *Redis) Reclaim(ctx context.Context, a Activation, consumer string) (Act
 		f, _ := res[i].(string)
 		m.Values[f] = res[i+1]
 	}
-	return activationFrom(a.Flow, a.Node, m, int(n)), true, nil
+	return activationFrom(NodeRef{Flow: a.Flow, Node: a.Node, Part: a.Part}, m, int(n)), true, nil
 }
 
 // Heartbeat resets the idle time of entries consumer is still working on.
-func (r *Redis) Heartbeat(ctx context.Context, flow, node, consumer string, ids []string) error {
+func (r *Redis) Heartbeat(ctx context.Context, n NodeRef, consumer string, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -282,7 +303,7 @@ func (r *Redis) Heartbeat(ctx context.Context, flow, node, consumer string, ids 
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	return heartbeatScript.Run(ctx, r.Client, []string{FlowKeys(flow).In(node)}, args...).Err()
+	return heartbeatScript.Run(ctx, r.Client, []string{n.Key()}, args...).Err()
 }
 
 // Failure is a failed step to record.
@@ -303,7 +324,7 @@ type Failure struct {
 // is acknowledged) or "stale" (the entry is no longer ours). Every attempt but a stale
 // or dropped one leaves a checkpoint of kind "error" in the run's history.
 func (r *Redis) Fail(ctx context.Context, f Failure) (status string, deliveries int, err error) {
-	k := FlowKeys(f.Act.Flow)
+	k := f.Act.keys()
 	perm := "0"
 	if f.Permanent {
 		perm = "1"
@@ -330,7 +351,22 @@ func (r *Redis) Fail(ctx context.Context, f Failure) (status string, deliveries 
 // gone (consumer names carry the process id, so every restart adds one). It returns how
 // many it deleted. Consumers whose idle time the server does not report are kept.
 func (r *Redis) PruneConsumers(ctx context.Context, flow string, nodes []string, idle time.Duration) (int, error) {
-	k := FlowKeys(flow)
+	parts, err := r.Parts(ctx, flow)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, pr := range parts {
+		if m, err := r.pruneConsumers(ctx, pr.keys(), nodes, idle); err != nil {
+			return n + m, err
+		} else {
+			n += m
+		}
+	}
+	return n, nil
+}
+
+func (r *Redis) pruneConsumers(ctx context.Context, k Keys, nodes []string, idle time.Duration) (int, error) {
 	n := 0
 	for _, node := range nodes {
 		cs, err := r.Client.XInfoConsumers(ctx, k.In(node), Group).Result()

@@ -29,12 +29,12 @@ func TestHeartbeatKeepsAStepsDeliveryCount(t *testing.T) {
 			t.Fatalf("read: %v %v", acts, err)
 		}
 		for i := 0; i < 5; i++ {
-			if err := r.Heartbeat(ctx, flow, "a", "w-1", []string{acts[0].ID}); err != nil {
+			if err := r.Heartbeat(ctx, store.NodeRef{Flow: flow, Node: "a"}, "w-1", []string{acts[0].ID}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// Someone else's heartbeat leaves the entry alone.
-		if err := r.Heartbeat(ctx, flow, "a", "w-2", []string{acts[0].ID}); err != nil {
+		if err := r.Heartbeat(ctx, store.NodeRef{Flow: flow, Node: "a"}, "w-2", []string{acts[0].ID}); err != nil {
 			t.Fatal(err)
 		}
 		p, err := r.Client.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: store.FlowKeys(flow).In("a"), Group: store.Group, Start: "-", End: "+", Count: 10}).Result()

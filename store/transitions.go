@@ -13,7 +13,7 @@ import (
 type Transition interface {
 	// op is the commit script's op code and its arguments; key names a stream the op
 	// needs in KEYS ("" for none).
-	op(flow string) (code string, key string, args []string)
+	op(k Keys) (code string, key string, args []string)
 }
 
 // Ref names a checkpoint a transition reads: 0 is the commit's last step; k > 0 is the
@@ -81,35 +81,35 @@ type Park struct {
 	Deadline int64
 }
 
-func (t Activate) op(flow string) (string, string, []string) {
-	return "A", FlowKeys(flow).In(t.Node), []string{"KEY", t.From.String(), t.Tokens}
+func (t Activate) op(k Keys) (string, string, []string) {
+	return "A", k.In(t.Node), []string{"KEY", t.From.String(), t.Tokens}
 }
 
-func (t Seed) op(string) (string, string, []string) {
+func (t Seed) op(Keys) (string, string, []string) {
 	return "S", "", []string{string(t.Update), string(t.State)}
 }
 
-func (t OpenFork) op(flow string) (string, string, []string) {
-	return "O", FlowKeys(flow).In(t.Join), []string{t.Frame, strconv.Itoa(t.Branches), t.Outer, t.Base.String(), "KEY"}
+func (t OpenFork) op(k Keys) (string, string, []string) {
+	return "O", k.In(t.Join), []string{t.Frame, strconv.Itoa(t.Branches), t.Outer, t.Base.String(), "KEY"}
 }
 
-func (t Split) op(string) (string, string, []string) {
+func (t Split) op(Keys) (string, string, []string) {
 	return "P", "", []string{t.Frame, strconv.Itoa(t.More)}
 }
 
-func (t Arrive) op(flow string) (string, string, []string) {
-	return "R", FlowKeys(flow).In(t.Join), []string{t.Frame, t.Branch, t.From.String(), "KEY"}
+func (t Arrive) op(k Keys) (string, string, []string) {
+	return "R", k.In(t.Join), []string{t.Frame, t.Branch, t.From.String(), "KEY"}
 }
 
-func (t GiveBack) op(flow string) (string, string, []string) {
-	return "G", FlowKeys(flow).In(t.Join), []string{t.Frame, "KEY"}
+func (t GiveBack) op(k Keys) (string, string, []string) {
+	return "G", k.In(t.Join), []string{t.Frame, "KEY"}
 }
 
-func (t CloseFork) op(string) (string, string, []string) {
+func (t CloseFork) op(Keys) (string, string, []string) {
 	return "C", "", []string{t.Frame}
 }
 
-func (t Park) op(string) (string, string, []string) {
+func (t Park) op(Keys) (string, string, []string) {
 	return "W", "", []string{string(t.Record), strconv.FormatInt(t.Deadline, 10)}
 }
 

@@ -115,15 +115,16 @@ type RunSummary struct {
 // RunSummaries reads the newest runs of a flow (at most limit), only the fields that
 // figures per version need, in one round trip each for the ids and the fields.
 func (r *Redis) RunSummaries(ctx context.Context, flow string, limit int64) ([]RunSummary, error) {
-	k := FlowKeys(flow)
-	ids, err := r.Client.ZRevRange(ctx, k.Runs(), 0, limit-1).Result()
+	refs, err := r.RunIDs(ctx, flow, time.Time{}, time.Time{}, 0, limit)
 	if err != nil {
 		return nil, err
 	}
 	pipe := r.Client.Pipeline()
-	cmds := make([]*redis.SliceCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.HMGet(ctx, k.Run(id), "version", "status", "created_at", "started_at", "finished_at", "in_tokens", "out_tokens", "trigger")
+	cmds := make([]*redis.SliceCmd, len(refs))
+	ids := make([]string, len(refs))
+	for i, ref := range refs {
+		ids[i] = ref.Run
+		cmds[i] = pipe.HMGet(ctx, ref.keys().Run(ref.Run), "version", "status", "created_at", "started_at", "finished_at", "in_tokens", "out_tokens", "trigger")
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err

@@ -69,12 +69,13 @@ const runScan = 500
 // reads (sorted), for a run created at created. It reads each node's consumers, and
 // only the streams of nodes without a live one; a node whose consumers cannot be read
 // (a server without XINFO) counts as served, so nothing is reported on a guess.
-func (r *Redis) WaitingForWorker(ctx context.Context, flow, run string, created time.Time) ([]string, error) {
+func (r *Redis) WaitingForWorker(ctx context.Context, ref RunRef, created time.Time) ([]string, error) {
+	flow, run := ref.Flow, ref.Run
 	nodes, err := r.FlowNodes(ctx, flow)
 	if err != nil || len(nodes) == 0 {
 		return nil, err
 	}
-	k := FlowKeys(flow)
+	k := ref.keys()
 	pipe := r.Client.Pipeline()
 	infos := make([]*redis.Cmd, len(nodes))
 	for i, n := range nodes {

@@ -36,14 +36,14 @@ func TestARunWaitsForAWorkerAtANodeNobodyReads(t *testing.T) {
 		// stream has not had the moment to read it.
 		add("out", "run-b", time.Now().Add(time.Hour))
 
-		got, err := r.WaitingForWorker(ctx, flow, "run-a", created)
+		got, err := r.WaitingForWorker(ctx, store.RunRef{Flow: flow, Run: "run-a"}, created)
 		if err != nil || len(got) != 1 || got[0] != "in" {
 			t.Fatalf("run-a waits for a worker at %v (%v), want [in]", got, err)
 		}
-		if got, _ := r.WaitingForWorker(ctx, flow, "run-b", created); len(got) != 0 {
+		if got, _ := r.WaitingForWorker(ctx, store.RunRef{Flow: flow, Run: "run-b"}, created); len(got) != 0 {
 			t.Errorf("run-b, just queued, waits for a worker at %v, want nowhere yet", got)
 		}
-		if got, _ := r.WaitingForWorker(ctx, flow, "run-c", created); len(got) != 0 {
+		if got, _ := r.WaitingForWorker(ctx, store.RunRef{Flow: flow, Run: "run-c"}, created); len(got) != 0 {
 			t.Errorf("run-c, which has no activation, waits at %v", got)
 		}
 
@@ -51,7 +51,7 @@ func TestARunWaitsForAWorkerAtANodeNobodyReads(t *testing.T) {
 		if err := r.Client.XGroupCreateConsumer(ctx, k.In("in"), store.Group, "host-1-1").Err(); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := r.WaitingForWorker(ctx, flow, "run-a", created); err != nil || len(got) != 0 {
+		if got, err := r.WaitingForWorker(ctx, store.RunRef{Flow: flow, Run: "run-a"}, created); err != nil || len(got) != 0 {
 			t.Errorf("with a consumer on in, run-a waits at %v (%v)", got, err)
 		}
 	})

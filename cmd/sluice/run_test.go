@@ -134,7 +134,7 @@ func TestTwoWorkerProcessesShareRunsAndStopOnSIGTERM(t *testing.T) {
 		if err != nil || got.Status != store.StatusSucceeded {
 			t.Fatalf("run %s: %v %+v", run, err, got)
 		}
-		cps, _ := r.Checkpoints(context.Background(), id, run, "-", 0)
+		cps, _ := r.Checkpoints(context.Background(), got.Ref(), "-", 0)
 		for _, c := range cps {
 			if c.Worker != "" {
 				workers[strings.Join(strings.Split(c.Worker, "-")[:2], "-")] = true

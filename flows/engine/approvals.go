@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/flows/nodes"
 )
 
@@ -39,25 +40,37 @@ func (e *Engine) Resume(ctx context.Context, flow, run, node string, decision js
 	} else if !flows.ValidID(node) {
 		return &flows.Error{Code: flows.Invalid, Flow: flow, Path: "node", Message: fmt.Sprintf("%q is not a node id", node)}
 	}
-	return e.rdb.ResumeRun(ctx, flow, run, node, decision)
+	return e.rdb.ResumeRun(ctx, r.Ref(), node, decision)
 }
 
-// decideExpired takes the on_timeout decision for approvals whose timeout has passed.
-// Every worker does this; the resume script lets exactly one of them succeed.
+// decideExpired takes the on_timeout decision for approvals of a flow's partition whose
+// timeout has passed. Every worker does this; the resume script lets exactly one of them
+// succeed.
 func (e *Engine) decideExpired(ctx context.Context, flow string) {
-	waits, err := e.rdb.ExpiredWaits(ctx, flow, time.Now(), 50)
+	parts, err := e.rdb.Parts(ctx, flow)
+	if err != nil {
+		return
+	}
+	for _, p := range parts {
+		e.decideExpiredIn(ctx, p)
+	}
+}
+
+func (e *Engine) decideExpiredIn(ctx context.Context, p store.PartRef) {
+	flow := p.Flow
+	waits, err := e.rdb.ExpiredWaits(ctx, flow, p.Part, time.Now(), 50)
 	if err != nil {
 		return
 	}
 	for _, w := range waits {
 		r, err := e.rdb.GetRun(ctx, flow, w.Run)
 		if err != nil {
-			_ = e.rdb.DropWait(ctx, flow, w)
+			_ = e.rdb.DropWait(ctx, w)
 			continue
 		}
 		rec, ok := r.Waits[w.Node]
 		if !ok {
-			_ = e.rdb.DropWait(ctx, flow, w)
+			_ = e.rdb.DropWait(ctx, w)
 			continue
 		}
 		var wr struct {
@@ -68,10 +81,10 @@ func (e *Engine) decideExpired(ctx context.Context, flow string) {
 			wr.OnTimeout = "reject"
 		}
 		d, _ := json.Marshal(map[string]string{"decision": wr.OnTimeout, "by": "timeout"})
-		err = e.rdb.ResumeRun(ctx, flow, w.Run, w.Node, d)
+		err = e.rdb.ResumeRun(ctx, w.RunRef, w.Node, d)
 		switch flows.ErrorCode(err) {
 		case flows.Conflict, flows.NotFound:
-			_ = e.rdb.DropWait(ctx, flow, w)
+			_ = e.rdb.DropWait(ctx, w)
 		}
 		if err == nil {
 			e.log.Info("approval timed out; decided for the person", "flow", flow, "run", w.Run, "node", w.Node, "decision", wr.OnTimeout)

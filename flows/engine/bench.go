@@ -195,11 +195,12 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 		// acknowledged and deleted), so the stream stays as short as in production.
 		n := 0
 		for n < o.Runs && ctx.Err() == nil {
-			res, err := rdb.ReadResults(ctx, []string{id}, "bench", 1000, time.Second)
+			parts, _ := rdb.Parts(ctx, id)
+			res, err := rdb.ReadResults(ctx, parts, "bench", 1000, time.Second)
 			if err != nil {
 				continue
 			}
-			_ = rdb.AckResults(ctx, id, res)
+			_ = rdb.AckResults(ctx, res)
 			now := time.Now()
 			mu.Lock()
 			for _, m := range res {

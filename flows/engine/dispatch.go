@@ -110,7 +110,7 @@ func (e *Engine) NewDispatcher(opts DispatchOptions) *Dispatcher {
 // Run delivers until ctx ends, then waits for deliveries in flight (each ends at its
 // next attempt or backoff) and returns.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	var flowIDs []string
+	var parts []store.PartRef
 	known := map[string]bool{}
 	refresh := func() {
 		ids, err := d.opts.Flows(ctx)
@@ -128,10 +128,14 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 				known[f] = true
 			}
 		}
-		flowIDs = flowIDs[:0]
+		parts = parts[:0]
 		for _, f := range ids {
 			if known[f] {
-				flowIDs = append(flowIDs, f)
+				ps, err := d.e.rdb.Parts(ctx, f)
+				if err != nil {
+					continue
+				}
+				parts = append(parts, ps...)
 			}
 		}
 	}
@@ -144,18 +148,18 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			lastRefresh = time.Now()
 		}
 		if time.Since(lastSweep) >= d.opts.ClaimAfter/2 {
-			d.sweep(ctx, flowIDs)
+			d.sweep(ctx, parts)
 			lastSweep = time.Now()
 		}
 		free := cap(d.slots) - len(d.slots)
-		if len(flowIDs) == 0 || free == 0 {
+		if len(parts) == 0 || free == 0 {
 			select {
 			case <-ctx.Done():
 			case <-time.After(d.opts.Block):
 			}
 			continue
 		}
-		results, err := d.e.rdb.ReadResults(ctx, flowIDs, d.consumer, free, d.opts.Block)
+		results, err := d.e.rdb.ReadResults(ctx, parts, d.consumer, free, d.opts.Block)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -178,21 +182,21 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 }
 
 // sweep takes over deliveries that other dispatchers left pending.
-func (d *Dispatcher) sweep(ctx context.Context, flowIDs []string) {
-	for _, f := range flowIDs {
+func (d *Dispatcher) sweep(ctx context.Context, parts []store.PartRef) {
+	for _, pr := range parts {
 		free := cap(d.slots) - len(d.slots)
 		if free == 0 || ctx.Err() != nil {
 			return
 		}
-		results, err := d.e.rdb.ClaimResults(ctx, f, d.consumer, d.opts.ClaimAfter, free)
+		results, err := d.e.rdb.ClaimResults(ctx, pr, d.consumer, d.opts.ClaimAfter, free)
 		if err != nil {
 			if ctx.Err() == nil {
-				d.e.log.Warn("dispatch: claim failed", "flow", f, "error", err)
+				d.e.log.Warn("dispatch: claim failed", "flow", pr.Flow, "partition", pr.Part, "error", err)
 			}
 			continue
 		}
 		for _, r := range results {
-			d.e.log.Info("dispatch: took over a pending delivery", "flow", f, "run", r.Run, "delivery", r.Deliveries)
+			d.e.log.Info("dispatch: took over a pending delivery", "flow", pr.Flow, "run", r.Run, "delivery", r.Deliveries)
 			d.start(ctx, r)
 		}
 	}
@@ -343,7 +347,7 @@ func (d *Dispatcher) deliverTo(ctx context.Context, res store.Result, target str
 	}
 	d.outcome(res.Flow, "dead")
 	d.e.log.Warn("dispatch: webhook moved to the delivery dead letters", "flow", res.Flow, "run", res.Run, "target", shown, "dead", id, "error", lastErr)
-	d.e.events.emit(res.Flow, res.Run, "", "delivery_dead", map[string]any{"target": shown, "error": lastErr.Error(), "dead": id})
+	d.e.events.emit(store.RunRef{Flow: res.Flow, Run: res.Run, Part: res.Part}, "", "delivery_dead", map[string]any{"target": shown, "error": lastErr.Error(), "dead": id})
 	return true
 }
 

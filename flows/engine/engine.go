@@ -37,6 +37,9 @@ type Options struct {
 	Limits flows.Limits
 	// Observer, when set, is told about every step (for metrics).
 	Observer Observer
+	// Partitions is how many partitions the runs of a flow whose settings do not say are
+	// spread over (default 1; 16 suits a Redis Cluster of a few masters).
+	Partitions int
 	// NoFuse turns off fusing: every step then goes through its node's stream (for the
 	// benchmark's comparison).
 	NoFuse bool

@@ -146,7 +146,11 @@ func (v *env) drained(p *flows.Plan) {
 
 func (v *env) checkpoints(p *flows.Plan, run string) []store.Checkpoint {
 	v.t.Helper()
-	cps, err := v.r.Checkpoints(context.Background(), p.Flow, run, "-", 0)
+	ref, err := v.r.FindRun(context.Background(), p.Flow, run)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	cps, err := v.r.Checkpoints(context.Background(), ref, "-", 0)
 	if err != nil {
 		v.t.Fatal(err)
 	}

@@ -24,14 +24,14 @@ func newEventBatcher(rdb *store.Redis, log *slog.Logger) *eventBatcher {
 }
 
 // emit queues an event; it never blocks.
-func (b *eventBatcher) emit(flow, run, node, kind string, data any) {
+func (b *eventBatcher) emit(ref store.RunRef, node, kind string, data any) {
 	raw, err := json.Marshal(data)
 	if err != nil {
 		return
 	}
 	raw = flows.RedactEvent(raw) // streamed tokens may repeat a secret (flows/secrets.go)
 	select {
-	case b.ch <- store.LiveEvent{Flow: flow, Run: run, Node: node, Type: kind, Data: raw}:
+	case b.ch <- store.LiveEvent{Flow: ref.Flow, Run: ref.Run, Part: ref.Part, Node: node, Type: kind, Data: raw}:
 	default:
 	}
 }

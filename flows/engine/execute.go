@@ -88,7 +88,7 @@ func (e *Engine) withAnnounce(next runFunc) runFunc {
 	return func(ctx context.Context, j *job) (*flows.Result, error) {
 		a := j.a
 		t := time.AfterFunc(50*time.Millisecond, func() {
-			e.events.emit(a.Flow, a.Run, a.Node, "start", map[string]any{"status": "running", "attempt": a.Deliveries})
+			e.events.emit(a.Ref(), a.Node, "start", map[string]any{"status": "running", "attempt": a.Deliveries})
 		})
 		defer t.Stop()
 		return next(ctx, j)

@@ -39,17 +39,17 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 				w.e.log.Debug("cannot record that the worker is alive", "error", err)
 			}
 		}
-		due := map[nodeKey][]string{}
+		due := map[store.NodeRef][]string{}
 		for _, r := range w.inflight.snapshot() {
 			age := time.Since(r.started)
 			if age >= every && age < r.timeout+claimAfter {
-				k := nodeKey{r.a.Flow, r.a.Node}
+				k := store.NodeRef{Flow: r.a.Flow, Node: r.a.Node, Part: r.a.Part}
 				due[k] = append(due[k], r.a.ID)
 			}
 		}
 		for k, ids := range due {
-			if err := w.e.rdb.Heartbeat(hctx, k.flow, k.node, w.consumer, ids); err != nil && w.hard.Err() == nil {
-				w.e.log.Debug("heartbeat failed", "flow", k.flow, "node", k.node, "error", err)
+			if err := w.e.rdb.Heartbeat(hctx, k, w.consumer, ids); err != nil && w.hard.Err() == nil {
+				w.e.log.Debug("heartbeat failed", "flow", k.Flow, "node", k.Node, "partition", k.Part, "error", err)
 			}
 		}
 		cancel()
@@ -71,29 +71,25 @@ func (w *Worker) cancelWatch(ctx context.Context) {
 			return
 		case <-time.After(cancelEvery):
 		}
-		runs := map[string]map[string]bool{}
+		seen := map[store.RunRef]bool{}
+		var refs []store.RunRef
 		for _, r := range w.inflight.snapshot() {
-			if r.io && time.Since(r.started) >= cancelEvery/2 && !r.cancelled {
-				if runs[r.a.Flow] == nil {
-					runs[r.a.Flow] = map[string]bool{}
-				}
-				runs[r.a.Flow][r.a.Run] = true
+			if ref := r.a.Ref(); r.io && time.Since(r.started) >= cancelEvery/2 && !r.cancelled && !seen[ref] {
+				seen[ref] = true
+				refs = append(refs, ref)
 			}
 		}
-		for flow, set := range runs {
-			ids := make([]string, 0, len(set))
-			for id := range set {
-				ids = append(ids, id)
-			}
-			statuses, err := w.e.rdb.RunStatuses(ctx, flow, ids)
-			if err != nil {
-				continue
-			}
-			for i, st := range statuses {
-				if st == store.StatusCancelled {
-					if n := w.inflight.cancelRun(flow, ids[i]); n > 0 {
-						w.e.log.Info("run cancelled elsewhere: stopping its steps here", "flow", flow, "run", ids[i], "steps", n)
-					}
+		if len(refs) == 0 {
+			continue
+		}
+		statuses, err := w.e.rdb.RunStatuses(ctx, refs)
+		if err != nil {
+			continue
+		}
+		for i, st := range statuses {
+			if st == store.StatusCancelled {
+				if n := w.inflight.cancelRun(refs[i].Flow, refs[i].Run); n > 0 {
+					w.e.log.Info("run cancelled elsewhere: stopping its steps here", "flow", refs[i].Flow, "run", refs[i].Run, "steps", n)
 				}
 			}
 		}

@@ -24,7 +24,7 @@ func (e *Engine) ttlOf(ctx context.Context, flow, version string) time.Duration 
 // touch refreshes the retention of a finished run that someone looked at.
 func (e *Engine) touch(ctx context.Context, r *store.Run) {
 	if store.Finished(r.Status) {
-		_ = e.rdb.Touch(ctx, r.Flow, r.ID, e.ttlOf(ctx, r.Flow, r.Version))
+		_ = e.rdb.Touch(ctx, r.Ref(), e.ttlOf(ctx, r.Flow, r.Version))
 	}
 }
 
@@ -42,7 +42,7 @@ func (e *Engine) Info(ctx context.Context, flow, run string) (*RunInfo, error) {
 		return nil, err
 	}
 	e.touch(ctx, r)
-	n, err := e.rdb.RunBytes(ctx, flow, run)
+	n, err := e.rdb.RunBytes(ctx, r.Ref())
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func (e *Engine) List(ctx context.Context, flow string, q ListQuery) ([]*store.R
 		if err != nil {
 			return nil, 0, err
 		}
-		runs, err := e.rdb.GetRuns(ctx, flow, ids)
+		runs, err := e.rdb.GetRuns(ctx, ids)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -103,7 +103,7 @@ func (e *Engine) List(ctx context.Context, flow string, q ListQuery) ([]*store.R
 		if err != nil {
 			return nil, 0, err
 		}
-		runs, err := e.rdb.GetRuns(ctx, flow, ids)
+		runs, err := e.rdb.GetRuns(ctx, ids)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -143,12 +143,23 @@ func (e *Engine) countRuns(ctx context.Context, flow string, q ListQuery) (int64
 // worker's sweeper calls it every pruneEvery, so the index stays as small as the runs
 // kept.
 func (e *Engine) pruneRuns(ctx context.Context, flow string) {
+	parts, err := e.rdb.Parts(ctx, flow)
+	if err != nil {
+		return
+	}
+	for _, p := range parts {
+		e.prunePart(ctx, p)
+	}
+}
+
+// prunePart prunes the run index of one partition of a flow.
+func (e *Engine) prunePart(ctx context.Context, p store.PartRef) {
 	const batch = 1000
 	for {
-		n, err := e.rdb.PruneRuns(ctx, flow, batch)
+		n, err := e.rdb.PruneRuns(ctx, p.Flow, p.Part, batch)
 		if err != nil {
 			if ctx.Err() == nil {
-				e.log.Warn("cannot prune the run index", "flow", flow, "error", err)
+				e.log.Warn("cannot prune the run index", "flow", p.Flow, "partition", p.Part, "error", err)
 			}
 			return
 		}
@@ -177,7 +188,7 @@ func (e *Engine) Checkpoints(ctx context.Context, flow, run string) ([]store.Che
 	if r.KeptFrom != "" {
 		start = r.KeptFrom // keep_last trimmed what came before
 	}
-	return e.rdb.Checkpoints(ctx, flow, run, start, 0)
+	return e.rdb.Checkpoints(ctx, r.Ref(), start, 0)
 }
 
 // Checkpoint returns one checkpoint of a run with the state after it.
@@ -190,7 +201,7 @@ func (e *Engine) Checkpoint(ctx context.Context, flow, run, id string) (*store.C
 	if !store.ValidStreamID(id) {
 		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("run %q has no checkpoint %q", run, id)}
 	}
-	c, err := e.rdb.GetCheckpoint(ctx, flow, run, id)
+	c, err := e.rdb.GetCheckpoint(ctx, r.Ref(), id)
 	if err != nil || c.State != nil || !c.IsState() {
 		return c, err
 	}
@@ -210,11 +221,11 @@ func (e *Engine) fusedState(ctx context.Context, r *store.Run, id string) ([]byt
 	if err != nil {
 		return nil, err
 	}
-	steps, err := e.rdb.Checkpoints(ctx, r.Flow, r.ID, store.EntryOf(id), 1)
+	steps, err := e.rdb.Checkpoints(ctx, r.Ref(), store.EntryOf(id), 1)
 	if err != nil || len(steps) == 0 {
 		return nil, err
 	}
-	base, err := e.rdb.LoadState(ctx, r.Flow, r.ID, steps[0].Parent)
+	base, err := e.rdb.LoadState(ctx, r.Ref(), steps[0].Parent)
 	if err != nil {
 		return nil, err
 	}

@@ -12,15 +12,18 @@ import (
 // retry — by flow, node and entry: heartbeats keep their entries, cancelling a run
 // cancels their contexts, and node limits count them.
 type inflight struct {
-	mu    sync.Mutex
-	steps map[stepKey]*running
-	busy  map[nodeKey]int
+	mu       sync.Mutex
+	steps    map[stepKey]*running
+	busy     map[nodeKey]int
+	reserved map[nodeKey]int // room readers took for the reads they wait on
 }
 
 type nodeKey struct{ flow, node string }
 
 type stepKey struct {
-	flow, node, entry string
+	flow, node string
+	part       int
+	entry      string // an entry id is unique within one partition's stream only
 }
 
 type running struct {
@@ -33,10 +36,10 @@ type running struct {
 }
 
 func newInflight() *inflight {
-	return &inflight{steps: map[stepKey]*running{}, busy: map[nodeKey]int{}}
+	return &inflight{steps: map[stepKey]*running{}, busy: map[nodeKey]int{}, reserved: map[nodeKey]int{}}
 }
 
-func keyOf(a store.Activation) stepKey { return stepKey{a.Flow, a.Node, a.ID} }
+func keyOf(a store.Activation) stepKey { return stepKey{a.Flow, a.Node, a.Part, a.ID} }
 
 // add registers a step; it returns false when the step is already in flight here (the
 // sweeper claimed a step this worker is still running).
@@ -80,6 +83,30 @@ func (f *inflight) count(flow, node string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.busy[nodeKey{flow, node}]
+}
+
+// reserve takes room for up to want steps of a node whose limit is limit, beside the
+// steps in flight and the room other readers took; it returns how much it took.
+func (f *inflight) reserve(flow, node string, limit, want int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := nodeKey{flow, node}
+	n := min(want, limit-f.busy[k]-f.reserved[k])
+	if n <= 0 {
+		return 0
+	}
+	f.reserved[k] += n
+	return n
+}
+
+// release gives back room reserve took (after the read's steps were added).
+func (f *inflight) release(flow, node string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := nodeKey{flow, node}
+	if f.reserved[k] -= n; f.reserved[k] <= 0 {
+		delete(f.reserved, k)
+	}
 }
 
 func (f *inflight) total() int {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"time"
 
@@ -13,14 +14,72 @@ import (
 // runs one reader per group of them. Readers, not flows, hold connections.
 const maxReadStreams = 256
 
-// ensureReaders starts readers until there is one per group of maxReadStreams streams.
-func (w *Worker) ensureReaders() {
+// readGroups splits the streams of the served nodes into the readers' groups — on one
+// server any streams, on a cluster the streams of one hash tag (a command reaches one
+// slot) — at most maxReadStreams each, and says how many groups read each node and the
+// nodes' limits. Every
+// partition of a flow is read; partitions 1..P carry tags every flow shares, so on a
+// cluster a worker has about one reader per partition, whatever the number of flows.
+func (w *Worker) readGroups() ([][]store.NodeRef, map[nodeKey]int, map[nodeKey]int) {
 	w.mu.Lock()
-	n := 0
-	for _, s := range w.served {
-		n += len(s.nodes)
+	var all []store.NodeRef
+	limits := map[nodeKey]int{}
+	for _, id := range sortedKeys(w.served) {
+		s := w.served[id]
+		parts := s.parts
+		if len(parts) == 0 {
+			parts = []int{0}
+		}
+		for _, n := range s.nodes {
+			if !w.servesNode(n) {
+				continue
+			}
+			limits[nodeKey{id, n}] = s.limit(n)
+			for _, p := range parts {
+				all = append(all, store.NodeRef{Flow: id, Node: n, Part: p})
+			}
+		}
 	}
-	want := max(1, (n+maxReadStreams-1)/maxReadStreams)
+	w.mu.Unlock()
+	var groups [][]store.NodeRef
+	if w.e.rdb.Cluster() {
+		sort.SliceStable(all, func(i, j int) bool { return all[i].Tag() < all[j].Tag() })
+	}
+	for len(all) > 0 {
+		n := min(len(all), maxReadStreams)
+		if w.e.rdb.Cluster() {
+			tag := all[0].Tag()
+			n = 1
+			for n < len(all) && n < maxReadStreams && all[n].Tag() == tag {
+				n++
+			}
+		}
+		groups = append(groups, all[:n:n])
+		all = all[n:]
+	}
+	readers := map[nodeKey]int{}
+	for _, g := range groups {
+		seen := map[nodeKey]bool{}
+		for _, r := range g {
+			if k := (nodeKey{r.Flow, r.Node}); !seen[k] {
+				seen[k] = true
+				readers[k]++
+			}
+		}
+	}
+	return groups, readers, limits
+}
+
+// servesNode reports whether the worker serves node (WorkerOptions.Nodes).
+func (w *Worker) servesNode(node string) bool {
+	return len(w.opts.Nodes) == 0 || slices.Contains(w.opts.Nodes, node)
+}
+
+// ensureReaders starts readers until there is one per read group.
+func (w *Worker) ensureReaders() {
+	groups, _, _ := w.readGroups()
+	w.mu.Lock()
+	want := max(1, len(groups))
 	ctx := w.ctx
 	var start []int
 	for w.readers < want {
@@ -34,39 +93,78 @@ func (w *Worker) ensureReaders() {
 	}
 }
 
-// readable returns reader i's streams that have room for more steps, and how many
-// entries to ask each for. COUNT applies to every stream of a read, so a node is read
-// only when at least half of its capacity is free: reads stay large and no node goes
-// over its limit.
-func (w *Worker) readable(i int) (nodes []store.NodeRef, count int, busy bool) {
-	w.mu.Lock()
-	var all []store.NodeRef
-	limits := map[store.NodeRef]int{}
-	for _, id := range sortedKeys(w.served) {
-		s := w.served[id]
-		for _, n := range s.nodes {
-			r := store.NodeRef{Flow: id, Node: n}
-			all = append(all, r)
-			limits[r] = s.limit(n)
+// aRead is what one read asks for: its streams, the COUNT for each, and the room it
+// reserved per node (released once the read's steps are counted in flight).
+type aRead struct {
+	streams  []store.NodeRef
+	count    int
+	reserved map[nodeKey]int
+	busy     bool // a node was left out because its steps fill it
+}
+
+// planRead chooses what reader i reads next. COUNT applies to every stream of a read, so a
+// node is read only when at least half of its limit is free, and its room is reserved
+// for the read: a node read by several readers (its partitions on several slots of a
+// cluster) never has more steps in flight than its limit. Each reader may take a share
+// of the limit (the limit over the readers of the node, at least one); a node with
+// several streams in the group and less room than streams has some of them read, in
+// turn.
+func (w *Worker) planRead(i, turn int) aRead {
+	groups, readers, limits := w.readGroups()
+	if i >= len(groups) {
+		return aRead{}
+	}
+	byNode := map[nodeKey][]store.NodeRef{}
+	var order []nodeKey
+	for _, r := range groups[i] {
+		k := nodeKey{r.Flow, r.Node}
+		if byNode[k] == nil {
+			order = append(order, k)
+		}
+		byNode[k] = append(byNode[k], r)
+	}
+	rd := aRead{count: 64, reserved: map[nodeKey]int{}}
+	type pick struct {
+		k       nodeKey
+		streams []store.NodeRef
+		room    int
+	}
+	var picks []pick
+	for _, k := range order {
+		limit := limits[k]
+		if limit-w.inflight.count(k.flow, k.node) < max(limit/2, 1) {
+			rd.busy = true
+			continue
+		}
+		share := max(1, (limit+readers[k]-1)/readers[k])
+		room := w.inflight.reserve(k.flow, k.node, limit, share)
+		if room == 0 {
+			continue // other readers hold the room; they give it back within a read
+		}
+		streams := byNode[k]
+		if len(streams) > room {
+			off := turn % len(streams)
+			streams = append(append([]store.NodeRef(nil), streams[off:]...), streams[:off]...)[:room]
+		}
+		picks = append(picks, pick{k, streams, room})
+		rd.count = min(rd.count, room/len(streams))
+	}
+	for _, p := range picks {
+		rd.streams = append(rd.streams, p.streams...)
+		used := rd.count * len(p.streams)
+		rd.reserved[p.k] = used
+		if p.room > used {
+			w.inflight.release(p.k.flow, p.k.node, p.room-used)
 		}
 	}
-	w.mu.Unlock()
-	lo, hi := i*maxReadStreams, min((i+1)*maxReadStreams, len(all))
-	if lo >= hi {
-		return nil, 0, false
+	return rd
+}
+
+// done gives back the room a read reserved.
+func (w *Worker) done(rd aRead) {
+	for k, n := range rd.reserved {
+		w.inflight.release(k.flow, k.node, n)
 	}
-	count = 64
-	for _, r := range all[lo:hi] {
-		limit := limits[r]
-		free := limit - w.inflight.count(r.Flow, r.Node)
-		if free >= max(limit/2, 1) {
-			nodes = append(nodes, r)
-			count = min(count, free)
-		} else {
-			busy = true
-		}
-	}
-	return nodes, count, busy
 }
 
 // busyBlock is how long a read blocks while some node is left out of it for lack of
@@ -76,9 +174,9 @@ const busyBlock = 20 * time.Millisecond
 // readLoop is reader i: it reads activations and starts their steps until ctx ends.
 func (w *Worker) readLoop(ctx context.Context, i int) {
 	backoff := 50 * time.Millisecond
-	for ctx.Err() == nil {
-		nodes, count, busy := w.readable(i)
-		if len(nodes) == 0 {
+	for turn := 0; ctx.Err() == nil; turn++ {
+		rd := w.planRead(i, turn)
+		if len(rd.streams) == 0 {
 			// Nothing to read, or every node is busy: wait for a step to finish.
 			select {
 			case <-ctx.Done():
@@ -88,11 +186,12 @@ func (w *Worker) readLoop(ctx context.Context, i int) {
 			continue
 		}
 		block := w.opts.Block
-		if busy {
+		if rd.busy {
 			block = min(block, busyBlock)
 		}
-		acts, err := w.e.rdb.ReadNodes(ctx, w.consumer, nodes, count, block)
+		acts, err := w.e.rdb.ReadNodes(ctx, w.consumer, rd.streams, rd.count, block)
 		if err != nil {
+			w.done(rd)
 			if ctx.Err() != nil {
 				return
 			}
@@ -105,12 +204,15 @@ func (w *Worker) readLoop(ctx context.Context, i int) {
 			continue
 		}
 		backoff = 50 * time.Millisecond
-		if len(acts) == 0 {
-			continue
+		if len(acts) > 0 {
+			pre := w.preload(acts)
+			for k, a := range acts {
+				w.start(a, pre[k])
+			}
 		}
-		pre := w.preload(acts)
-		for k, a := range acts {
-			w.start(a, pre[k])
+		w.done(rd)
+		if len(rd.reserved) > 0 {
+			w.poke() // readers left out for lack of room may read now
 		}
 	}
 }
@@ -120,7 +222,7 @@ func (w *Worker) readLoop(ctx context.Context, i int) {
 // effects their runs' statuses (the gate drops a cancelled run's step before it runs).
 func (w *Worker) preload(acts []store.Activation) []preloaded {
 	out := make([]preloaded, len(acts))
-	byFlow := map[string][]int{}
+	var ks []int
 	for k, a := range acts {
 		if a.Join == "" {
 			if s, ok := w.e.cache.get(a.Run, a.Ckpt); ok {
@@ -130,19 +232,19 @@ func (w *Worker) preload(acts []store.Activation) []preloaded {
 		needState := a.Join == "" && out[k].state == nil
 		needStatus := !pure(w.planNode(a))
 		if needState || needStatus {
-			byFlow[a.Flow] = append(byFlow[a.Flow], k)
+			ks = append(ks, k)
 		}
 	}
-	for flow, ks := range byFlow {
+	if len(ks) > 0 {
 		refs := make([]store.StateRef, len(ks))
 		want := make([]bool, len(ks))
 		for i, k := range ks {
-			refs[i] = store.StateRef{Run: acts[k].Run, Ckpt: acts[k].Ckpt}
+			refs[i] = store.StateRef{RunRef: acts[k].Ref(), Ckpt: acts[k].Ckpt}
 			want[i] = acts[k].Join == "" && out[k].state == nil
 		}
-		got, err := w.e.rdb.LoadStepInputs(w.hard, flow, refs, want)
+		got, err := w.e.rdb.LoadStepInputs(w.hard, refs, want)
 		if err != nil {
-			continue // the gate reads what it needs one by one
+			return out // the gate reads what it needs one by one
 		}
 		for i, k := range ks {
 			if b := got[i].State; b != nil {

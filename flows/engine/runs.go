@@ -149,21 +149,53 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 		b, _ := json.Marshal(opts.Pins)
 		fields = append(fields, "pins", string(b))
 	}
-	args := store.StartArgs{Flow: plan.Flow, Run: id, Version: plan.Version, State: stateJSON,
+	part, err := e.place(ctx, plan, id, opts.RunID != "")
+	if err != nil {
+		return "", err
+	}
+	args := store.StartArgs{Flow: plan.Flow, Run: id, Part: part, Version: plan.Version, State: stateJSON,
 		Checkpoint: cp, Entries: []string{plan.Entry}, Fields: fields}
 	ckpt, err := e.rdb.StartRun(ctx, args)
 	if flows.ErrorCode(err) == flows.NotFound {
-		// The version this process stored is gone: Redis restarted empty.
+		// The run is created, but the version this process stored is gone (Redis
+		// restarted empty): store it again; workers retry the run's first step until
+		// they can read it.
 		e.forgetStored(plan)
-		if err = e.StoreVersion(ctx, plan); err == nil {
-			ckpt, err = e.rdb.StartRun(ctx, args)
-		}
+		err = e.StoreVersion(ctx, plan)
 	}
 	if err != nil {
 		return "", err
 	}
 	e.cache.put(id, ckpt, state)
 	return id, nil
+}
+
+// partitions is how many partitions plan's runs are placed over.
+func (e *Engine) partitions(plan *flows.Plan) int {
+	n := plan.Settings.Partitions
+	if n == 0 {
+		n = e.opts.Partitions
+	}
+	return min(max(n, 1), store.MaxPartitions)
+}
+
+// place chooses the partition of a new run and makes sure readers read it. A run id
+// the caller chose is refused when a run of that id lives on another partition (the
+// flow's partition count changed since it started).
+func (e *Engine) place(ctx context.Context, plan *flows.Plan, id string, chosen bool) (int, error) {
+	n := e.partitions(plan)
+	if err := e.rdb.UsePartitions(ctx, plan.Flow, n, sortedKeys(plan.Nodes)); err != nil {
+		return 0, err
+	}
+	part := store.PartOf(id, n)
+	if chosen {
+		if counts, err := e.rdb.PartitionCounts(ctx, plan.Flow); err == nil && len(counts) > 1 {
+			if r, err := e.rdb.GetRun(ctx, plan.Flow, id); err == nil && r.Part != part {
+				return 0, &flows.Error{Code: flows.Conflict, Flow: plan.Flow, Message: fmt.Sprintf("run %q already exists", id)}
+			}
+		}
+	}
+	return part, nil
 }
 
 // runID is the id a new run gets: the one asked for, checked, or a new one.
@@ -219,27 +251,30 @@ func (e *Engine) Wait(ctx context.Context, flow, run string) (*store.Run, error)
 // activations are acknowledged without running, no retry runs, its approvals are
 // withdrawn and the subflow runs it started are cancelled too.
 func (e *Engine) Cancel(ctx context.Context, flow, run string) error {
-	ttl := flows.DefaultSettings.CheckpointTTL.D()
-	if r, err := e.Get(ctx, flow, run); err == nil {
-		if p, err := e.Plan(ctx, flow, r.Version); err == nil {
-			ttl = p.Settings.CheckpointTTL.D()
-		}
+	r, err := e.Get(ctx, flow, run)
+	if err != nil {
+		return err
 	}
-	if err := e.rdb.CancelRun(ctx, flow, run, ttl); err != nil {
+	ttl := flows.DefaultSettings.CheckpointTTL.D()
+	if p, err := e.Plan(ctx, flow, r.Version); err == nil {
+		ttl = p.Settings.CheckpointTTL.D()
+	}
+	ref := r.Ref()
+	if err := e.rdb.CancelRun(ctx, ref, ttl); err != nil {
 		return err
 	}
 	e.cancelLocal(flow, run)
-	e.cancelChildren(ctx, flow, run, 0)
+	e.cancelChildren(ctx, ref, 0)
 	return nil
 }
 
 // cancelChildren cancels the subflow runs a run's steps started (their steps recorded
 // them as turns), and theirs in turn.
-func (e *Engine) cancelChildren(ctx context.Context, flow, run string, depth int) {
+func (e *Engine) cancelChildren(ctx context.Context, ref store.RunRef, depth int) {
 	if depth > MaxSubflowDepth {
 		return
 	}
-	cps, err := e.rdb.Checkpoints(ctx, flow, run, "-", 0)
+	cps, err := e.rdb.Checkpoints(ctx, ref, "-", 0)
 	if err != nil {
 		return
 	}
@@ -251,10 +286,13 @@ func (e *Engine) cancelChildren(ctx context.Context, flow, run string, depth int
 		if json.Unmarshal(c.Update, &t) != nil || t.Subflow == nil {
 			continue
 		}
-		child := t.Subflow
-		if err := e.rdb.CancelRun(ctx, child.Flow, child.Run, e.ttlOf(ctx, child.Flow, "")); err == nil {
+		child, err := e.rdb.FindRun(ctx, t.Subflow.Flow, t.Subflow.Run)
+		if err != nil {
+			continue
+		}
+		if err := e.rdb.CancelRun(ctx, child, e.ttlOf(ctx, child.Flow, "")); err == nil {
 			e.cancelLocal(child.Flow, child.Run)
-			e.cancelChildren(ctx, child.Flow, child.Run, depth+1)
+			e.cancelChildren(ctx, child, depth+1)
 		}
 	}
 }

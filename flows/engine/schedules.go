@@ -283,7 +283,11 @@ func (e *Engine) Schedules(ctx context.Context, flow string, nextN, runsN int) (
 			if err != nil {
 				return "", nil, err
 			}
-			runs, err := e.rdb.GetRuns(ctx, flow, ids)
+			refs, err := e.rdb.RunRefs(ctx, flow, ids)
+			if err != nil {
+				return "", nil, err
+			}
+			runs, err := e.rdb.GetRuns(ctx, refs)
 			if err != nil {
 				return "", nil, err
 			}

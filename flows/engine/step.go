@@ -81,9 +81,8 @@ func (w *Worker) gate(a store.Activation, pre preloaded) (*job, stepOutcome, boo
 		if errors.Is(err, context.Canceled) {
 			return nil, outcomeLeft, false
 		}
-		if flows.ErrorCode(err) == flows.NotFound {
-			err = flows.Permanent(err)
-		}
+		// A version not found is retried like any error: the process that started the
+		// run stores it again when Redis had lost it (see Start).
 		return nil, w.fail(a, nil, nil, err, 0), false
 	}
 	node := plan.Nodes[a.Node]
@@ -94,7 +93,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) (*job, stepOutcome, boo
 	if !pure(node) {
 		status, pins := pre.status, pre.pins
 		if !pre.known {
-			g, err := e.rdb.StepGate(ctx, a.Flow, a.Run)
+			g, err := e.rdb.StepGate(ctx, a.Ref())
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil, outcomeLeft, false
@@ -127,7 +126,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) (*job, stepOutcome, boo
 		}
 		if flows.ErrorCode(err) == flows.NotFound {
 			// The run's state is gone (expired, or Redis lost it): nothing can resume it.
-			if st, _ := e.rdb.RunStatus(ctx, a.Flow, a.Run); st == "" || store.Finished(st) {
+			if st, _ := e.rdb.RunStatus(ctx, a.Ref()); st == "" || store.Finished(st) {
 				return nil, w.drop(a, plan, nil), false
 			}
 			err = flows.Permanent(err)
@@ -145,7 +144,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) (*job, stepOutcome, boo
 		}
 		step.Input = in
 	}
-	step.Emit = func(kind string, data any) { e.events.emit(a.Flow, a.Run, a.Node, kind, data) }
+	step.Emit = func(kind string, data any) { e.events.emit(a.Ref(), a.Node, kind, data) }
 	step.SaveTurn = func(ctx context.Context, turn any) error {
 		b, err := json.Marshal(flows.RedactData(flows.JSONValue(turn)))
 		if err != nil {
@@ -173,7 +172,7 @@ func (e *Engine) loadState(ctx context.Context, plan *flows.Plan, act store.Acti
 		}
 		return j, j.state, nil
 	}
-	s, err := e.stateAt(ctx, act.Flow, act.Run, act.Ckpt)
+	s, err := e.stateAt(ctx, act.Ref(), act.Ckpt)
 	return nil, s, err
 }
 
@@ -186,11 +185,11 @@ type joined struct {
 	delta map[string]any
 }
 
-func (e *Engine) stateAt(ctx context.Context, flow, run, ckpt string) (map[string]any, error) {
-	if s, ok := e.cache.get(run, ckpt); ok {
+func (e *Engine) stateAt(ctx context.Context, ref store.RunRef, ckpt string) (map[string]any, error) {
+	if s, ok := e.cache.get(ref.Run, ckpt); ok {
 		return s, nil
 	}
-	b, err := e.rdb.LoadState(ctx, flow, run, ckpt)
+	b, err := e.rdb.LoadState(ctx, ref, ckpt)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +197,7 @@ func (e *Engine) stateAt(ctx context.Context, flow, run, ckpt string) (map[strin
 	if err != nil {
 		return nil, flows.Permanent(fmt.Errorf("checkpoint %s: %w", ckpt, err))
 	}
-	e.cache.put(run, ckpt, s)
+	e.cache.put(ref.Run, ckpt, s)
 	return s, nil
 }
 
@@ -207,11 +206,11 @@ func (e *Engine) stateAt(ctx context.Context, flow, run, ckpt string) (map[strin
 // branch that forked again towards the same join) counts once, for the first of them.
 // The seed checkpoints of a fanout are left out: a branch's item is its own.
 func (e *Engine) joinState(ctx context.Context, plan *flows.Plan, act store.Activation) (*joined, error) {
-	fr, err := e.rdb.GetFrame(ctx, act.Flow, act.Run, act.Join)
+	fr, err := e.rdb.GetFrame(ctx, act.Ref(), act.Join)
 	if err != nil {
 		return nil, err
 	}
-	base, err := e.stateAt(ctx, act.Flow, act.Run, fr.Base)
+	base, err := e.stateAt(ctx, act.Ref(), fr.Base)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +226,7 @@ func (e *Engine) joinState(ctx context.Context, plan *flows.Plan, act store.Acti
 	if len(branches) == 0 {
 		return &joined{state: base, arrivals: arrivals}, nil
 	}
-	cps, err := e.rdb.Checkpoints(ctx, act.Flow, act.Run, fr.Base, 0)
+	cps, err := e.rdb.Checkpoints(ctx, act.Ref(), fr.Base, 0)
 	if err != nil {
 		return nil, err
 	}

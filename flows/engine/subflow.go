@@ -136,8 +136,11 @@ func (s *Subflows) RunSubflow(ctx context.Context, step *flows.Step, flow string
 			s.mu.Unlock()
 		}()
 		// The live views of both flows show the link.
-		s.e.events.emit(step.Flow, step.Run, step.Node, "subflow", map[string]any{"flow": flow, "run": run})
-		s.e.events.emit(flow, run, "", "parent", map[string]any{"flow": step.Flow, "run": step.Run, "node": step.Node})
+		if step.Emit != nil {
+			step.Emit("subflow", map[string]any{"flow": flow, "run": run})
+		}
+		child := store.RunRef{Flow: flow, Run: run, Part: store.PartOf(run, s.e.partitions(plan))}
+		s.e.events.emit(child, "", "parent", map[string]any{"flow": step.Flow, "run": step.Run, "node": step.Node})
 	}
 
 	pause := 50 * time.Millisecond

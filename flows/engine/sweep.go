@@ -96,44 +96,58 @@ func (w *Worker) claimAll(ctx context.Context) bool {
 		settings := s.settings
 		limits := s.limits
 		w.mu.Unlock()
+		parts, err := w.e.rdb.Parts(ctx, id)
+		if err != nil {
+			return false
+		}
 		for _, n := range nodes {
 			limit := flows.DefaultConcurrency
 			if l, ok := limits[n]; ok && l > 0 {
 				limit = l
 			}
-			free := limit - w.inflight.count(id, n)
-			if free <= 0 {
-				complete = false
-				continue
-			}
-			acts, deleted, err := w.e.rdb.AutoClaim(ctx, id, n, w.consumer, settings.ClaimAfter.D(), free)
-			if err != nil {
-				if ctx.Err() == nil {
-					w.e.log.Warn("sweeper: claim failed", "flow", id, "node", n, "error", err)
+			for _, p := range parts {
+				ok, err := w.claimNode(ctx, store.NodeRef{Flow: id, Node: n, Part: p.Part}, limit, settings)
+				if err != nil {
+					return false
 				}
-				return false
-			}
-			if len(acts) >= free {
-				complete = false
-			}
-			if len(deleted) > 0 {
-				w.e.log.Warn("sweeper: pending entries had been deleted; their runs cannot continue", "flow", id, "node", n, "entries", deleted)
-			}
-			for _, a := range acts {
-				w.e.log.Info("sweeper: took over a pending step", "flow", id, "run", a.Run, "node", n, "entry", a.ID, "delivery", a.Deliveries)
-				maxAttempts := settings.MaxAttempts
-				if node := w.planNode(a); node != nil {
-					maxAttempts = node.Retry.MaxAttempts
-				}
-				if a.Deliveries > maxAttempts {
-					w.deadAfterCrashes(a)
-					continue
-				}
-				w.start(a, preloaded{})
+				complete = complete && ok
 			}
 		}
 	}
 	return complete
+}
+
+// claimNode claims the entries of one node stream pending longer than claim_after, as
+// many as the node has room for, and runs them. It reports whether it got through them.
+func (w *Worker) claimNode(ctx context.Context, ref store.NodeRef, limit int, settings flows.Settings) (bool, error) {
+	id, n := ref.Flow, ref.Node
+	free := limit - w.inflight.count(id, n)
+	if free <= 0 {
+		return false, nil
+	}
+	acts, deleted, err := w.e.rdb.AutoClaim(ctx, ref, w.consumer, settings.ClaimAfter.D(), free)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.e.log.Warn("sweeper: claim failed", "flow", id, "node", n, "partition", ref.Part, "error", err)
+		}
+		return false, err
+	}
+	if len(deleted) > 0 {
+		w.e.log.Warn("sweeper: pending entries had been deleted; their runs cannot continue", "flow", id, "node", n, "partition", ref.Part, "entries", deleted)
+	}
+	for _, a := range acts {
+		w.e.log.Info("sweeper: took over a pending step", "flow", id, "run", a.Run, "node", n, "entry", a.ID, "delivery", a.Deliveries)
+		maxAttempts := settings.MaxAttempts
+		if node := w.planNode(a); node != nil {
+			maxAttempts = node.Retry.MaxAttempts
+		}
+		if a.Deliveries > maxAttempts {
+			w.deadAfterCrashes(a)
+			continue
+		}
+		w.start(a, preloaded{})
+	}
+	return len(acts) < free, nil
 }
 
 // deadAfterCrashes moves an entry that was delivered more than max_attempts times

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -13,19 +12,19 @@ import (
 // runWatcher wakes whoever waits for a run to settle (the API's ?wait, `sluice run`, a
 // subflow's parent step) when the run's status changes, instead of each of them reading
 // the run hash every few milliseconds. One goroutine per engine tails the events streams
-// of the flows that have waiters, while there are any.
+// of the partitions that hold runs with waiters, while there are any.
 type runWatcher struct {
 	rdb *store.Redis
 	log *slog.Logger
 
 	mu      sync.Mutex
-	waiters map[string]map[chan struct{}]bool // flow \x00 run -> channels to wake
-	after   map[string]string                 // flow -> the event id read up to
+	waiters map[store.RunRef]map[chan struct{}]bool // channels to wake
+	after   map[store.PartRef]string                // the event id read up to
 	running bool
 }
 
-// watchBlock is how long one read of the events streams waits; a flow that gets its
-// first waiter joins the read within this time (its events from the moment it was
+// watchBlock is how long one read of the events streams waits; a partition that gets
+// its first waiter joins the read within this time (its events from the moment it was
 // added are not missed).
 const watchBlock = 250 * time.Millisecond
 
@@ -34,33 +33,37 @@ const watchBlock = 250 * time.Millisecond
 const waitSafety = 2 * time.Second
 
 func newRunWatcher(rdb *store.Redis, log *slog.Logger) *runWatcher {
-	return &runWatcher{rdb: rdb, log: log, waiters: map[string]map[chan struct{}]bool{}, after: map[string]string{}}
+	return &runWatcher{rdb: rdb, log: log, waiters: map[store.RunRef]map[chan struct{}]bool{}, after: map[store.PartRef]string{}}
 }
 
 // register returns a channel that receives when run's status may have changed, and a
 // function to stop. Events from the moment register returns are seen.
 func (rw *runWatcher) register(ctx context.Context, flow, run string) (chan struct{}, func(), error) {
+	ref, err := rw.rdb.FindRun(ctx, flow, run)
+	if err != nil {
+		return nil, nil, err
+	}
+	part := store.PartRef{Flow: flow, Part: ref.Part}
 	rw.mu.Lock()
-	_, watched := rw.after[flow]
+	_, watched := rw.after[part]
 	rw.mu.Unlock()
 	if !watched {
-		id, err := rw.rdb.LastEventID(ctx, flow)
+		id, err := rw.rdb.PartLastEventID(ctx, part)
 		if err != nil {
 			return nil, nil, err
 		}
 		rw.mu.Lock()
-		if _, ok := rw.after[flow]; !ok {
-			rw.after[flow] = id
+		if _, ok := rw.after[part]; !ok {
+			rw.after[part] = id
 		}
 		rw.mu.Unlock()
 	}
 	ch := make(chan struct{}, 1)
-	key := flow + "\x00" + run
 	rw.mu.Lock()
-	if rw.waiters[key] == nil {
-		rw.waiters[key] = map[chan struct{}]bool{}
+	if rw.waiters[ref] == nil {
+		rw.waiters[ref] = map[chan struct{}]bool{}
 	}
-	rw.waiters[key][ch] = true
+	rw.waiters[ref][ch] = true
 	if !rw.running {
 		rw.running = true
 		go rw.loop()
@@ -68,42 +71,42 @@ func (rw *runWatcher) register(ctx context.Context, flow, run string) (chan stru
 	rw.mu.Unlock()
 	return ch, func() {
 		rw.mu.Lock()
-		delete(rw.waiters[key], ch)
-		if len(rw.waiters[key]) == 0 {
-			delete(rw.waiters, key)
+		delete(rw.waiters[ref], ch)
+		if len(rw.waiters[ref]) == 0 {
+			delete(rw.waiters, ref)
 		}
 		rw.mu.Unlock()
 	}, nil
 }
 
-// loop reads the watched flows' events while anyone waits, and wakes the waiters of
-// runs whose status changed.
+// loop reads the watched partitions' events while anyone waits, and wakes the waiters
+// of runs whose status changed.
 func (rw *runWatcher) loop() {
 	backoff := 50 * time.Millisecond
 	for {
 		rw.mu.Lock()
 		if len(rw.waiters) == 0 {
 			rw.running = false
-			rw.after = map[string]string{}
+			rw.after = map[store.PartRef]string{}
 			rw.mu.Unlock()
 			return
 		}
-		wanted := map[string]bool{}
-		for key := range rw.waiters {
-			flow, _, _ := strings.Cut(key, "\x00")
-			wanted[flow] = true
+		wanted := map[store.PartRef]bool{}
+		for ref := range rw.waiters {
+			wanted[store.PartRef{Flow: ref.Flow, Part: ref.Part}] = true
 		}
-		var flowIDs, after []string
-		for f, id := range rw.after {
-			if !wanted[f] {
-				delete(rw.after, f)
+		var parts []store.PartRef
+		var after []string
+		for p, id := range rw.after {
+			if !wanted[p] {
+				delete(rw.after, p)
 				continue
 			}
-			flowIDs, after = append(flowIDs, f), append(after, id)
+			parts, after = append(parts, p), append(after, id)
 		}
 		rw.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), watchBlock+5*time.Second)
-		evs, err := rw.rdb.ReadFlowsEvents(ctx, flowIDs, after, 1000, watchBlock)
+		evs, err := rw.rdb.ReadRunsEvents(ctx, parts, after, 1000, watchBlock)
 		cancel()
 		if err != nil {
 			rw.log.Debug("run watcher: read failed", "error", err)
@@ -114,14 +117,14 @@ func (rw *runWatcher) loop() {
 		backoff = 50 * time.Millisecond
 		rw.mu.Lock()
 		for _, ev := range evs {
-			entry, _, _ := strings.Cut(ev.ID, ".")
-			if store.CompareStreamIDs(entry, rw.after[ev.Flow]) > 0 {
-				rw.after[ev.Flow] = entry
+			p := store.PartRef{Flow: ev.Flow, Part: ev.Part}
+			if last, ok := rw.after[p]; ok && store.CompareStreamIDs(ev.ID, last) > 0 {
+				rw.after[p] = ev.ID
 			}
 			if ev.Type != "run" {
 				continue
 			}
-			for ch := range rw.waiters[ev.Flow+"\x00"+ev.Run] {
+			for ch := range rw.waiters[store.RunRef{Flow: ev.Flow, Run: ev.Run, Part: ev.Part}] {
 				select {
 				case ch <- struct{}{}:
 				default:

@@ -22,6 +22,9 @@ type WorkerOptions struct {
 	Block time.Duration
 	// Refresh is how often the worker looks whether versions changed (default 2s).
 	Refresh time.Duration
+	// Nodes, when set, are the only node ids the worker runs steps of (a worker pool:
+	// other nodes are served by other processes).
+	Nodes []string
 	// Prune is how often the worker removes expired runs from its flows' run index
 	// (default 30s).
 	Prune time.Duration
@@ -62,6 +65,7 @@ const maxPureSteps = 256
 type served struct {
 	flow     string
 	nodes    []string // node ids with streams, over every stored version
+	parts    []int    // the partitions that may hold runs
 	limits   map[string]int
 	settings flows.Settings
 	janitor  janitor
@@ -203,6 +207,12 @@ func (w *Worker) load(ctx context.Context, ids []string) {
 			continue
 		}
 		sort.Strings(nodes)
+		var parts []int
+		if ps, err := w.e.rdb.FreshParts(ctx, id); err == nil {
+			for _, p := range ps {
+				parts = append(parts, p.Part)
+			}
+		}
 		limits := map[string]int{}
 		settings := flows.DefaultSettings
 		if p, err := w.e.CurrentPlan(ctx, id); err == nil {
@@ -226,7 +236,13 @@ func (w *Worker) load(ctx context.Context, ids []string) {
 			// that their groups are created again.
 			nodes = s.nodes
 		}
-		s.nodes, s.limits, s.settings = nodes, limits, settings
+		if len(parts) == 0 {
+			parts = s.parts
+		}
+		if len(parts) == 0 {
+			parts = []int{0}
+		}
+		s.nodes, s.parts, s.limits, s.settings = nodes, parts, limits, settings
 		w.mu.Unlock()
 		if err := w.e.rdb.EnsureGroups(ctx, id, nodes); err != nil && ctx.Err() == nil {
 			w.e.log.Warn("worker: cannot create consumer groups", "flow", id, "error", err)

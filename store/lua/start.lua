@@ -6,8 +6,9 @@
 -- KEYS[3] -> state hash of the run
 -- KEYS[4] -> runs sorted set
 -- KEYS[5] -> events stream
--- KEYS[6] -> the version's flow JSON (must exist: versions are stored first)
--- KEYS[7..] -> streams of the first nodes
+-- KEYS[6..] -> streams of the first nodes
+-- (all of the run's partition: the version's JSON, a flow-wide key, is checked by the
+-- caller in the same round trip)
 --
 -- ARGV[1] -> run id
 -- ARGV[2] -> version
@@ -17,20 +18,19 @@
 -- ARGV[6], ARGV[7], ARGV[8] -> the first checkpoint's node, parent and packed body
 -- ARGV[9] -> k, then k field/value pairs for the run hash (input, parent run, ...)
 --
--- Returns {"ok", checkpoint id}, {"exists"} or {"no_version"}.
+-- Returns {"ok", checkpoint id} or {"exists"}.
 
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'exists'} end
-if redis.call('EXISTS', KEYS[6]) == 0 then return {'no_version'} end
 local run, version, now = ARGV[1], ARGV[2], ARGV[3]
 
 local ckpt = redis.call('XADD', KEYS[2], '*', 'n', ARGV[6], 'p', ARGV[7], 'c', ARGV[8], 'k', '1', 's', '0', 't', now)
 redis.call('HSET', KEYS[3], ckpt, ARGV[5])
 
 local fields = {'status', 'queued', 'version', version, 'created_at', now, 'updated_at', now,
-  'live', tostring(#KEYS - 6), 'parked', '0', 'steps', '0', 'last_ckpt', ckpt, 'in_tokens', '0', 'out_tokens', '0'}
+  'live', tostring(#KEYS - 5), 'parked', '0', 'steps', '0', 'last_ckpt', ckpt, 'in_tokens', '0', 'out_tokens', '0'}
 for i = 10, 9 + 2 * tonumber(ARGV[9]) do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
-for i = 7, #KEYS do
+for i = 6, #KEYS do
   redis.call('XADD', KEYS[i], '*', 'run', run, 'v', version, 'ckpt', ckpt, 'tok', '', 'd', '1')
 end
 redis.call('ZADD', KEYS[4], now, run)

@@ -98,16 +98,7 @@ func DeleteFlowKeys(t testing.TB, r *store.Redis, flow string) {
 	t.Helper()
 	t.Cleanup(func() {
 		ctx := context.Background()
-		for _, pattern := range []string{store.FlowKeys(flow).Prefix() + "*", "sluicetest:{f:" + flow + "}:*"} {
-			iter := r.Client.Scan(ctx, 0, pattern, 500).Iterator()
-			var keys []string
-			for iter.Next(ctx) {
-				keys = append(keys, iter.Val())
-			}
-			if len(keys) > 0 {
-				r.Client.Del(ctx, keys...)
-			}
-		}
-		r.Client.SRem(ctx, "sluice:flows", flow)
+		r.DeleteFlowKeys(ctx, flow)
+		r.DeleteKeys(ctx, "sluicetest:{f:"+flow+"}:*")
 	})
 }

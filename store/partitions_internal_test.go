@@ -1,0 +1,93 @@
+package store
+
+import (
+	"strings"
+	"testing"
+)
+
+// The partition tags are part of the key format: changing one strands the runs of
+// every flow on that partition. These are the values keys were written with.
+func TestPartitionTagsNeverChange(t *testing.T) {
+	want := map[int]string{1: "p:1:437", 2: "p:2:718", 3: "p:3:163", 16: "p:16:538"}
+	for p, tag := range want {
+		if got := partTag(p); got != tag {
+			t.Errorf("partTag(%d) = %q, want %q", p, got, tag)
+		}
+	}
+	if k := PartKeys("f", 1).Run("r"); k != "sluice:{"+want[1]+"}:f:run:r" {
+		t.Errorf("partition 1 run key = %q", k)
+	}
+	if k := PartKeys("f", 0).Run("r"); k != "sluice:{f:f}:run:r" {
+		t.Errorf("partition 0 run key = %q", k)
+	}
+}
+
+// A Redis Cluster made by `redis-cli --cluster create` gives its masters equal,
+// contiguous slot ranges. Partitions 1..P must spread over them evenly, for any P a
+// person is likely to pick, so that one flow's traffic does too.
+func TestPartitionsSpreadOverMasters(t *testing.T) {
+	for _, masters := range []int{3, 4, 6} {
+		for _, parts := range []int{8, 16, 32, 64, 256} {
+			if parts < 2*masters {
+				continue
+			}
+			count := make([]int, masters)
+			for p := 1; p <= parts; p++ {
+				s := int(slotOf(partTag(p)))
+				count[s*masters/16384]++
+			}
+			lo, hi := count[0], count[0]
+			for _, c := range count {
+				lo, hi = min(lo, c), max(hi, c)
+			}
+			if float64(hi) > 1.5*float64(lo) {
+				t.Errorf("%d partitions over %d masters: %v per master", parts, masters, count)
+			}
+		}
+	}
+}
+
+func TestSlotOfMatchesRedis(t *testing.T) {
+	// CLUSTER KEYSLOT values from a real server.
+	for tag, slot := range map[string]uint16{"foo": 12182, "bar": 5061, "user1000": 3443, "": 0} {
+		if got := slotOf(tag); got != slot {
+			t.Errorf("slotOf(%q) = %d, want %d", tag, got, slot)
+		}
+	}
+}
+
+func TestPartOf(t *testing.T) {
+	if PartOf("any", 1) != 0 || PartOf("any", 0) != 0 {
+		t.Fatal("one partition is partition 0")
+	}
+	seen := map[int]int{}
+	for i := range 4000 {
+		p := PartOf("run-"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+string(rune('a'+i/26%26))+string(rune('a'+i/676)), 16)
+		if p < 1 || p > 16 {
+			t.Fatalf("PartOf(_, 16) = %d", p)
+		}
+		seen[p]++
+	}
+	if len(seen) != 16 {
+		t.Errorf("4000 runs landed on %d of 16 partitions", len(seen))
+	}
+}
+
+func TestPartsOf(t *testing.T) {
+	got := func(counts ...int) []int {
+		var out []int
+		for _, p := range partsOf("f", counts) {
+			out = append(out, p.Part)
+		}
+		return out
+	}
+	if g := got(1); len(g) != 1 || g[0] != 0 {
+		t.Errorf("[1] -> %v", g)
+	}
+	if g := got(4); len(g) != 4 || g[0] != 1 || g[3] != 4 {
+		t.Errorf("[4] -> %v", g)
+	}
+	if g := got(1, 2, 4); len(g) != 5 || g[0] != 0 || g[4] != 4 {
+		t.Errorf("[1 2 4] -> %v", g)
+	}
+}
