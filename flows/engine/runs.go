@@ -106,8 +106,10 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	if c := opts.Caller; c != nil {
 		fields = append(fields, "caller_flow", c.Flow, "caller_run", c.Run, "caller_node", c.Node)
 	}
+	traceFields, tp := runTraceFields(ctx, plan.Flow)
+	fields = append(fields, traceFields...)
 	args := store.StartArgs{Flow: plan.Flow, Run: id, Version: plan.Version, State: stateJSON,
-		Checkpoint: cp, Entries: []string{plan.Entry}, Fields: fields}
+		Checkpoint: cp, Entries: []string{plan.Entry}, Fields: fields, Trace: tp}
 	ckpt, err := e.rdb.StartRun(ctx, args)
 	if flows.ErrorCode(err) == flows.NotFound {
 		// The version this process stored is gone: Redis restarted empty.

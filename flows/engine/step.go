@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/store"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // A step goes through stages, one concern each, in this order:
@@ -45,6 +46,10 @@ type job struct {
 	state map[string]any
 	join  *joined
 	step  *flows.Step
+	// ctx and span are the step's trace span and the context under it (trace.go);
+	// nil while tracing is off.
+	ctx  context.Context
+	span trace.Span
 }
 
 // place is where the job's step sits, for routing.

@@ -167,7 +167,7 @@ func (e *Env) chat(ctx context.Context, step *flows.Step, req *chatRequest, opts
 		}
 		return json.Marshal(reply)
 	}
-	b, hit, err := e.cached(ctx, step.Flow, cacheKey(opts.component, step.Version, req), opts.cacheTTL, call)
+	b, hit, err := e.cached(ctx, step, cacheKey(opts.component, step.Version, req), opts.cacheTTL, call)
 	if err != nil {
 		return nil, false, err
 	}
@@ -188,7 +188,9 @@ func (e *Env) chat(ctx context.Context, step *flows.Step, req *chatRequest, opts
 
 // complete makes the call with the provider's API, through its rate limit.
 func (e *Env) complete(ctx context.Context, step *flows.Step, p *Provider, req *chatRequest, component string, stream bool) (*chatReply, error) {
+	ctx, span := modelSpan(ctx, step, p, req)
 	ctx, lc := e.limited(ctx, step, p)
+	started := time.Now()
 	var reply *chatReply
 	var err error
 	switch p.kind() {
@@ -197,6 +199,14 @@ func (e *Env) complete(ctx context.Context, step *flows.Step, p *Provider, req *
 	default:
 		reply, err = e.completeOpenAI(ctx, step, p, req, stream)
 	}
+	took := time.Since(started)
+	if err == nil {
+		// What the call cost is part of its usage from here on: the step's, the run's
+		// checkpoints and the metrics all see the same estimate.
+		reply.Usage.CostUSD, _ = p.cost(req.Model, reply.Usage)
+	}
+	endModelSpan(span, reply, err)
+	e.observeModel(step, p, req.Model, took, reply, err)
 	if err != nil {
 		return nil, err
 	}
