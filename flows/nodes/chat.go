@@ -231,7 +231,7 @@ func (e *Env) completeOpenAI(ctx context.Context, step *flows.Step, p *Provider,
 		}
 		c := res.Choices[0]
 		reply := &chatReply{Message: chatMessage{Role: "assistant", Content: c.Message.Content}, FinishReason: string(c.FinishReason),
-			Usage: flows.Usage{InputTokens: res.Usage.PromptTokens, OutputTokens: res.Usage.CompletionTokens}}
+			Usage: openAIUsage(res.Usage)}
 		if c.Message.Refusal != "" && c.Message.Content == "" {
 			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: step.Node, Message: "the model refused: " + c.Message.Refusal})
 		}
@@ -255,7 +255,7 @@ func (e *Env) completeOpenAI(ctx context.Context, step *flows.Step, p *Provider,
 		ch := s.Current()
 		chunks++
 		if ch.Usage.PromptTokens > 0 || ch.Usage.CompletionTokens > 0 {
-			reply.Usage = flows.Usage{InputTokens: ch.Usage.PromptTokens, OutputTokens: ch.Usage.CompletionTokens}
+			reply.Usage = openAIUsage(ch.Usage)
 		}
 		if len(ch.Choices) == 0 {
 			continue
@@ -301,6 +301,12 @@ func (e *Env) completeOpenAI(ctx context.Context, step *flows.Step, p *Provider,
 		reply.Message.ToolCalls = append(reply.Message.ToolCalls, *c)
 	}
 	return reply, nil
+}
+
+// openAIUsage reads a chat completion's usage: the prompt tokens the provider answered
+// from its cache are part of the prompt tokens, as flows.Usage counts them.
+func openAIUsage(u openai.CompletionUsage) flows.Usage {
+	return flows.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, CacheReadTokens: u.PromptTokensDetails.CachedTokens}
 }
 
 // providerError explains a failed call. Requests the provider refuses as wrong (400,

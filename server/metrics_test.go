@@ -1,0 +1,159 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/nodes"
+	"github.com/sluicehq/sluice/flows/nodes/llmtest"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+// scrape reads /metrics into sample values keyed by `name{label="v",...}` (labels
+// sorted, the flow label left out), keeping only series of flow.
+func scrape(t *testing.T, a *api, flow string) map[string]float64 {
+	t.Helper()
+	r := a.must(http.StatusOK, "GET", "/metrics", nil)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(r.String()))
+	if err != nil {
+		t.Fatalf("/metrics is not the text format: %v", err)
+	}
+	out := map[string]float64{}
+	for name, f := range fams {
+		for _, m := range f.Metric {
+			var labels []string
+			mine := false
+			for _, l := range m.Label {
+				if l.GetName() == "flow" {
+					mine = l.GetValue() == flow
+					continue
+				}
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			if !mine {
+				continue
+			}
+			sort.Strings(labels)
+			key := name + "{" + strings.Join(labels, ",") + "}"
+			switch f.GetType() {
+			case dto.MetricType_COUNTER:
+				out[key] = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				out[key] = m.GetGauge().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				out[name+"_count{"+strings.Join(labels, ",")+"}"] = float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return out
+}
+
+// After a scripted set of runs — successes, a cache hit, a failure, dead letters, model
+// calls with known token counts and prices — the run, model, cache and dead-letter
+// metrics hold exactly what happened, each series by flow and node, never by run.
+func TestMetricsCountRunsModelCallsCacheAndDeadLetters(t *testing.T) {
+	r := storetest.Real(t)
+	llm := llmtest.New(t)
+	read, zero := 1.0, 0
+	env := &nodes.Env{Providers: map[string]*nodes.Provider{nodes.DefaultProvider: {Name: nodes.DefaultProvider, BaseURL: llm.URL, MaxRetries: &zero,
+		Prices: map[string]*nodes.Price{"m1": {Input: 2, Output: 10, CacheRead: &read}}}}}
+	a := newAPIWith(t, r, env)
+	env.Observer = a.metrics
+	llm.Reply(
+		llmtest.Reply{Content: "one", PromptTokens: 100, CompletionTokens: 10},
+		llmtest.Reply{Content: "two", PromptTokens: 200, CompletionTokens: 20, CacheReadTokens: 50},
+		llmtest.Error(http.StatusBadRequest, "no such thing"),
+	)
+	id := a.saveFlow(`{"sluice": 1, "id": "x",
+	 "nodes": [
+	  {"id": "in", "type": "input"},
+	  {"id": "ask", "type": "llm", "cache": {"ttl": "1h"}, "params": {"model": "m1", "user": "about {{.topic}}"}},
+	  {"id": "check", "type": "script", "params": {"fail_when": ".fail", "permanent": true}},
+	  {"id": "out", "type": "output", "params": {"value": ".answer"}}
+	 ],
+	 "edges": [{"from": "in", "to": "ask"}, {"from": "ask", "to": "check"}, {"from": "check", "to": "out"}]}`, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := a.e.NewDispatcher(engine.DispatchOptions{Flows: func(context.Context) ([]string, error) { return []string{id}, nil },
+		Block: 100 * time.Millisecond, Refresh: 100 * time.Millisecond, Finished: a.metrics.RunFinished})
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	for i, tc := range []struct {
+		input  string
+		status string
+	}{
+		{`{"topic": "a"}`, "succeeded"},            // a model call: 100 in, 10 out
+		{`{"topic": "a"}`, "succeeded"},            // the same prompt: a cache hit
+		{`{"topic": "b"}`, "succeeded"},            // a model call: 200 in (50 from the provider's cache), 20 out
+		{`{"topic": "a", "fail": true}`, "failed"}, // a cache hit, then check dead-letters
+		{`{"topic": "c"}`, "failed"},               // the model refuses: ask dead-letters
+	} {
+		got := a.settle(id, a.start(id, `{"input": `+tc.input+`}`))
+		if got.Status != tc.status {
+			t.Fatalf("run %d (%s): %s (%s), want %s", i+1, tc.input, got.Status, got.Error, tc.status)
+		}
+	}
+	// The dispatcher counts runs as it takes their results.
+	deadline := time.Now().Add(30 * time.Second)
+	var m map[string]float64
+	for {
+		m = scrape(t, a, id)
+		if m[`sluice_runs_finished_total{status="succeeded"}`]+m[`sluice_runs_finished_total{status="failed"}`] >= 5 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cost1 := (100*2.0 + 10*10.0) / 1e6
+	cost2 := (150*2.0 + 50*1.0 + 20*10.0) / 1e6
+	want := map[string]float64{
+		`sluice_runs_finished_total{status="succeeded"}`:                      3,
+		`sluice_runs_finished_total{status="failed"}`:                         2,
+		`sluice_run_duration_seconds_count{status="succeeded"}`:               3,
+		`sluice_run_duration_seconds_count{status="failed"}`:                  2,
+		`sluice_model_calls_total{model="m1",node="ask",outcome="ok"}`:        2,
+		`sluice_model_calls_total{model="m1",node="ask",outcome="error"}`:     1,
+		`sluice_model_call_duration_seconds_count{model="m1",node="ask"}`:     3,
+		`sluice_model_tokens_total{kind="input",model="m1",node="ask"}`:       300,
+		`sluice_model_tokens_total{kind="output",model="m1",node="ask"}`:      30,
+		`sluice_model_tokens_total{kind="cached",model="m1",node="ask"}`:      50,
+		`sluice_model_cost_usd_total{model="m1",node="ask"}`:                  cost1 + cost2,
+		`sluice_cache_lookups_total{node="ask",result="hit"}`:                 2,
+		`sluice_cache_lookups_total{node="ask",result="miss"}`:                2,
+		`sluice_dead_letters_total{node="check"}`:                             1,
+		`sluice_dead_letters_total{node="ask"}`:                               1,
+		`sluice_step_failures_total{node="check"}`:                            1,
+		`sluice_step_failures_total{node="ask"}`:                              1,
+		`sluice_steps_total{node="ask"}`:                                      4,
+		`sluice_steps_total{node="check"}`:                                    3,
+		`sluice_step_duration_seconds_count{component="llm",node="ask"}`:      4,
+		`sluice_step_duration_seconds_count{component="script",node="check"}`: 3,
+		`sluice_tokens_total{kind="input"}`:                                   300,
+		`sluice_tokens_total{kind="output"}`:                                  30,
+		`sluice_dead_letters{}`:                                               2,
+	}
+	for k, v := range want {
+		got, ok := m[k]
+		if !ok || math.Abs(got-v) > 1e-12 {
+			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
+		}
+	}
+	// No series is labelled by run.
+	for k := range m {
+		if strings.Contains(k, "run=") {
+			t.Errorf("a series carries a run: %s", k)
+		}
+	}
+}
