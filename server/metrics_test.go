@@ -91,6 +91,7 @@ func TestMetricsCountRunsModelCallsCacheAndDeadLetters(t *testing.T) {
 	go func() { done <- d.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
+	var runs []string
 	for i, tc := range []struct {
 		input  string
 		status string
@@ -105,6 +106,7 @@ func TestMetricsCountRunsModelCallsCacheAndDeadLetters(t *testing.T) {
 		if got.Status != tc.status {
 			t.Fatalf("run %d (%s): %s (%s), want %s", i+1, tc.input, got.Status, got.Error, tc.status)
 		}
+		runs = append(runs, got.ID)
 	}
 	// The dispatcher counts runs as it takes their results.
 	deadline := time.Now().Add(30 * time.Second)
@@ -149,6 +151,20 @@ func TestMetricsCountRunsModelCallsCacheAndDeadLetters(t *testing.T) {
 		if !ok || math.Abs(got-v) > 1e-12 {
 			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
 		}
+	}
+	// The pages show the same: the third run's tokens and cost by node, and the flow's
+	// success rate (3 of 5) on the flows page.
+	page := a.must(http.StatusOK, "GET", "/flows/"+id+"/runs/"+runs[2], nil, "Accept", "text/html").String()
+	for _, want := range []string{`id="run-usage"`, `<tr data-node="ask"><td class="mono">ask</td><td class="num">1</td><td class="num">200</td><td class="num">50</td><td class="num">20</td><td class="num">$0.0006</td></tr>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the run page lacks %s", want)
+		}
+	}
+	home := a.must(http.StatusOK, "GET", "/", nil, "Accept", "text/html").String()
+	row := home[strings.Index(home, `data-flow="`+id+`"`):]
+	row = row[:strings.Index(row, "</tr>")]
+	if !strings.Contains(row, `>60%</span>`) || !strings.Contains(row, `class="num flow-median"`) {
+		t.Errorf("the flows page's row of the flow lacks a 60%% success rate and a median: %s", row)
 	}
 	// No series is labelled by run.
 	for k := range m {

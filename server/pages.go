@@ -99,9 +99,10 @@ func (s *Server) homePage(c echo.Context) error {
 		if item.Name == "" {
 			item.Name = f.ID
 		}
-		if runs, _, err := s.pageEngine().List(ctx, f.ID, engine.ListQuery{Limit: 1}); err == nil && len(runs) > 0 {
+		if runs, _, err := s.pageEngine().List(ctx, f.ID, engine.ListQuery{Limit: recentRuns}); err == nil && len(runs) > 0 {
 			r := runItem(runs[0])
 			item.LastRun = &r
+			item.Recent = recentStats(runs)
 		}
 		items = append(items, item)
 	}
@@ -401,6 +402,7 @@ func (s *Server) runPage(c echo.Context) error {
 		_ = json.Unmarshal(run.Waits[n], &w)
 		r.Waits = append(r.Waits, pages.Wait{Node: n, Prompt: w.Prompt, Data: pretty(w.Data), Deadline: w.Deadline})
 	}
+	r.Usage = usageByNode(ckpts)
 	selected := c.QueryParam("checkpoint")
 	var longest float64
 	for _, cp := range ckpts {
@@ -411,7 +413,7 @@ func (s *Server) runPage(c echo.Context) error {
 			selected = cp.ID
 		}
 		item := pages.Checkpoint{ID: cp.ID, Node: cp.Node, Kind: cp.Kind, Step: cp.Step, Duration: durationText(cp.DurationMS),
-			Tokens: cp.Usage.InputTokens + cp.Usage.OutputTokens, Attempt: cp.Attempt,
+			Tokens: cp.Usage.InputTokens + cp.Usage.OutputTokens, Cost: costText(cp.Usage.CostUSD), Attempt: cp.Attempt,
 			Link: fmt.Sprintf("/flows/%s/runs/%s?checkpoint=%s", flow, runID, url.QueryEscape(cp.ID))}
 		if longest > 0 {
 			item.Percent = int(cp.DurationMS / longest * 100)
