@@ -2,9 +2,12 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
+	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -166,10 +169,87 @@ func TestMetricsCountRunsModelCallsCacheAndDeadLetters(t *testing.T) {
 	if !strings.Contains(row, `>60%</span>`) || !strings.Contains(row, `class="num flow-median"`) {
 		t.Errorf("the flows page's row of the flow lacks a 60%% success rate and a median: %s", row)
 	}
+	// The Grafana dashboard queries only metrics and labels /metrics serves.
+	a.metrics.SetStateCache(a.e.StateCacheStats) // as cmd does
+	checkDashboard(t, a)
 	// No series is labelled by run.
 	for k := range m {
 		if strings.Contains(k, "run=") {
 			t.Errorf("a series carries a run: %s", k)
 		}
+	}
+}
+
+// checkDashboard checks every metric name and label matcher in docs/grafana/sluice.json
+// against what /metrics serves now.
+func checkDashboard(t *testing.T, a *api) {
+	t.Helper()
+	b, err := os.ReadFile("../docs/grafana/sluice.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+		Templating struct {
+			List []struct {
+				Definition string
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatalf("the dashboard is not JSON: %v", err)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(a.must(http.StatusOK, "GET", "/metrics", nil).String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]map[string]bool{}
+	for name, f := range fams {
+		labels[name] = map[string]bool{}
+		for _, m := range f.Metric {
+			for _, l := range m.Label {
+				labels[name][l.GetName()] = true
+			}
+		}
+	}
+	exprs := []string{}
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			exprs = append(exprs, tg.Expr)
+		}
+	}
+	for _, v := range dash.Templating.List {
+		exprs = append(exprs, v.Definition)
+	}
+	metric := regexp.MustCompile(`\b(sluice_[a-z_]+)(\{[^}]*\})?`)
+	matcher := regexp.MustCompile(`([a-z_]+)\s*(=~|!~|!=|=)`)
+	checked := map[string]bool{}
+	for _, e := range exprs {
+		for _, m := range metric.FindAllStringSubmatch(e, -1) {
+			name := m[1]
+			for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+				if base := strings.TrimSuffix(name, suffix); base != name && labels[base] != nil {
+					name = base
+				}
+			}
+			have, ok := labels[name]
+			if !ok {
+				t.Errorf("the dashboard queries %s, which /metrics does not serve (in %s)", m[1], e)
+				continue
+			}
+			checked[name] = true
+			for _, l := range matcher.FindAllStringSubmatch(m[2], -1) {
+				if !have[l[1]] {
+					t.Errorf("the dashboard matches label %s of %s, which has none (in %s)", l[1], name, e)
+				}
+			}
+		}
+	}
+	if len(checked) < 15 {
+		t.Errorf("only %d metrics found in the dashboard's queries: %v", len(checked), checked)
 	}
 }
