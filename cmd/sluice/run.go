@@ -328,6 +328,11 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer env.Close()
+	stopTracing, err := startTracing(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	e := engine.New(rdb, registry(env), engine.Options{Logger: log})
 	plan, err := loadPlan(e, pos[0], stderr)
 	if err != nil {
