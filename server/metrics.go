@@ -139,7 +139,7 @@ func (m *Metrics) ScheduleRun(flow string, _ int) {
 }
 
 // RunFinished records a finished run (engine.DispatchOptions.Finished).
-func (m *Metrics) RunFinished(run *store.Run, status string, _ flows.Spend) {
+func (m *Metrics) RunFinished(run *store.Run, status string) {
 	m.runsDone.WithLabelValues(run.Flow, status).Inc()
 	end := time.Now()
 	if run.Finished != nil {

@@ -64,7 +64,7 @@ type DispatchOptions struct {
 	// results stream holds one entry per finish and its group hands each to one
 	// dispatcher, so summed over the processes that dispatch a flow, every finish counts
 	// once (a delivery taken over from a dispatcher that died is not counted again).
-	Finished func(run *store.Run, status string, spend flows.Spend)
+	Finished func(run *store.Run, status string)
 }
 
 // Dispatcher delivers result webhooks at least once from the flows' results streams
@@ -275,10 +275,12 @@ func (d *Dispatcher) finished(ctx context.Context, res store.Result, run *store.
 	if status == "" {
 		status = run.Status
 	}
-	spend, _ := d.e.rdb.RunSpend(ctx, run.Flow, run.ID)
-	traceRunEnd(ctx, run, status, spend.USD)
+	if observe.Enabled() && run.Trace != "" {
+		spend, _ := d.e.rdb.RunSpend(ctx, run.Flow, run.ID)
+		traceRunEnd(ctx, run, status, spend.USD)
+	}
 	if d.opts.Finished != nil {
-		d.opts.Finished(run, status, spend)
+		d.opts.Finished(run, status)
 	}
 }
 
