@@ -148,11 +148,24 @@ func Setup(ctx context.Context, cfg Config) (shutdown func(context.Context) erro
 	}, nil
 }
 
-// UseProvider makes tp Sluice's tracer provider (tests: an in-memory exporter).
+// UseProvider makes tp Sluice's tracer provider (tests: an in-memory exporter); nil
+// turns tracing off again.
 func UseProvider(tp trace.TracerProvider, captureContent bool) {
+	if tp == nil {
+		enabled.Store(false)
+		tracer.Store(nil)
+		capture.Store(false)
+		return
+	}
 	tracer.Store(&tracerBox{t: tp.Tracer(ScopeName)})
 	capture.Store(captureContent)
-	enabled.Store(tp != nil)
+	enabled.Store(true)
+}
+
+// NewTestProvider is a tracer provider for tests that sends spans to exp as they end,
+// with Sluice's id generator (which EndRun needs).
+func NewTestProvider(exp sdktrace.SpanExporter) *sdktrace.TracerProvider {
+	return sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithIDGenerator(idGenerator{}))
 }
 
 // Transport wraps an HTTP transport so that each request is a client span and carries

@@ -65,9 +65,8 @@ func useMemory(t *testing.T, redact func(string) string) *tracetest.InMemoryExpo
 	if redact != nil {
 		exp = &redactingExporter{next: mem, redact: redact}
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithIDGenerator(idGenerator{}))
-	UseProvider(tp, false)
-	t.Cleanup(func() { enabled.Store(false); tracer.Store(nil) })
+	UseProvider(NewTestProvider(exp), false)
+	t.Cleanup(func() { UseProvider(nil, false) })
 	return mem
 }
 
