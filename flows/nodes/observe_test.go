@@ -18,7 +18,11 @@ type modelCalls struct {
 	calls []nodes.ModelCall
 }
 
-func (m *modelCalls) ModelCall(c nodes.ModelCall)      { m.mu.Lock(); m.calls = append(m.calls, c); m.mu.Unlock() }
+func (m *modelCalls) ModelCall(c nodes.ModelCall) {
+	m.mu.Lock()
+	m.calls = append(m.calls, c)
+	m.mu.Unlock()
+}
 func (m *modelCalls) CacheLookup(string, string, bool) {}
 
 // A model call's span follows the GenAI conventions and carries its prompt and reply
