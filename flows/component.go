@@ -107,12 +107,15 @@ type Usage struct {
 	OutputTokens     int64 `json:"output_tokens"`
 	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
 	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	// CostUSD is what the tokens cost at the provider's prices (0 when it has none), as
+	// estimated when the model answered.
+	CostUSD float64 `json:"cost_usd,omitempty"`
 }
 
 // Add returns the sum of two usages.
 func (u Usage) Add(o Usage) Usage {
 	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens,
-		u.CacheReadTokens + o.CacheReadTokens, u.CacheWriteTokens + o.CacheWriteTokens}
+		u.CacheReadTokens + o.CacheReadTokens, u.CacheWriteTokens + o.CacheWriteTokens, u.CostUSD + o.CostUSD}
 }
 
 // Total is input plus output tokens.

@@ -406,3 +406,9 @@ func RedactData(v any) any {
 func RedactEvent(data []byte) []byte {
 	return processSecrets.Load().RedactBytes(data)
 }
+
+// RedactString redacts text with the process's rule: for what leaves the process
+// outside a step's result and events, such as trace spans.
+func RedactString(text string) string {
+	return processSecrets.Load().Redact(text)
+}

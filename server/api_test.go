@@ -563,7 +563,7 @@ func TestReadyzAndMetrics(t *testing.T) {
 	for _, want := range []string{
 		fmt.Sprintf(`sluice_steps_total{flow=%q,node="greet"} 1`, id),
 		"sluice_commit_duration_seconds_bucket",
-		fmt.Sprintf(`sluice_step_duration_seconds_count{flow=%q} 4`, id),
+		fmt.Sprintf(`sluice_step_duration_seconds_count{component="transform",flow=%q,node="greet"} 1`, id),
 		fmt.Sprintf(`sluice_queue_lag{flow=%q,node="greet"} 0`, id),
 		fmt.Sprintf(`sluice_dead_letters{flow=%q} 0`, id),
 		"sluice_cache_hits_total", "sluice_cache_misses_total", "sluice_redis_up 1",

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/nodes"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -30,6 +32,15 @@ type Metrics struct {
 	schedRuns  *prometheus.CounterVec
 	deliveries *prometheus.CounterVec
 
+	// Runs, models and caches (docs/metrics.md).
+	runsDone    *prometheus.CounterVec
+	runTime     *prometheus.HistogramVec
+	modelCalls  *prometheus.CounterVec
+	modelTime   *prometheus.HistogramVec
+	modelTokens *prometheus.CounterVec
+	modelCost   *prometheus.CounterVec
+	cacheByNode *prometheus.CounterVec
+
 	mu         sync.Mutex
 	cacheStats func() (hits, misses int64)
 	queues     bool
@@ -42,15 +53,25 @@ func NewMetrics() *Metrics {
 	m.steps = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_steps_total", Help: "Steps committed, by flow and node."}, []string{"flow", "node"})
 	m.failures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_step_failures_total", Help: "Failed step attempts (retried or dead-lettered), by flow and node."}, []string{"flow", "node"})
 	m.dead = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_dead_letters_total", Help: "Activations moved to the dead letters, by flow and node."}, []string{"flow", "node"})
-	m.stepTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sluice_step_duration_seconds", Help: "Time from a worker receiving an activation to its commit's reply.",
-		Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14)}, []string{"flow"})
+	m.stepTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sluice_step_duration_seconds", Help: "Time from a worker receiving an activation to its commit's reply, by flow, node and component.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14)}, []string{"flow", "node", "component"})
 	m.commitTime = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sluice_commit_duration_seconds", Help: "Round trip of a step's atomic commit (batching included).",
 		Buckets: prometheus.ExponentialBuckets(0.0002, 2, 14)})
 	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_tokens_total", Help: "LLM tokens spent by steps, by flow and kind (input, output)."}, []string{"flow", "kind"})
 	m.hookRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_hook_runs_total", Help: "Runs started through the webhook ingress, by flow."}, []string{"flow"})
 	m.schedRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_schedule_runs_total", Help: "Runs this process's scheduler started, by flow."}, []string{"flow"})
 	m.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_webhook_deliveries_total", Help: "Result webhook attempts, by flow and outcome (delivered, retry, dead)."}, []string{"flow", "outcome"})
+	m.runsDone = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_runs_finished_total", Help: "Runs finished, by flow and status (succeeded, failed, cancelled); counted by the process that dispatched the run's result."}, []string{"flow", "status"})
+	m.runTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sluice_run_duration_seconds", Help: "Time from a run's creation to its end, by flow and status.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 16)}, []string{"flow", "status"})
+	m.modelCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_model_calls_total", Help: "Model calls a provider answered (ok) or failed (error), by flow, node and model; cached replies are not calls."}, []string{"flow", "node", "model", "outcome"})
+	m.modelTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sluice_model_call_duration_seconds", Help: "Latency of model calls (rate-limit waits and the client's retries included), by flow, node and model.",
+		Buckets: prometheus.ExponentialBuckets(0.05, 2, 12)}, []string{"flow", "node", "model"})
+	m.modelTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_model_tokens_total", Help: "Tokens of model calls, by flow, node, model and kind: input (all prompt tokens), output, cached (prompt tokens read from the provider's cache)."}, []string{"flow", "node", "model", "kind"})
+	m.modelCost = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_model_cost_usd_total", Help: "Estimated cost of model calls in US dollars at the providers' prices, by flow, node and model."}, []string{"flow", "node", "model"})
+	m.cacheByNode = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_cache_lookups_total", Help: "Cached calls (model, HTTP, MCP), by flow, node and result: hit (answered without computing) or miss."}, []string{"flow", "node", "result"})
 	m.reg.MustRegister(m.steps, m.failures, m.dead, m.stepTime, m.commitTime, m.tokens, m.hookRuns, m.schedRuns, m.deliveries,
+		m.runsDone, m.runTime, m.modelCalls, m.modelTime, m.modelTokens, m.modelCost, m.cacheByNode,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sluice_cache_hits_total", Help: "Cached tool and LLM calls answered without computing."},
 		func() float64 { h, _ := m.cache(); return float64(h) }))
@@ -87,7 +108,7 @@ func (m *Metrics) cache() (int64, int64) {
 // StepDone records a committed step (engine.Observer).
 func (m *Metrics) StepDone(flow, node string, t engine.StepTiming, usage flows.Usage) {
 	m.steps.WithLabelValues(flow, node).Inc()
-	m.stepTime.WithLabelValues(flow).Observe(t.Total.Seconds())
+	m.stepTime.WithLabelValues(flow, node, t.Component).Observe(t.Total.Seconds())
 	m.commitTime.Observe(t.Commit.Seconds())
 	if usage.InputTokens > 0 {
 		m.tokens.WithLabelValues(flow, "input").Add(float64(usage.InputTokens))
@@ -117,7 +138,55 @@ func (m *Metrics) ScheduleRun(flow string, _ int) {
 	m.schedRuns.WithLabelValues(flow).Inc()
 }
 
-var _ engine.Observer = (*Metrics)(nil)
+// RunFinished records a finished run (engine.DispatchOptions.Finished).
+func (m *Metrics) RunFinished(run *store.Run, status string) {
+	m.runsDone.WithLabelValues(run.Flow, status).Inc()
+	end := time.Now()
+	if run.Finished != nil {
+		end = *run.Finished
+	}
+	if !run.Created.IsZero() && !end.Before(run.Created) {
+		m.runTime.WithLabelValues(run.Flow, status).Observe(end.Sub(run.Created).Seconds())
+	}
+}
+
+// ModelCall records a model call (nodes.Observer).
+func (m *Metrics) ModelCall(c nodes.ModelCall) {
+	if c.Failed {
+		m.modelCalls.WithLabelValues(c.Flow, c.Node, c.Model, "error").Inc()
+		m.modelTime.WithLabelValues(c.Flow, c.Node, c.Model).Observe(c.Duration.Seconds())
+		return
+	}
+	m.modelCalls.WithLabelValues(c.Flow, c.Node, c.Model, "ok").Inc()
+	m.modelTime.WithLabelValues(c.Flow, c.Node, c.Model).Observe(c.Duration.Seconds())
+	m.modelTokens.WithLabelValues(c.Flow, c.Node, c.Model, "input").Add(float64(c.Usage.InputTokens))
+	m.modelTokens.WithLabelValues(c.Flow, c.Node, c.Model, "output").Add(float64(c.Usage.OutputTokens))
+	m.modelTokens.WithLabelValues(c.Flow, c.Node, c.Model, "cached").Add(float64(c.Usage.CacheReadTokens))
+	m.modelCost.WithLabelValues(c.Flow, c.Node, c.Model).Add(c.Usage.CostUSD)
+}
+
+// CacheLookup records a cached call (nodes.Observer).
+func (m *Metrics) CacheLookup(flow, node string, hit bool) {
+	r := "miss"
+	if hit {
+		r = "hit"
+	}
+	m.cacheByNode.WithLabelValues(flow, node, r).Inc()
+}
+
+// Handler serves the metrics in Prometheus's text format (a worker's --metrics-addr).
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// WatchQueues adds the queue figures of every flow in r to each scrape (the server does
+// this itself; a worker's metrics port calls it).
+func (m *Metrics) WatchQueues(r *store.Redis) { m.watchQueues(r) }
+
+var (
+	_ engine.Observer = (*Metrics)(nil)
+	_ nodes.Observer  = (*Metrics)(nil)
+)
 
 // watchQueues adds the queue figures of every flow in Redis to each scrape.
 func (m *Metrics) watchQueues(r *store.Redis) {

@@ -85,9 +85,10 @@ func (s *Server) homePage(c echo.Context) error {
 	for _, f := range files {
 		item := s.flowItem(f)
 		item.Published = true
-		if runs, _, err := s.pageEngine().List(ctx, f.ID, engine.ListQuery{Limit: 1}); err == nil && len(runs) > 0 {
+		if runs, _, err := s.pageEngine().List(ctx, f.ID, engine.ListQuery{Limit: recentRuns}); err == nil && len(runs) > 0 {
 			r := runItem(runs[0])
 			item.LastRun = &r
+			item.Recent = recentStats(runs)
 		}
 		byID[f.ID] = len(items)
 		items = append(items, item)
@@ -450,6 +451,7 @@ func (s *Server) runPage(c echo.Context) error {
 		_ = json.Unmarshal(run.Waits[n], &w)
 		r.Waits = append(r.Waits, pages.Wait{Node: n, Prompt: w.Prompt, Data: pretty(w.Data), Deadline: w.Deadline})
 	}
+	r.Usage = usageByNode(ckpts)
 	selected := c.QueryParam("checkpoint")
 	var longest float64
 	for _, cp := range ckpts {
@@ -460,7 +462,7 @@ func (s *Server) runPage(c echo.Context) error {
 			selected = cp.ID
 		}
 		item := pages.Checkpoint{ID: cp.ID, Node: cp.Node, Kind: cp.Kind, Step: cp.Step, Duration: durationText(cp.DurationMS),
-			Tokens: cp.Usage.InputTokens + cp.Usage.OutputTokens, Attempt: cp.Attempt, Error: cp.Error,
+			Tokens: cp.Usage.InputTokens + cp.Usage.OutputTokens, Cost: costText(cp.Usage.CostUSD), Attempt: cp.Attempt, Error: cp.Error,
 			Link: fmt.Sprintf("/flows/%s/runs/%s?checkpoint=%s", flow, runID, url.QueryEscape(cp.ID))}
 		if longest > 0 {
 			item.Percent = int(cp.DurationMS / longest * 100)

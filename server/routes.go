@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	"github.com/sluicehq/sluice/observe"
 	"github.com/sluicehq/sluice/static"
 )
 
@@ -12,6 +13,9 @@ import (
 func (s *Server) routes() {
 	e := s.echo
 	e.IPExtractor = echo.ExtractIPDirect() // forwarded headers are not trusted
+	if observe.Enabled() {
+		e.Use(s.traceRequests()) // tracing.go
+	}
 	// Host, Origin and Sec-Fetch-Site are checked before anything else (protect.go).
 	e.Use(s.recoverPanics, s.requestLog(), securityHeaders, s.checkHost, s.crossOrigin(), s.bodyDeadline)
 	if len(s.cfg.CORSOrigins) > 0 {

@@ -82,6 +82,7 @@ type ckptBody struct {
 	OutTok     int64           `json:"out,omitempty"`
 	CacheRead  int64           `json:"cr,omitempty"`
 	CacheWrite int64           `json:"cw,omitempty"`
+	MicroUSD   int64           `json:"mu,omitempty"` // cost in millionths of a dollar
 	StateBytes int             `json:"sb,omitempty"`
 	Worker     string          `json:"w,omitempty"`
 	Entry      string          `json:"x,omitempty"`
@@ -91,7 +92,7 @@ type ckptBody struct {
 func (c *Checkpoint) toBody() ckptBody {
 	return ckptBody{Kind: c.Kind, Update: c.Update, Output: c.Output, Error: c.Error, Attempt: c.Attempt,
 		Ports: c.Ports, Branches: c.Branches, DurUS: c.Duration.Microseconds(), InTok: c.Usage.InputTokens,
-		OutTok: c.Usage.OutputTokens, CacheRead: c.Usage.CacheReadTokens, CacheWrite: c.Usage.CacheWriteTokens,
+		OutTok: c.Usage.OutputTokens, CacheRead: c.Usage.CacheReadTokens, CacheWrite: c.Usage.CacheWriteTokens, MicroUSD: toMicro(c.Usage.CostUSD),
 		StateBytes: c.StateBytes, Worker: c.Worker, Entry: c.Entry, Pinned: c.Pinned}
 }
 
@@ -120,7 +121,7 @@ func (c *Checkpoint) fromBody(b ckptBody) {
 	c.Ports, c.Branches, c.Worker, c.Entry, c.StateBytes, c.Pinned = b.Ports, b.Branches, b.Worker, b.Entry, b.StateBytes, b.Pinned
 	c.Duration = time.Duration(b.DurUS) * time.Microsecond
 	c.DurationMS = float64(b.DurUS) / 1000
-	c.Usage = flows.Usage{InputTokens: b.InTok, OutputTokens: b.OutTok, CacheReadTokens: b.CacheRead, CacheWriteTokens: b.CacheWrite}
+	c.Usage = flows.Usage{InputTokens: b.InTok, OutputTokens: b.OutTok, CacheReadTokens: b.CacheRead, CacheWriteTokens: b.CacheWrite, CostUSD: float64(b.MicroUSD) / 1e6}
 }
 
 // The fields of a checkpoint stream entry.

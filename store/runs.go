@@ -68,6 +68,11 @@ type Run struct {
 	Trigger string `json:"trigger,omitempty"`
 	// Tick is the schedule tick a scheduled run is for.
 	Tick *time.Time `json:"tick,omitempty"`
+
+	// Trace is the traceparent of the run's span and TraceParent the span id of its
+	// parent ("" for a trace's root); both "" when the run is not traced.
+	Trace       string `json:"-"`
+	TraceParent string `json:"-"`
 }
 
 func msTime(s string) time.Time {
@@ -103,6 +108,7 @@ func parseRun(flow, id string, h map[string]string) *Run {
 	}
 	r.Webhook = h["webhook"]
 	r.Trigger = h["trigger"]
+	r.Trace, r.TraceParent = h["tp"], h["tpp"]
 	if t := msTime(h["tick"]); !t.IsZero() {
 		r.Tick = &t
 	}
@@ -135,6 +141,8 @@ type StartArgs struct {
 	Checkpoint         Checkpoint // the first checkpoint (kind "input")
 	Entries            []string   // nodes that get the first activations
 	Fields             []string   // more run hash field/value pairs (input, parent_run, ...)
+	// Trace is the run span's traceparent, added to the first activations ("" for none).
+	Trace string
 }
 
 // StartRun creates a run and its first activations on its partition. In the same round
@@ -151,6 +159,9 @@ func (r *Redis) StartRun(ctx context.Context, a StartArgs) (string, error) {
 	args := []any{a.Run, a.Version, strconv.FormatInt(nowMS(), 10), EventsMaxLen, a.State, a.Checkpoint.Node, a.Checkpoint.Parent, a.Checkpoint.body(), len(a.Fields) / 2}
 	for _, f := range a.Fields {
 		args = append(args, f)
+	}
+	if a.Trace != "" {
+		args = append(args, a.Trace)
 	}
 	pipe := r.Client.Pipeline()
 	has := pipe.Exists(ctx, FlowKeys(a.Flow).Version(a.Version))

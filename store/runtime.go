@@ -29,6 +29,9 @@ type Activation struct {
 	Resume     string // JSON decision of a resumed approval
 	Depth      int    // steps along its line since the run started (the loop guard)
 	Deliveries int    // how often Redis has delivered it (1 on first read)
+	// Trace is the W3C traceparent of the run's span ("tp"; "" when the run is not
+	// traced): the parent of the step's span, whatever process runs it.
+	Trace string
 }
 
 // keys are the keys of the activation's partition.
@@ -42,6 +45,7 @@ func activationFrom(n NodeRef, m redis.XMessage, deliveries int) Activation {
 	a.Tok, _ = m.Values["tok"].(string)
 	a.Join, _ = m.Values["join"].(string)
 	a.Resume, _ = m.Values["resume"].(string)
+	a.Trace, _ = m.Values["tp"].(string)
 	d, _ := m.Values["d"].(string)
 	a.Depth, _ = strconv.Atoi(d)
 	if a.Depth == 0 {

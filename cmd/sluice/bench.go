@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"runtime/pprof"
@@ -67,6 +68,12 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		o.Binary, o.RedisURL = exe, *redisURL
 	}
+	// With OTEL_* set, the Sluice side exports traces (docs/benchmarks.md: what that costs).
+	stopTracing, err := startTracing(ctx, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	rdb, err := store.Open(ctx, store.Options{URL: *redisURL, PoolSize: 64})
 	if err != nil {
 		return err

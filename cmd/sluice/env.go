@@ -134,7 +134,12 @@ func (a limiter) Pause(ctx context.Context, provider, model string, d time.Durat
 // newDispatcher delivers result webhooks the same way from serve and from worker: each
 // signed with its flow's SLUICE_HOOK_SECRET_<FLOW> (X-Sluice-Signature), connecting only
 // where the http component may (the same guard and --http-allow list).
-func newDispatcher(e *engine.Engine, env *nodes.Env, flowIDs func(context.Context) ([]string, error), outcome func(flow, what string)) *engine.Dispatcher {
-	return e.NewDispatcher(engine.DispatchOptions{Flows: flowIDs, Outcome: outcome, HTTP: env.HTTP,
-		Secret: func(flow string) []byte { return []byte(server.HookSecretFromEnv(flow)) }})
+// Metrics (nil: none) count the deliveries and the finished runs it takes.
+func newDispatcher(e *engine.Engine, env *nodes.Env, flowIDs func(context.Context) ([]string, error), m *server.Metrics) *engine.Dispatcher {
+	opts := engine.DispatchOptions{Flows: flowIDs, HTTP: env.HTTP,
+		Secret: func(flow string) []byte { return []byte(server.HookSecretFromEnv(flow)) }}
+	if m != nil {
+		opts.Outcome, opts.Finished = m.Delivery, m.RunFinished
+	}
+	return e.NewDispatcher(opts)
 }

@@ -49,6 +49,11 @@ func cmdMCP(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer env.Close()
+	stopTracing, err := startTracing(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	lib, err := store.NewLibrary(*dir)
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/sluicehq/sluice/observe/otlptest"
 	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/storetest"
 )
@@ -308,7 +309,10 @@ func TestSecretCanaryAppearsNowhere(t *testing.T) {
 	defer upstream.Close()
 
 	dir := t.TempDir()
-	api, srv := serveFor(t, dir, "SLUICE_SECRET_CANARY="+canary, "SLUICE_HTTP_ALLOW=127.0.0.1", "SLUICE_LOG_LEVEL=debug")
+	// Traces go to a receiver: the canary must not be in any span either.
+	spans := otlptest.New(t)
+	api, srv := serveFor(t, dir, "SLUICE_SECRET_CANARY="+canary, "SLUICE_HTTP_ALLOW=127.0.0.1", "SLUICE_LOG_LEVEL=debug",
+		"OTEL_EXPORTER_OTLP_ENDPOINT="+spans.URL, "OTEL_BSP_SCHEDULE_DELAY=50")
 	id := storetest.FlowID(t)
 	storetest.DeleteFlowKeys(t, r, id)
 	flow := func(env string) map[string]any {
@@ -454,6 +458,21 @@ func TestSecretCanaryAppearsNowhere(t *testing.T) {
 		if strings.Contains(l, canary) {
 			t.Errorf("the canary is in a log line: %s", l)
 		}
+	}
+	// Every span serve exported (flushed when it stopped): the steps that failed with
+	// the secret in their error show where it was taken out.
+	raw := spans.Raw()
+	if bytes.Contains(raw, []byte(canary)) {
+		t.Error("the canary is in an exported span")
+	}
+	failedSteps := 0
+	for _, s := range spans.Spans() {
+		if s.Name == "step call" && strings.Contains(s.Message, "[redacted:SLUICE_SECRET_CANARY]") {
+			failedSteps++
+		}
+	}
+	if failedSteps == 0 {
+		t.Errorf("no span of a failed call step shows the redacted secret in its status; %d spans received", len(spans.Spans()))
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -68,6 +69,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer env.Close()
+	stopTracing, err := startTracing(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	rdb, err := store.Open(ctx, store.Options{URL: *redisURL})
 	if err != nil {
 		return err
@@ -101,6 +107,10 @@ func runUntilSettled(ctx context.Context, e *engine.Engine, plan *flows.Plan, fl
 	run, err := e.Wait(ctx, plan.Flow, id)
 	stopWorker()
 	<-done
+	if err == nil && embedded && store.Finished(run.Status) {
+		// Nobody else dispatches the embedded Redis's results: the run's span is ours.
+		e.TraceFinished(ctx, run)
+	}
 	if err != nil {
 		if run != nil && ctx.Err() != nil {
 			return &exitError{code: 1, err: fmt.Errorf("run %s is still %s: %v", id, run.Status, err)}
@@ -172,6 +182,7 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL (required; env REDIS_URL)")
 	grace := fs.Duration("grace", 10*time.Second, "how long in-flight steps may finish after SIGTERM")
+	metricsAddr := fs.String("metrics-addr", envOr("SLUICE_METRICS_ADDR", ""), "serve /metrics, /healthz and /readyz on this address, e.g. :9090 (env SLUICE_METRICS_ADDR); empty: none")
 	dispatch := fs.Bool("dispatch", true, "also deliver the flows' result webhooks (several workers may: each result is delivered once per webhook, at least once)")
 	schedule := fs.Bool("schedule", true, "also start the runs of the flows' schedules (several workers may: each tick runs once)")
 	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "info"), "debug, info, warn or error")
@@ -207,7 +218,19 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer env.Close()
-	e := engine.New(rdb, registry(env), engine.Options{Logger: log})
+	stopTracing, err := startTracing(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	var metrics *server.Metrics
+	opts := engine.Options{Logger: log}
+	if *metricsAddr != "" {
+		metrics = server.NewMetrics()
+		metrics.SetCacheStats(func() (int64, int64) { st := env.CacheStats(); return st.Hits, st.Misses })
+		env.Observer, opts.Observer = metrics, metrics
+	}
+	e := engine.New(rdb, registry(env), opts)
 	var ids []string
 	for _, path := range files {
 		plan, err := loadPlan(e, path, stderr)
@@ -224,10 +247,21 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	w := e.NewWorker(engine.WorkerOptions{Flows: ids, Grace: *grace})
 	// Subflows are found next to the first flow file; the worker serves them too.
 	attach(ctx, env, rdb, e, &store.Library{Dir: filepath.Dir(files[0])}, w)
+	var served chan error
+	if metrics != nil {
+		metrics.SetStateCache(e.StateCacheStats)
+		metrics.WatchQueues(rdb)
+		ln, err := listenMetrics(*metricsAddr)
+		if err != nil {
+			return err
+		}
+		served = make(chan error, 1)
+		go func() { served <- serveMetrics(ctx, ln, metrics, rdb, ids, log) }()
+	}
 	var dispatched chan error
 	if *dispatch {
 		dispatched = make(chan error, 1)
-		d := newDispatcher(e, env, func(context.Context) ([]string, error) { return ids, nil }, nil)
+		d := newDispatcher(e, env, func(context.Context) ([]string, error) { return ids, nil }, metrics)
 		go func() { dispatched <- d.Run(ctx) }()
 	}
 	var scheduled chan error
@@ -239,6 +273,11 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	err = w.Run(ctx)
 	if dispatched != nil {
 		<-dispatched
+	}
+	if served != nil {
+		if serr := <-served; err == nil {
+			err = serr
+		}
 	}
 	if scheduled != nil {
 		<-scheduled
@@ -289,6 +328,11 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer env.Close()
+	stopTracing, err := startTracing(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	e := engine.New(rdb, registry(env), engine.Options{Logger: log})
 	plan, err := loadPlan(e, pos[0], stderr)
 	if err != nil {

@@ -51,6 +51,11 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer env.Close()
+	stopTracing, err := startTracing(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	// The token comes from the environment unless given: a flag shows in ps.
 	if *token == "" {
 		*token = os.Getenv("SLUICE_TOKEN")
@@ -81,6 +86,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	metrics := server.NewMetrics()
 	metrics.SetCacheStats(func() (int64, int64) { st := env.CacheStats(); return st.Hits, st.Misses })
+	env.Observer = metrics
 	e := engine.New(rdb, registry(env), engine.Options{Logger: log, Observer: metrics})
 	metrics.SetStateCache(e.StateCacheStats)
 	var ws []*engine.Worker
@@ -100,7 +106,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if *dispatch {
 		// The library's flows: flows that only headless workers serve are theirs to
 		// dispatch (several deployments may share one Redis).
-		d := newDispatcher(e, env, libraryFlows(lib), metrics.Delivery)
+		d := newDispatcher(e, env, libraryFlows(lib), metrics)
 		bg.Add(1)
 		go func() { defer bg.Done(); _ = d.Run(ctx) }()
 	}

@@ -17,6 +17,7 @@ type built struct {
 	newState map[string]any
 	dur      time.Duration // the component's run time
 	usage    flows.Usage
+	comp     string // the node's component type, for the observer
 }
 
 // build computes a finished step's state update, checkpoint and transitions: the
@@ -84,7 +85,7 @@ func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.
 			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Message: "the output is not JSON", Err: err})
 		}
 	}
-	b := &built{newState: newState, dur: dur, usage: res.Usage,
+	b := &built{newState: newState, dur: dur, usage: res.Usage, comp: componentOf(node),
 		step: store.CommitStep{Node: node.ID, Checkpoint: cp, State: stateJSON}}
 	if res.Final {
 		b.step.Final = cp.Output

@@ -123,9 +123,9 @@ func (w *Worker) committed(a store.Activation, b *built, trans []store.Transitio
 		}
 		if o := w.e.opts.Observer; o != nil {
 			total := time.Since(received)
-			o.StepDone(a.Flow, a.Node, StepTiming{Run: b.dur, Commit: cdur, Total: total}, b.usage)
+			o.StepDone(a.Flow, a.Node, StepTiming{Component: b.comp, Run: b.dur, Commit: cdur, Total: total}, b.usage)
 			for _, fs := range fused {
-				o.StepDone(a.Flow, fs.node, StepTiming{Run: fs.dur, Commit: cdur, Total: total}, fs.usage)
+				o.StepDone(a.Flow, fs.node, StepTiming{Component: fs.component, Run: fs.dur, Commit: cdur, Total: total}, fs.usage)
 			}
 		}
 		return outcomeCommitted

@@ -18,7 +18,9 @@ import (
 
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/nodes"
+	"github.com/sluicehq/sluice/observe"
 	"github.com/sluicehq/sluice/store"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Webhooker is implemented by components whose node sends the run's result to a URL
@@ -57,6 +59,12 @@ type DispatchOptions struct {
 	Secret func(flow string) []byte
 	// Outcome, when set, is told about every attempt: "delivered", "retry" or "dead".
 	Outcome func(flow, outcome string)
+	// Finished, when set, is told once about each finished run whose result this
+	// dispatcher takes (for metrics: runs by status, their duration and spend). The
+	// results stream holds one entry per finish and its group hands each to one
+	// dispatcher, so summed over the processes that dispatch a flow, every finish counts
+	// once (a delivery taken over from a dispatcher that died is not counted again).
+	Finished func(run *store.Run, status string)
 }
 
 // Dispatcher delivers result webhooks at least once from the flows' results streams
@@ -238,6 +246,11 @@ func (d *Dispatcher) deliver(ctx context.Context, res store.Result) {
 		}
 		return
 	}
+	if res.Deliveries <= 1 {
+		d.finished(ctx, res, run)
+	}
+	// The webhook's request is part of the run's trace: it carries a traceparent.
+	ctx = observe.ContextWithTraceparent(ctx, run.Trace)
 	targets := d.targets(ctx, run)
 	if len(targets) == 0 {
 		d.ack(res)
@@ -255,6 +268,24 @@ func (d *Dispatcher) deliver(ctx context.Context, res store.Result) {
 		}
 	}
 	d.ack(res)
+}
+
+// finished reports a finished run once: its span, and to DispatchOptions.Finished.
+func (d *Dispatcher) finished(ctx context.Context, res store.Result, run *store.Run) {
+	if d.opts.Finished == nil && (!observe.Enabled() || run.Trace == "") {
+		return
+	}
+	status := res.Status
+	if status == "" {
+		status = run.Status
+	}
+	if observe.Enabled() && run.Trace != "" {
+		spend, _ := d.e.rdb.RunSpend(ctx, run.Flow, run.ID)
+		traceRunEnd(ctx, run, status, spend.USD)
+	}
+	if d.opts.Finished != nil {
+		d.opts.Finished(run, status)
+	}
 }
 
 func nullIfEmpty(b json.RawMessage) json.RawMessage {
@@ -406,6 +437,10 @@ func (d *Dispatcher) post(ctx context.Context, res store.Result, target string, 
 	req.Header.Set("X-Sluice-Run", res.Run)
 	req.Header.Set("X-Sluice-Delivery", res.ID)
 	req.Header.Set("X-Sluice-Attempt", strconv.Itoa(attempt))
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		// The HTTP client's own span replaces it with its child when tracing is on here.
+		req.Header.Set("traceparent", observe.Traceparent(sc))
+	}
 	if d.opts.Secret != nil {
 		if key := d.opts.Secret(res.Flow); len(key) > 0 {
 			req.Header.Set("X-Sluice-Signature", Sign(key, body))

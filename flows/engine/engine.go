@@ -56,6 +56,9 @@ type StepTiming struct {
 	Run    time.Duration // the component
 	Commit time.Duration // the commit's round trip, batching included
 	Total  time.Duration // from the worker receiving the activation to the commit's reply
+
+	// Component is the step's node's component type (its Spec name).
+	Component string
 }
 
 // Engine runs plans. One engine serves any number of flows and workers.

@@ -121,7 +121,7 @@ func (w *Worker) execute(j *job) (*built, error) {
 		run = pinned
 	}
 	started := time.Now()
-	res, err := run(w.hard, j)
+	res, err := run(w.stepCtx(j), j)
 	dur := time.Since(started)
 	if err != nil {
 		return nil, err

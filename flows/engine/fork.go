@@ -90,9 +90,10 @@ func (e *Engine) Fork(ctx context.Context, flow, run, ckpt string, patch json.Ra
 	if in == nil {
 		in = json.RawMessage("{}")
 	}
+	traceFields, tp := runTraceFields(ctx, flow) // a fork is a run of its own: a trace of its own
 	newCkpt, err := e.rdb.StartRun(ctx, store.StartArgs{Flow: flow, Run: id, Version: plan.Version, State: stateJSON,
-		Checkpoint: cp, Entries: entries,
-		Fields: []string{"input", string(in), "parent_run", run, "parent_ckpt", ckpt}})
+		Checkpoint: cp, Entries: entries, Trace: tp,
+		Fields: append([]string{"input", string(in), "parent_run", run, "parent_ckpt", ckpt}, traceFields...)})
 	if err != nil {
 		return "", err
 	}

@@ -12,9 +12,10 @@ const maxFused = 16
 
 // fusedStep is what the observer hears of a step fused into another's commit.
 type fusedStep struct {
-	node  string
-	dur   time.Duration
-	usage flows.Usage
+	node      string
+	component string
+	dur       time.Duration
+	usage     flows.Usage
 }
 
 // fuse runs, right after a pure step, its single successor when that is a pure step too
@@ -43,7 +44,7 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 			return fused
 		}
 		na := store.Activation{Flow: a.Flow, Node: act.Node, ID: a.ID, Run: a.Run, Version: a.Version,
-			Tok: act.Tokens, Depth: a.Depth + k, Deliveries: 1}
+			Tok: act.Tokens, Depth: a.Depth + k, Deliveries: 1, Trace: a.Trace}
 		nj := &job{a: na, plan: j.plan, node: node, state: state,
 			step: &flows.Step{Flow: a.Flow, Run: a.Run, Node: act.Node, Version: a.Version, Depth: na.Depth, Attempt: 1, State: state, Input: state, Tools: node.Tools,
 				Emit: func(kind string, data any) { w.e.events.emit(a.Ref(), act.Node, kind, data) }}}
@@ -54,16 +55,19 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 			}
 			nj.step.Input = in
 		}
+		w.beginStep(nj, time.Now(), true)
 		nb, err := w.execute(nj)
 		if err != nil {
+			endStep(nj, outcomeLeft, nil, flows.Usage{}) // it runs again on its own
 			return fused
 		}
+		endStep(nj, outcomeFusedSpan, nil, nb.usage)
 		nb.step.Checkpoint.Parent = "" // the step before, in the same commit
 		c.Steps = append(c.Steps, nb.step)
 		c.Transitions = nb.trans
 		state = nb.newState
 		b.newState = nb.newState
-		fused = append(fused, fusedStep{node: act.Node, dur: nb.dur, usage: nb.usage})
+		fused = append(fused, fusedStep{node: act.Node, component: componentOf(node), dur: nb.dur, usage: nb.usage})
 	}
 	return fused
 }

@@ -57,22 +57,34 @@ func (w *Worker) process(a store.Activation, pre preloaded, received time.Time) 
 	if !ok {
 		return out, flows.DefaultRetry
 	}
+	w.beginStep(j, received, false)
+	out, usage, err := w.runJob(j, received)
+	endStep(j, out, err, usage)
+	return out, j.node.Retry
+}
+
+// runJob runs a job that passed the gate: its component, then its commit or failure.
+func (w *Worker) runJob(j *job, received time.Time) (stepOutcome, flows.Usage, error) {
+	a := j.a
 	started := time.Now()
 	b, err := w.execute(j)
 	if err != nil {
 		if w.hard.Err() != nil {
-			return outcomeLeft, j.node.Retry
+			return outcomeLeft, flows.Usage{}, err
 		}
 		if w.inflight.wasCancelled(a) {
 			// The run was cancelled while the step ran: record it and let go.
-			return w.drop(a, j.plan, &store.Checkpoint{Node: a.Node, Attempt: a.Deliveries, Duration: time.Since(started), Worker: w.consumer}), j.node.Retry
+			return w.drop(a, j.plan, &store.Checkpoint{Node: a.Node, Attempt: a.Deliveries, Duration: time.Since(started), Worker: w.consumer}), flows.Usage{}, err
 		}
-		return w.fail(a, j.plan, j.node, err, time.Since(started)), j.node.Retry
+		return w.fail(a, j.plan, j.node, err, time.Since(started)), flows.Usage{}, err
 	}
 	c := w.newCommit(j, b)
 	var fused []fusedStep
 	if !w.e.opts.NoFuse {
 		fused = w.fuse(j, c, b)
 	}
-	return w.commit(j.plan, c, b, fused, received), j.node.Retry
+	done := traceCommit(j, len(c.Steps))
+	out := w.commit(j.plan, c, b, fused, received)
+	done(out)
+	return out, b.usage, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/store"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // A step goes through stages, one concern each, in this order:
@@ -46,6 +47,10 @@ type job struct {
 	join  *joined
 	step  *flows.Step
 	pin   *Pin // the node's output is pinned for this run: the component does not run
+	// ctx and span are the step's trace span and the context under it (trace.go);
+	// nil while tracing is off.
+	ctx  context.Context
+	span trace.Span
 }
 
 // place is where the job's step sits, for routing.

@@ -306,15 +306,19 @@ func (a *Agent) callTool(ctx context.Context, s *flows.Step, tools map[string]ag
 	if !json.Valid(args) {
 		return fmt.Sprintf("error: the arguments are not valid JSON: %s", truncateText(call.Arguments, 200)), 0, nil
 	}
-	res, err := tool.call(ctx, s, args)
+	tctx, span := toolSpan(ctx, call)
+	res, err := tool.call(tctx, s, args)
 	if err != nil {
 		if ctx.Err() != nil {
+			endToolSpan(span, "", ctx.Err())
 			return "", 0, ctx.Err()
 		}
 		var sf *stepFailure
 		if errors.As(err, &sf) {
+			endToolSpan(span, "", sf.err)
 			return "", 0, sf.err
 		}
+		endToolSpan(span, "error: "+err.Error(), nil)
 		return "error: " + err.Error(), 0, nil
 	}
 	var content string
@@ -327,6 +331,7 @@ func (a *Agent) callTool(ctx context.Context, s *flows.Step, tools map[string]ag
 		}
 		content = string(b)
 	}
+	endToolSpan(span, content, nil)
 	bytes := 0
 	if tool.state {
 		bytes = len(content)

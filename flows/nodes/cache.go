@@ -97,16 +97,19 @@ func cacheKey(component, version string, args any) string {
 // process share one execution (singleflight), and with a shared Cache the processes of a
 // deployment share one through its lock and its stored result. With ttl 0 it just calls.
 // hit is true when this caller got a result it did not compute.
-func (e *Env) cached(ctx context.Context, flow, key string, ttl time.Duration, compute func(context.Context) ([]byte, error)) (value []byte, hit bool, err error) {
+func (e *Env) cached(ctx context.Context, step *flows.Step, key string, ttl time.Duration, compute func(context.Context) ([]byte, error)) (value []byte, hit bool, err error) {
 	if ttl <= 0 {
 		v, err := compute(ctx)
 		return v, false, err
 	}
+	flow := step.Flow
+	ctx, span := cacheSpan(ctx, step, key)
+	leader := false
+	defer func() { endCacheSpan(span, hit, !leader, err) }()
 	type outcome struct {
 		v        []byte
 		computed bool
 	}
-	leader := false
 	ch := e.flights.DoChan(flow+"\x00"+key, func() (any, error) {
 		leader = true
 		v, computed, err := e.Cache.Do(ctx, flow, key, ttl, compute)
@@ -125,6 +128,9 @@ func (e *Env) cached(ctx context.Context, flow, key string, ttl time.Duration, c
 			e.stats.hits.Add(1)
 		} else {
 			e.stats.misses.Add(1)
+		}
+		if e.Observer != nil {
+			e.Observer.CacheLookup(step.Flow, step.Node, hit)
 		}
 		return o.v, hit, nil
 	}

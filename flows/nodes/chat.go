@@ -167,7 +167,7 @@ func (e *Env) chat(ctx context.Context, step *flows.Step, req *chatRequest, opts
 		}
 		return json.Marshal(reply)
 	}
-	b, hit, err := e.cached(ctx, step.Flow, cacheKey(opts.component, step.Version, req), opts.cacheTTL, call)
+	b, hit, err := e.cached(ctx, step, cacheKey(opts.component, step.Version, req), opts.cacheTTL, call)
 	if err != nil {
 		return nil, false, err
 	}
@@ -188,7 +188,9 @@ func (e *Env) chat(ctx context.Context, step *flows.Step, req *chatRequest, opts
 
 // complete makes the call with the provider's API, through its rate limit.
 func (e *Env) complete(ctx context.Context, step *flows.Step, p *Provider, req *chatRequest, component string, stream bool) (*chatReply, error) {
+	ctx, span := modelSpan(ctx, step, p, req)
 	ctx, lc := e.limited(ctx, step, p)
+	started := time.Now()
 	var reply *chatReply
 	var err error
 	switch p.kind() {
@@ -197,6 +199,14 @@ func (e *Env) complete(ctx context.Context, step *flows.Step, p *Provider, req *
 	default:
 		reply, err = e.completeOpenAI(ctx, step, p, req, stream)
 	}
+	took := time.Since(started)
+	if err == nil {
+		// What the call cost is part of its usage from here on: the step's, the run's
+		// checkpoints and the metrics all see the same estimate.
+		reply.Usage.CostUSD, _ = p.cost(req.Model, reply.Usage)
+	}
+	endModelSpan(span, reply, err)
+	e.observeModel(step, p, req.Model, took, reply, err)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +231,7 @@ func (e *Env) completeOpenAI(ctx context.Context, step *flows.Step, p *Provider,
 		}
 		c := res.Choices[0]
 		reply := &chatReply{Message: chatMessage{Role: "assistant", Content: c.Message.Content}, FinishReason: string(c.FinishReason),
-			Usage: flows.Usage{InputTokens: res.Usage.PromptTokens, OutputTokens: res.Usage.CompletionTokens}}
+			Usage: openAIUsage(res.Usage)}
 		if c.Message.Refusal != "" && c.Message.Content == "" {
 			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: step.Node, Message: "the model refused: " + c.Message.Refusal})
 		}
@@ -245,7 +255,7 @@ func (e *Env) completeOpenAI(ctx context.Context, step *flows.Step, p *Provider,
 		ch := s.Current()
 		chunks++
 		if ch.Usage.PromptTokens > 0 || ch.Usage.CompletionTokens > 0 {
-			reply.Usage = flows.Usage{InputTokens: ch.Usage.PromptTokens, OutputTokens: ch.Usage.CompletionTokens}
+			reply.Usage = openAIUsage(ch.Usage)
 		}
 		if len(ch.Choices) == 0 {
 			continue
@@ -291,6 +301,12 @@ func (e *Env) completeOpenAI(ctx context.Context, step *flows.Step, p *Provider,
 		reply.Message.ToolCalls = append(reply.Message.ToolCalls, *c)
 	}
 	return reply, nil
+}
+
+// openAIUsage reads a chat completion's usage: the prompt tokens the provider answered
+// from its cache are part of the prompt tokens, as flows.Usage counts them.
+func openAIUsage(u openai.CompletionUsage) flows.Usage {
+	return flows.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, CacheReadTokens: u.PromptTokensDetails.CachedTokens}
 }
 
 // providerError explains a failed call. Requests the provider refuses as wrong (400,

@@ -312,7 +312,7 @@ func (h *HTTP) request(ctx context.Context, s *flows.Step, data any) (any, error
 	if err != nil {
 		return nil, err
 	}
-	b, _, err := h.env.cached(ctx, s.Flow, cacheKey("http", s.Version, r), h.ttl, func(ctx context.Context) ([]byte, error) {
+	b, _, err := h.env.cached(ctx, s, cacheKey("http", s.Version, r), h.ttl, func(ctx context.Context) ([]byte, error) {
 		out, err := h.do(ctx, s.Node, r)
 		if err != nil {
 			return nil, err

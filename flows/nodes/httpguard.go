@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sluicehq/sluice/observe"
 )
 
 // HTTPPolicy is the server's rule for where the http component may connect. Flows come
@@ -312,7 +314,8 @@ func (p *HTTPPolicy) Client(timeout time.Duration) *http.Client {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
-	return &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+	// With tracing on, each request is a client span and carries a traceparent.
+	return &http.Client{Transport: observe.Transport(tr), Timeout: timeout, CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		if len(via) >= maxRedirects {
 			return fmt.Errorf("stopped after %d redirects", maxRedirects)
 		}

@@ -296,7 +296,7 @@ func (m *MCP) CallTool(ctx context.Context, s *flows.Step, name string, args jso
 		return nil, fmt.Errorf("the arguments must be a JSON object")
 	}
 	key := cacheKey("mcp", s.Version, map[string]any{"server": m.key, "tool": remote, "args": argv})
-	b, _, err := m.env.cached(ctx, s.Flow, key, m.ttl, func(ctx context.Context) ([]byte, error) {
+	b, _, err := m.env.cached(ctx, s, key, m.ttl, func(ctx context.Context) ([]byte, error) {
 		text, err := m.env.mcpConn(m.key).call(ctx, m, s.Node, remote, argv)
 		if err != nil {
 			return nil, err

@@ -45,6 +45,8 @@ type Env struct {
 	// Secrets is the rule for the environment variables {"$env": NAME} may name and the
 	// redaction of their values (nil: SLUICE_SECRET_* only, read with LookupEnv).
 	Secrets *flows.Secrets
+	// Observer hears about model calls and cached calls, for metrics; nil: nobody.
+	Observer Observer
 	// LookupEnv reads the environment variables that {"$env": NAME} references name
 	// when Secrets is nil (default os.LookupEnv); tests replace it.
 	LookupEnv func(name string) (string, bool)

@@ -69,8 +69,12 @@ if #p == 0 or p[1][2] ~= consumer then
 end
 
 -- The run is read once and written once: the script runs atomically.
-local r = redis.call('HMGET', KEYS[2], 'status', 'version', 'steps', 'live', 'parked', 'dead')
+local r = redis.call('HMGET', KEYS[2], 'status', 'version', 'steps', 'live', 'parked', 'dead', 'tp')
 local status, version = r[1], r[2]
+-- A traced run's activations carry its traceparent ("tp"), so that the steps of the
+-- run form one trace in whatever process they run; an untraced run's carry nothing.
+local trace = {}
+if r[7] then trace = {'tp', r[7]} end
 local steps, live = tonumber(r[3] or '0'), tonumber(r[4] or '0')
 local parked, dead = tonumber(r[5] or '0'), tonumber(r[6] or '0')
 local set = {'updated_at', now} -- run hash fields written at the end
@@ -190,7 +194,7 @@ end
 local delta = -1
 local function fire(frame, key)
   local f = redis.call('HMGET', KEYS[5], frame .. ':base', frame .. ':tok', frame .. ':depth')
-  redis.call('XADD', KEYS[key], '*', 'run', run, 'v', version, 'ckpt', f[1], 'tok', f[2], 'join', frame, 'd', f[3] or nextdepth)
+  redis.call('XADD', KEYS[key], '*', 'run', run, 'v', version, 'ckpt', f[1], 'tok', f[2], 'join', frame, 'd', f[3] or nextdepth, unpack(trace))
   delta = delta + 1
 end
 local function done(frame, key)
@@ -212,7 +216,7 @@ for _ = 1, nt do
     return redis.error_reply('commit.lua: transition ' .. op .. ' needs ' .. n .. ' arguments')
   end
   if op == 'A' then
-    redis.call('XADD', KEYS[tonumber(ARGV[i + 1])], '*', 'run', run, 'v', version, 'ckpt', ref(ARGV[i + 2]), 'tok', ARGV[i + 3], 'd', nextdepth)
+    redis.call('XADD', KEYS[tonumber(ARGV[i + 1])], '*', 'run', run, 'v', version, 'ckpt', ref(ARGV[i + 2]), 'tok', ARGV[i + 3], 'd', nextdepth, unpack(trace))
     delta = delta + 1
   elseif op == 'S' then
     local id = redis.call('XADD', KEYS[3], '*', 'n', node, 'p', ckpt, 'c', ARGV[i + 1], 'k', '1', 's', tostring(steps), 't', now)

@@ -27,7 +27,11 @@ local version = redis.call('HGET', KEYS[1], 'version')
 redis.call('HDEL', KEYS[1], 'wait:' .. node, 'waitckpt:' .. node)
 redis.call('HINCRBY', KEYS[1], 'parked', -1)
 redis.call('ZREM', KEYS[4], run .. ' ' .. node)
-redis.call('XADD', KEYS[2], '*', 'run', run, 'v', version, 'ckpt', ckpt, 'tok', tok, 'resume', ARGV[3], 'd', depth)
+-- The run's traceparent, when it is traced, goes with the activation (see commit.lua).
+local trace = {}
+local tp = redis.call('HGET', KEYS[1], 'tp')
+if tp then trace = {'tp', tp} end
+redis.call('XADD', KEYS[2], '*', 'run', run, 'v', version, 'ckpt', ckpt, 'tok', tok, 'resume', ARGV[3], 'd', depth, unpack(trace))
 if status == 'waiting' then
   redis.call('HSET', KEYS[1], 'status', 'running', 'updated_at', ARGV[4])
   redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"running"}', 'ckpt', '', 'step', '')

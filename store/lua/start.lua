@@ -17,6 +17,7 @@
 -- ARGV[5] -> state JSON
 -- ARGV[6], ARGV[7], ARGV[8] -> the first checkpoint's node, parent and packed body
 -- ARGV[9] -> k, then k field/value pairs for the run hash (input, parent run, ...)
+-- ARGV[10+2k] -> optional: the run span's traceparent, a field "tp" of each activation
 --
 -- Returns {"ok", checkpoint id} or {"exists"}.
 
@@ -30,8 +31,11 @@ local fields = {'status', 'queued', 'version', version, 'created_at', now, 'upda
   'live', tostring(#KEYS - 5), 'parked', '0', 'steps', '0', 'last_ckpt', ckpt, 'in_tokens', '0', 'out_tokens', '0'}
 for i = 10, 9 + 2 * tonumber(ARGV[9]) do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
+local trace = {}
+local tp = ARGV[10 + 2 * tonumber(ARGV[9])]
+if tp and tp ~= '' then trace = {'tp', tp} end
 for i = 6, #KEYS do
-  redis.call('XADD', KEYS[i], '*', 'run', run, 'v', version, 'ckpt', ckpt, 'tok', '', 'd', '1')
+  redis.call('XADD', KEYS[i], '*', 'run', run, 'v', version, 'ckpt', ckpt, 'tok', '', 'd', '1', unpack(trace))
 end
 redis.call('ZADD', KEYS[4], now, run)
 redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[4], '*', 'type', 'run', 'run', run, 'node', '', 'data', '{"status":"queued"}', 'ckpt', '', 'step', '')

@@ -133,7 +133,8 @@ type Reply struct {
 	PromptTokens, CompletionTokens int64
 	// CacheReadTokens and CacheWriteTokens are reported by the Anthropic server as
 	// cache_read_input_tokens and cache_creation_input_tokens (on top of PromptTokens,
-	// as Anthropic counts them).
+	// as Anthropic counts them); the OpenAI server reports CacheReadTokens as
+	// prompt_tokens_details.cached_tokens (part of PromptTokens, as OpenAI counts them).
 	CacheReadTokens, CacheWriteTokens int64
 	// Wait, when set, holds the answer until it is closed (or the request ends).
 	Wait chan struct{}
@@ -278,7 +279,11 @@ func usage(r Reply) map[string]any {
 	if p == 0 && c == 0 {
 		p, c = 10, 5
 	}
-	return map[string]any{"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+	u := map[string]any{"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+	if r.CacheReadTokens > 0 {
+		u["prompt_tokens_details"] = map[string]any{"cached_tokens": r.CacheReadTokens}
+	}
+	return u
 }
 
 func finish(r Reply) string {

@@ -5,6 +5,8 @@ export type RunStatus = "queued" | "running" | "waiting" | "succeeded" | "failed
 export interface Usage {
   input_tokens: number;
   output_tokens: number;
+  /** Estimated cost in US dollars at the provider's prices (absent: none known). */
+  cost_usd?: number;
 }
 
 export interface Run {
@@ -36,6 +38,8 @@ export interface Run {
   no_worker?: boolean;
   /** The nodes where it waits for a worker. */
   waiting_for_worker?: string[];
+  /** What the run's model calls spent, failed attempts included (absent: nothing). */
+  spend?: { tokens: number; usd: number };
 }
 
 export interface Wait {

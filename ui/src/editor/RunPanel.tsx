@@ -6,7 +6,7 @@ import type { Checkpoint, DeadLetter, Run } from "../api/types";
 import { checkpointTitle, turnNumbers } from "../flow/checkpoints";
 import { formatTime } from "../flow/time";
 import type { Change } from "../flow/diff";
-import { finished, formatDuration, type RunView } from "../flow/runview";
+import { finished, formatCost, formatDuration, runUsage, type RunView } from "../flow/runview";
 import { exampleInput } from "../flow/schema";
 import type { FlowDocument, JSONSchema } from "../flow/types";
 import type { TestRunState } from "./testrun";
@@ -148,6 +148,7 @@ function RunSummary({ flow, view, run }: { flow: string; view: RunView; run: Run
         {done} {done === 1 ? "node" : "nodes"} done
         {run && ` · ${run.steps} ${run.steps === 1 ? "step" : "steps"}`}
         {run && run.usage.input_tokens + run.usage.output_tokens > 0 && ` · ${run.usage.input_tokens}/${run.usage.output_tokens} tokens`}
+        {costOfRun(view, run) && <span id="run-cost">{` · ${costOfRun(view, run)}`}</span>}
       </p>
       {(view.error || run?.error) && <p className="error">{run?.error ?? view.error}</p>}
       {noWorkerAt(view).length > 0 && (
@@ -157,6 +158,11 @@ function RunSummary({ flow, view, run }: { flow: string; view: RunView; run: Run
       )}
     </section>
   );
+}
+
+/** The run's estimated cost: what its model calls spent (failed attempts too), else the sum over its nodes. */
+function costOfRun(view: RunView, run: Run | undefined): string {
+  return formatCost(run?.spend?.usd || runUsage(view).cost_usd);
 }
 
 /** Every node's status in the run, as a list: the canvas's run view for keyboards and screen readers. */
@@ -177,6 +183,7 @@ function NodeStatuses({ doc, view, onSelect, selected }: { doc: FlowDocument; vi
                 {r.tokens.input_tokens}/{r.tokens.output_tokens} tok
               </span>
             )}
+            {r && formatCost(r.tokens.cost_usd) && <span className="muted small node-cost">{formatCost(r.tokens.cost_usd)}</span>}
           </li>
         );
       })}

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Checkpoint, LiveEvent } from "../api/types";
 import { flow } from "./fixtures.test-util";
-import { applyEvent, formatDuration, laterID, markNoWorker, newRunView, reconcile, toolNodeOf, type RunView } from "./runview";
+import { applyEvent, formatCost, formatDuration, laterID, markNoWorker, newRunView, reconcile, runUsage, toolNodeOf, type RunView } from "./runview";
 
 const doc = flow(
   [["in", "input"], ["r", "router"], ["a", "transform"], ["b", "transform"], ["out", "output"]],
@@ -93,6 +93,8 @@ describe("failed attempts and tool calls", () => {
   it("orders stream ids by time, then sequence", () => {
     expect(laterID("10-10", "10-9")).toBe(true);
     expect(laterID("9-99", "10-0")).toBe(false);
+    expect(laterID("10-1.10", "10-1.9")).toBe(true);
+    expect(laterID("10-1.2", "10-1")).toBe(true);
   });
 });
 
@@ -106,5 +108,21 @@ describe("markNoWorker", () => {
   it("marks nothing on a finished run", () => {
     const v = markNoWorker({ ...newRunView("r1", doc), status: "succeeded" }, ["in"]);
     expect(v.nodes.in?.noWorker).toBeUndefined();
+  });
+});
+
+describe("tokens and cost", () => {
+  it("adds up each node's steps and the run's nodes, with the estimated cost", () => {
+    const step = (node: string, usage: Record<string, number>) => ev("step", node, { status: "done", usage });
+    const v = fold([step("a", { input_tokens: 100, output_tokens: 10, cost_usd: 0.0003 }), step("a", { input_tokens: 200, output_tokens: 20, cost_usd: 0.00055 }), step("b", { input_tokens: 5, output_tokens: 1 })]);
+    expect(v.nodes.a!.tokens.input_tokens).toBe(300);
+    expect(v.nodes.a!.tokens.cost_usd).toBeCloseTo(0.00085, 12);
+    expect(v.nodes.b!.tokens).toEqual({ input_tokens: 5, output_tokens: 1 });
+    expect(formatCost(v.nodes.a!.tokens.cost_usd)).toBe("$0.0009");
+    expect(formatCost(v.nodes.b!.tokens.cost_usd)).toBe("");
+    expect(formatCost(0.00001)).toBe("<$0.0001");
+    const total = runUsage(v);
+    expect(total.input_tokens).toBe(305);
+    expect(total.cost_usd).toBeCloseTo(0.00085, 12);
   });
 });

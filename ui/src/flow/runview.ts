@@ -145,10 +145,7 @@ export function applyEvent(view: RunView, ev: LiveEvent, doc: FlowDocument): Run
         status: waiting ? "waiting" : "done",
         steps: cur.steps + (waiting ? 0 : 1),
         durationMs: num(data.duration_ms) ?? cur.durationMs,
-        tokens: {
-          input_tokens: cur.tokens.input_tokens + (num(usage.input_tokens) ?? 0),
-          output_tokens: cur.tokens.output_tokens + (num(usage.output_tokens) ?? 0),
-        },
+        tokens: addUsage(cur.tokens, usage),
         checkpoint: ev.checkpoint ?? cur.checkpoint,
       };
       delete upd.error;
@@ -208,10 +205,7 @@ export function reconcile(view: RunView, status: RunStatus, ckpts: Checkpoint[],
     const last = list[list.length - 1]!;
     const cur = nodes[node] ?? blank("done");
     const steps = list.filter((c) => c.kind !== "wait").length;
-    const tokens = list.reduce(
-      (u, c) => ({ input_tokens: u.input_tokens + (c.usage?.input_tokens ?? 0), output_tokens: u.output_tokens + (c.usage?.output_tokens ?? 0) }),
-      { input_tokens: 0, output_tokens: 0 },
-    );
+    const tokens = list.reduce((u, c) => addUsage(u, c.usage ?? {}), { input_tokens: 0, output_tokens: 0 } as Usage);
     const waiting = last.kind === "wait" && status === "waiting";
     const upd: NodeRun = { ...cur, steps, tokens, durationMs: last.duration_ms, checkpoint: last.id, status: waiting ? "waiting" : cur.status };
     if (!waiting && cur.status !== "failed" && finished(status)) upd.status = "done";
@@ -258,11 +252,37 @@ export function markNoWorker(view: RunView, nodes: string[] | undefined): RunVie
   return changed ? { ...view, nodes: out } : view;
 }
 
-/** Whether stream entry id a ("ms-seq") comes after b. */
+/** Whether checkpoint id a ("ms-seq", or "ms-seq.k" for the k-th step of a fused commit) comes after b. */
 export function laterID(a: string, b: string): boolean {
-  const [am = "0", as = "0"] = a.split("-");
-  const [bm = "0", bs = "0"] = b.split("-");
-  return Number(am) !== Number(bm) ? Number(am) > Number(bm) : Number(as) > Number(bs);
+  const parse = (id: string) => {
+    const [entry = "", k = "-1"] = id.split(".");
+    const [ms = "0", seq = "0"] = entry.split("-");
+    return [Number(ms), Number(seq), Number(k)];
+  };
+  const x = parse(a);
+  const y = parse(b);
+  for (let i = 0; i < 3; i++) if (x[i] !== y[i]) return x[i]! > y[i]!;
+  return false;
+}
+
+/** Adds a step's usage to a node's: tokens, and the estimated cost when there is one. */
+export function addUsage(u: Usage, step: Partial<Usage>): Usage {
+  const out: Usage = { input_tokens: u.input_tokens + (num(step.input_tokens) ?? 0), output_tokens: u.output_tokens + (num(step.output_tokens) ?? 0) };
+  const cost = (u.cost_usd ?? 0) + (num(step.cost_usd) ?? 0);
+  if (cost > 0) out.cost_usd = cost;
+  return out;
+}
+
+/** The run's tokens and cost: the sum over its nodes. */
+export function runUsage(view: RunView): Usage {
+  return Object.values(view.nodes).reduce((u, n) => addUsage(u, n.tokens), { input_tokens: 0, output_tokens: 0 } as Usage);
+}
+
+/** An estimated cost in dollars, as the run page shows it ("" for none). */
+export function formatCost(usd: number | undefined): string {
+  if (!usd || usd <= 0) return "";
+  if (usd < 0.0001) return "<$0.0001";
+  return `$${usd.toFixed(4)}`;
 }
 
 export function formatDuration(ms: number | undefined): string {

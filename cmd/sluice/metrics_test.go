@@ -1,0 +1,60 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+// A headless worker serves its own metrics, health and readiness on --metrics-addr: the
+// steps it runs, the queues of every flow, its state cache.
+func TestWorkerServesMetricsOnItsOwnPort(t *testing.T) {
+	r := storetest.Real(t)
+	id := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, r, id)
+	dir := t.TempDir()
+	flowFile := filepath.Join(dir, id+".json")
+	os.WriteFile(flowFile, []byte(`{"sluice": 1, "id": "`+id+`", "nodes": [{"id": "in", "type": "input"}, {"id": "greet", "type": "transform", "params": {"expr": "{greeting: (\"hi \" + .name)}"}},
+	 {"id": "out", "type": "output", "params": {"value": ".greeting"}}], "edges": [{"from": "in", "to": "greet"}, {"from": "greet", "to": "out"}]}`), 0o644)
+	env := []string{"REDIS_URL=" + storetest.URL(), "SLUICE_TOKEN=metrics-test-token"}
+	w := start(t, env, "worker", "--metrics-addr", "127.0.0.1:0", flowFile)
+	url := w.waitLine(t, regexp.MustCompile(`msg="serving metrics" url=(http://\S+)/metrics`), 30*time.Second)[1]
+	get := func(path string) (int, string) {
+		t.Helper()
+		res, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	waitUntil(t, "the worker to be ready", 30*time.Second, func() bool { st, _ := get("/readyz"); return st == http.StatusOK })
+	if st, b := get("/healthz"); st != http.StatusOK || !strings.Contains(b, `"ok"`) {
+		t.Errorf("/healthz: %d %s", st, b)
+	}
+	srv := start(t, env, "serve", "--addr", "127.0.0.1:0", "--flows", dir, "--workers", "0")
+	api := &apiClient{t: t, base: srv.waitLine(t, servingLine, 30*time.Second)[1], token: "metrics-test-token"}
+	if st, b := api.json("POST", "/api/flows/"+id+"/runs?wait=30s", map[string]any{"input": map[string]any{"name": "Ada"}}); st != 200 || !strings.Contains(string(b), `"`+store.StatusSucceeded+`"`) {
+		t.Fatalf("run: %d %s", st, b)
+	}
+	_, m := get("/metrics")
+	for _, want := range []string{
+		`sluice_steps_total{flow="` + id + `",node="greet"} 1`,
+		`sluice_step_duration_seconds_count{component="transform",flow="` + id + `",node="greet"} 1`,
+		`sluice_queue_lag{flow="` + id + `",node="greet"} 0`,
+		"sluice_state_cache_bytes", "sluice_commit_duration_seconds_count", "sluice_redis_up 1",
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("the worker's /metrics lacks %s", want)
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/observe"
+	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/store/storetest"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// A traced run's steps — fanout branches and the join its last branch fires included —
+// are children of its run span; an untraced run stores no trace context at all.
+func TestEveryStepOfATracedRunIsAChildOfItsRunSpan(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		ctx := context.Background()
+		v := newEnv(t, r)
+		p := v.example("fanout")
+		v.work(p)
+
+		// Tracing off: nothing in the run hash.
+		off := v.run(p, `{"documents": ["a", "b"]}`)
+		mustStatus(t, off, store.StatusSucceeded)
+		if n, _ := r.Client.HExists(ctx, store.FlowKeys(p.Flow).Run(off.ID), "tp").Result(); n {
+			t.Error("an untraced run stores a traceparent")
+		}
+
+		mem := tracetest.NewInMemoryExporter()
+		observe.UseProvider(observe.NewTestProvider(mem), false)
+		t.Cleanup(func() { observe.UseProvider(nil, false) })
+		in, _ := json.Marshal(map[string]any{"documents": []string{"x", "y", "z"}})
+		run := v.run(p, string(in))
+		mustStatus(t, run, store.StatusSucceeded)
+		if run.Trace == "" {
+			t.Fatal("a traced run has no traceparent in its hash")
+		}
+		v.e.TraceFinished(ctx, run)
+		runSpan, ok := observe.ParseTraceparent(run.Trace)
+		if !ok {
+			t.Fatalf("the run's traceparent %q does not parse", run.Trace)
+		}
+		nodes := map[string]int{}
+		recorded := false
+		for _, s := range mem.GetSpans() {
+			switch {
+			case s.SpanContext.SpanID() == runSpan.SpanID():
+				recorded = s.Name == "run "+p.Flow && s.SpanContext.TraceID() == runSpan.TraceID()
+			case strings.HasPrefix(s.Name, "step "):
+				if s.SpanContext.TraceID() != runSpan.TraceID() {
+					continue // the untraced run's steps (none: tracing was off) or another run's
+				}
+				nodes[s.Name[5:]]++
+				if s.Parent.SpanID() != runSpan.SpanID() {
+					t.Errorf("%s: parent %s, want the run span %s", s.Name, s.Parent.SpanID(), runSpan.SpanID())
+				}
+			}
+		}
+		if !recorded {
+			t.Error("the run span was not recorded with the ids its run carries")
+		}
+		for _, n := range p.Order {
+			if nodes[n] == 0 {
+				t.Errorf("no span of node %s in the run's trace (spans by node: %v)", n, nodes)
+			}
+		}
+
+		// A run started where tracing was off, worked on where it is on: its steps still
+		// form one trace, derived from the run id.
+		// (A flow no worker serves yet, so that no step runs before tracing is back on.)
+		later := v.example("fanout")
+		observe.UseProvider(nil, false)
+		id := v.start(later, `{"documents": ["q"]}`)
+		observe.UseProvider(observe.NewTestProvider(mem), false)
+		v.work(later)
+		mustStatus(t, v.wait(later, id), store.StatusSucceeded)
+		derived := observe.DerivedRunSpan(later.Flow, id)
+		steps := 0
+		for _, s := range mem.GetSpans() {
+			if strings.HasPrefix(s.Name, "step ") && s.SpanContext.TraceID() == derived.TraceID() {
+				steps++
+			}
+		}
+		if steps != len(later.Order) {
+			t.Errorf("%d steps of the untraced run are in its derived trace, want all %d", steps, len(later.Order))
+		}
+	})
+}
