@@ -83,7 +83,6 @@ func KeyPatterns(flow string) []string {
 	return []string{"sluice:{f:" + flow + "}:*", "sluice:{p:*}:" + flow + ":*", "sluice:{c:" + flow + ":*"}
 }
 
-
 // In is the stream of NODE's activations (group "sluice").
 func (k Keys) In(node string) string { return k.prefix + "in:" + node }
 

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
-	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/flows/nodes"
+	"github.com/sluicehq/sluice/store"
 )
 
 // Resume answers an approval a run waits at, and the run continues. node may be empty
