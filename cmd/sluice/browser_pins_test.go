@@ -102,6 +102,20 @@ func TestBrowserPinANodesOutputAndRunWithoutCallingTheModel(t *testing.T) {
 	b.waitText(`[aria-label="checkpoints of ask"]`, "pinned: did not run")
 	b.shot("editor-pinned")
 
+	// Edit the pin by hand, as n8n allows: the next run gives back the edited update.
+	b.click(`#pinned li[data-pin="ask"] .pin-edit`)
+	b.typeInto(`#pinned li[data-pin="ask"] textarea[data-field="update"]`, `{"answer": "Edited by hand."}`)
+	b.click(`#pinned li[data-pin="ask"] .pin-editor button[type=submit]`)
+	b.waitText(`#pinned li[data-pin="ask"]`, "edited")
+	b.click("#run-button")
+	b.waitFor("a run on the edited pin", fmt.Sprintf(`(document.querySelector("#run-summary-id")?.innerText ?? %q) !== %q`, second, second))
+	b.waitText("#run-status", "succeeded")
+	second = evaluate[string](b, `document.querySelector("#run-summary-id").innerText`)
+	b.waitText("#run-output", `"loud": "EDITED BY HAND."`)
+	if n := model.Calls(); n != 1 {
+		t.Fatalf("the run on the edited pin made %d model requests in all, want still 1", n)
+	}
+
 	// Unpin: the next run asks the model again.
 	model.Reply(llmtest.Text("Kafka is a distributed log."))
 	b.click(`#pinned li[data-pin="ask"] .unpin`)
@@ -120,7 +134,7 @@ func TestBrowserPinANodesOutputAndRunWithoutCallingTheModel(t *testing.T) {
 
 	// Pins never touch the flow: all three runs ran the same version.
 	versions := map[string]bool{}
-	for _, run := range []string{first, second, third} {
+	for _, run := range []string{first, second, third} { // second: the run on the edited pin
 		versions[runVersion(t, base, flowID, run)] = true
 	}
 	if len(versions) != 1 {

@@ -48,7 +48,7 @@ export function PinnedList() {
                 {doc.nodes.find((n) => n.id === node)?.label || node}
               </button>
               <span className="muted small">{pinSource(p)}</span>
-              <button type="button" className="link" onClick={() => setEditing(editing === node ? undefined : node)} aria-expanded={editing === node}>
+              <button type="button" className="link pin-edit" onClick={() => setEditing(editing === node ? undefined : node)} aria-expanded={editing === node}>
                 {editing === node ? "Close" : "Edit"}
               </button>
               <button type="button" className="unpin" onClick={() => store.unpin(node)} title={`Run ${node} again in the next test run`}>
@@ -90,11 +90,11 @@ function PinEditor({ pin, onSave }: { pin: StoredPin; onSave: (p: StoredPin) => 
     >
       <label>
         Output
-        <textarea className="code" rows={rows(output)} spellCheck={false} value={output} onChange={(e) => setOutput(e.target.value)} />
+        <textarea className="code" data-field="output" rows={rows(output)} spellCheck={false} value={output} onChange={(e) => setOutput(e.target.value)} />
       </label>
       <label>
         Update (merged into the state)
-        <textarea className="code" rows={rows(update)} spellCheck={false} value={update} onChange={(e) => setUpdate(e.target.value)} />
+        <textarea className="code" data-field="update" rows={rows(update)} spellCheck={false} value={update} onChange={(e) => setUpdate(e.target.value)} />
       </label>
       {pin.ports && <p className="muted small">chooses the ports {pin.ports.join(", ")}</p>}
       {error && <p className="field-problem">{error}</p>}
