@@ -462,7 +462,7 @@ func (s *Server) runPage(c echo.Context) error {
 			selected = cp.ID
 		}
 		item := pages.Checkpoint{ID: cp.ID, Node: cp.Node, Kind: cp.Kind, Step: cp.Step, Duration: durationText(cp.DurationMS),
-			Tokens: cp.Usage.InputTokens + cp.Usage.OutputTokens, Cost: costText(cp.Usage.CostUSD), Attempt: cp.Attempt, Error: cp.Error,
+			Tokens: cp.Usage.InputTokens + cp.Usage.OutputTokens, Cost: costText(cp.Usage.CostUSD), Attempt: cp.Attempt, Error: cp.Error, Pinned: cp.Pinned,
 			Link: fmt.Sprintf("/flows/%s/runs/%s?checkpoint=%s", flow, runID, url.QueryEscape(cp.ID))}
 		if longest > 0 {
 			item.Percent = int(cp.DurationMS / longest * 100)
@@ -478,7 +478,7 @@ func (s *Server) runPage(c echo.Context) error {
 			return err
 		}
 		d := &pages.CheckpointDetail{ID: cp.ID, Node: cp.Node, Kind: cp.Kind, Step: cp.Step, Update: pretty(cp.Update),
-			Output: pretty(cp.Output), State: pretty(cp.State), Worker: cp.Worker, Attempt: cp.Attempt, Error: cp.Error}
+			Output: pretty(cp.Output), State: pretty(cp.State), Worker: cp.Worker, Attempt: cp.Attempt, Error: cp.Error, Pinned: cp.Pinned}
 		if cp.Kind == "error" && cp.Parent != "" {
 			d.ParentLink = fmt.Sprintf("/flows/%s/runs/%s?checkpoint=%s", flow, runID, url.QueryEscape(cp.Parent))
 		}

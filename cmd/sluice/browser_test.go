@@ -37,7 +37,7 @@ var readmeShots = map[string]bool{
 	"editor-example": true, "editor-problem": true, "editor-checkpoint": true, "run": true,
 	"queues": true, "flows": true, "editor-dark": true, "editor-approval": true,
 	"editor-chat": true, "editor-api": true, "editor-failed-step": true, "editor-note": true,
-	"flows-gallery": true, "editor-keyboard-help": true,
+	"flows-gallery": true, "editor-keyboard-help": true, "editor-pinned": true,
 }
 
 // chromium is the browser the tests drive; SLUICE_CHROMIUM overrides the path.

@@ -1,6 +1,7 @@
 // The JSON API, one function per call. Every request and answer shape lives here, so the
 // rest of the editor never builds a URL.
 import type { Change } from "../flow/diff";
+import type { Pin } from "../flow/pins";
 import type { ComponentSpec, FlowDocument, Problem } from "../flow/types";
 import type { SavedSchedule } from "../flow/schedules";
 import type { VersionDiff } from "../flow/versions";
@@ -109,7 +110,8 @@ export const api = {
   saveDraftOnExit: (doc: FlowDocument) =>
     void fetch(`${flowURL(doc.id)}/draft`, { method: "PUT", keepalive: true, credentials: "same-origin", headers: { "Content-Type": "application/json", Accept: "application/json" }, body: JSON.stringify(doc) }).catch(() => undefined),
   deleteDraft: (flow: string) => call<void>("DELETE", `${flowURL(flow)}/draft`),
-  startRun: (flow: string, input: unknown) => call<Started>("POST", `${flowURL(flow)}/runs`, { input }),
+  /** Starts a run; pins hold some nodes' outputs fixed for it (they do not run). */
+  startRun: (flow: string, input: unknown, pins?: Record<string, Pin>) => call<Started>("POST", `${flowURL(flow)}/runs`, pins ? { input, pins } : { input }),
   getRun: (flow: string, run: string) => call<Run>("GET", runURL(flow, run)),
   listRuns: (flow: string, limit = 20) => call<{ runs: Run[] }>("GET", `${flowURL(flow)}/runs?limit=${limit}`).then((r) => r.runs),
   cancel: (flow: string, run: string) => call<Run>("POST", `${runURL(flow, run)}/cancel`),

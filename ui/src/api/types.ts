@@ -65,6 +65,8 @@ export interface Checkpoint {
   worker?: string;
   /** What a failed attempt returned (kind "error"). */
   error?: string;
+  /** The step did not run: it gave back the output pinned for its run. */
+  pinned?: boolean;
   time: string;
   state?: unknown;
 }

@@ -6,6 +6,7 @@ import { chatKey, chatSupport, parseChat, replyOf, turnInput, type ChatMessage }
 import { finished } from "../flow/runview";
 import type { FlowDocument } from "../flow/types";
 import type { TestRunState } from "./testrun";
+import { PinnedNote } from "./PinsPanel";
 
 interface Props {
   doc: FlowDocument;
@@ -74,6 +75,7 @@ export function ChatPanel({ doc, state, canRun, onSend, onOpen }: Props) {
           New conversation
         </button>
       </div>
+      <PinnedNote />
       <div className="chat-log" aria-live="polite" aria-label="conversation">
         {messages.length === 0 && !pending && <p className="muted small">Say something to the flow.</p>}
         {messages.map((m, i) => (

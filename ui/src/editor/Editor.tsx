@@ -45,6 +45,9 @@ import { ProblemsPanel } from "./ProblemsPanel";
 import { noWorkerAt, RunPanel } from "./RunPanel";
 import { EditorStore } from "./store";
 import { TestRun } from "./testrun";
+import { activePins, pinsToSend } from "../flow/pins";
+import { PinStore } from "./pins";
+import { PinsContext, type PinsContextValue } from "./PinsPanel";
 import { useValidation } from "./useValidation";
 
 export interface EditorData {
@@ -105,6 +108,14 @@ function Editor({ data }: { data: EditorData }) {
   const [offer, setOffer] = useState<Extract<RestoreDecision, { kind: "offer" }> | undefined>();
   const testRun = useMemo(() => new TestRun(data.flow.id), [data.flow.id]);
   const rs = useSyncExternalStore(testRun.subscribe, testRun.get);
+  // Pinned node outputs for test runs: this browser's, per flow, never in the document.
+  const pinStore = useMemo(() => new PinStore(data.flow.id, storage), [data.flow.id]);
+  const pins = useSyncExternalStore(pinStore.subscribe, pinStore.get);
+  useEffect(() => {
+    const onStorage = (e: StorageEvent) => pinStore.storageChanged(e.key);
+    window.addEventListener("storage", onStorage);
+    return () => window.removeEventListener("storage", onStorage);
+  }, [pinStore]);
   const [isNew, setIsNew] = useState(data.isNew);
   const [tab, setTab] = useState<Tab>("inspect");
   const [toast, setToast] = useState<{ text: string; kind: "ok" | "warn" | "error" } | undefined>();
@@ -124,6 +135,9 @@ function Editor({ data }: { data: EditorData }) {
   const hasDraft = !isNew && store.draft;
 
   const validation = useValidation(doc);
+  useEffect(() => pinStore.setFlow(doc.id), [pinStore, doc.id]);
+  const pinned = useMemo(() => activePins(pins, doc), [pins, doc]);
+  const pinsCtx = useMemo<PinsContextValue>(() => ({ store: pinStore, pins, doc, select: (node) => store.select([node]) }), [pinStore, pins, doc, store]);
   const pmap = useMemo(() => mapProblems(validation.problems, doc), [validation.problems, doc]);
 
   useEffect(() => {
@@ -176,8 +190,8 @@ function Editor({ data }: { data: EditorData }) {
   }, [toast]);
 
   const editNodes = useMemo<(CanvasNode | CanvasNote)[]>(
-    () => [...toCanvasNotes(doc, st.selectedNodes), ...toCanvasNodes(doc, reg, { problems: pmap, run: rs.view?.nodes, queues: rs.queues, selectedNodes: st.selectedNodes, sizes: st.sizes })],
-    [doc, reg, pmap, rs.view, rs.queues, st.selectedNodes, st.sizes],
+    () => [...toCanvasNotes(doc, st.selectedNodes), ...toCanvasNodes(doc, reg, { problems: pmap, run: rs.view?.nodes, queues: rs.queues, selectedNodes: st.selectedNodes, sizes: st.sizes, pins: pinned })],
+    [doc, reg, pmap, rs.view, rs.queues, st.selectedNodes, st.sizes, pinned],
   );
   const noteEdits = useMemo<NoteEdits>(
     () => ({
@@ -438,9 +452,10 @@ function Editor({ data }: { data: EditorData }) {
         if (!(await save())) return undefined;
         setTab(from);
       }
-      return testRun.start(store.get().doc, input);
+      const d = store.get().doc;
+      return testRun.start(d, input, pinsToSend(pinStore.get(), d).pins);
     },
-    [isNew, store, save, testRun],
+    [isNew, store, save, testRun, pinStore],
   );
 
   const discardDraft = useCallback(async () => {
@@ -836,6 +851,7 @@ function Editor({ data }: { data: EditorData }) {
               API
             </button>
           </div>
+          <PinsContext.Provider value={pinsCtx}>
           <div className="tab-body" role="tabpanel">
             {tab === "inspect" && view && (
               <p className="muted">
@@ -882,6 +898,7 @@ function Editor({ data }: { data: EditorData }) {
             )}
             {tab === "schedules" && <SchedulesPanel store={store} doc={doc} isNew={isNew} savedAt={savedAt} problems={validation.problems} say={say} />}
           </div>
+          </PinsContext.Provider>
         </aside>
       </div>
       {help && <KeyboardHelp onClose={() => setHelp(false)} />}

@@ -36,10 +36,19 @@ function FlowNodeViewInner({ data, selected }: NodeProps<CanvasNode>) {
     groups.set(s, [...(groups.get(s) ?? []), p]);
   }
   const sum = summary(data);
-  const classes = ["flow-node", `cat-${spec?.category ?? "unknown"}`, mark ? `has-${mark}` : "", run ? `run-${run.status}` : "", selected ? "selected" : "", diffMark ? `diff-${diffMark}` : ""];
+  const classes = ["flow-node", `cat-${spec?.category ?? "unknown"}`, mark ? `has-${mark}` : "", run ? `run-${run.status}` : "", selected ? "selected" : "", diffMark ? `diff-${diffMark}` : "", data.pinned ? "has-pin" : ""];
   return (
-    <div className={classes.filter(Boolean).join(" ")} data-node={node.id} data-status={run?.status ?? ""} data-mark={diffMark ?? ""} title={spec?.description ?? node.description}>
+    <div className={classes.filter(Boolean).join(" ")} data-node={node.id} data-pinned={data.pinned ? "true" : undefined} data-status={run?.status ?? ""} data-mark={diffMark ?? ""} title={spec?.description ?? node.description}>
       {diffMark && <span className={`diff-badge mark-${diffMark}`}>{diffMark}</span>}
+      {data.pinned && (
+        <span className="pin-badge" title="Pinned: test runs from this editor give back its pinned output instead of running it (see the Test run tab)">
+          <svg viewBox="0 0 12 12" width="10" height="10" aria-hidden="true">
+            <circle cx="6" cy="4" r="3" fill="currentColor" />
+            <path d="M6 7v5" stroke="currentColor" strokeWidth="1.6" strokeLinecap="round" />
+          </svg>
+          pinned
+        </span>
+      )}
       <div className="flow-node-head">
         <span className="flow-node-title">{node.label || node.id}</span>
         <span className="flow-node-type">{spec?.title ?? node.type}</span>
@@ -50,6 +59,11 @@ function FlowNodeViewInner({ data, selected }: NodeProps<CanvasNode>) {
       {run && (
         <div className="flow-node-run">
           <span className={`run-chip status-${run.status}`}>{STATUS_TEXT[run.status]}</span>
+          {run.pinned && (
+            <span className="run-chip run-pinned" title="this step did not run: it gave back its pinned output">
+              pinned
+            </span>
+          )}
           {run.durationMs !== undefined && <span className="muted">{formatDuration(run.durationMs)}</span>}
           {run.steps > 1 && <span className="muted">×{run.steps}</span>}
           {run.calls !== undefined && <span className="muted">called {run.calls}×</span>}

@@ -10,6 +10,7 @@ import { finished, formatCost, formatDuration, runUsage, type RunView } from "..
 import { exampleInput } from "../flow/schema";
 import type { FlowDocument, JSONSchema } from "../flow/types";
 import type { TestRunState } from "./testrun";
+import { PinButton, PinnedList } from "./PinsPanel";
 
 interface Props {
   doc: FlowDocument;
@@ -76,6 +77,7 @@ export function RunPanel({ doc, state, selectedNode, canRun, blocked, runLabel, 
           </button>
         )}
       </div>
+      <PinnedList />
       {blocked && (
         <p className="run-blocked" id="run-blocked">
           {blocked}
@@ -177,6 +179,7 @@ function NodeStatuses({ doc, view, onSelect, selected }: { doc: FlowDocument; vi
               {n.label || n.id}
             </button>
             {r ? <span className={`run-chip status-${r.status}`}>{r.calls !== undefined ? `called ${r.calls}×` : r.status}</span> : <span className="muted small">not run</span>}
+            {r?.pinned && <span className="run-chip run-pinned" title="it did not run: it gave back its pinned output">pinned</span>}
             {r?.durationMs !== undefined && <span className="muted small">{formatDuration(r.durationMs)}</span>}
             {r && r.tokens.input_tokens + r.tokens.output_tokens > 0 && (
               <span className="muted small">
@@ -369,6 +372,7 @@ function CheckpointDetail({ flow, run, ckpt, title, open }: { flow: string; run:
       {!full && <p className="muted small">Loading…</p>}
       {full && (
         <div className="checkpoint-body">
+          <PinButton run={run} ckpt={full} />
           {full.update !== undefined && <Json title="Update" value={full.update} />}
           {full.output !== undefined && <Json title="Output" value={full.output} />}
           {changes && (

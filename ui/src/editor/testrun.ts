@@ -6,6 +6,7 @@
 // worker serves it.
 import { api, ApiError } from "../api/client";
 import type { FlowQueues, LiveEvent, Run } from "../api/types";
+import type { Pin } from "../flow/pins";
 import type { QueueBadge } from "../flow/canvas";
 import { applyEvent, finished, markNoWorker, newRunView, reconcile, type RunView } from "../flow/runview";
 import type { FlowDocument } from "../flow/types";
@@ -115,15 +116,18 @@ export class TestRun {
     }, 1500);
   }
 
-  /** Starts a run of the saved flow and follows it; resolves to its id (undefined when it did not start). */
-  async start(doc: FlowDocument, input: unknown): Promise<string | undefined> {
+  /**
+   * Starts a run of the saved flow and follows it; resolves to its id (undefined when it
+   * did not start). pins hold some nodes' outputs fixed for the run (flow/pins.ts).
+   */
+  async start(doc: FlowDocument, input: unknown, pins?: Record<string, Pin>): Promise<string | undefined> {
     this.watch(doc.id);
     this.doc = doc;
     this.early = [];
     this.set({ starting: true, error: undefined, view: undefined, run: undefined });
     await this.live!.ready();
     try {
-      const started = await api.startRun(doc.id, input);
+      const started = await api.startRun(doc.id, input, pins);
       let view = newRunView(started.run, doc);
       for (const ev of this.early) view = applyEvent(view, ev, doc);
       this.early = [];

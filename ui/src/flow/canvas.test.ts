@@ -10,6 +10,10 @@ describe("canvas conversion", () => {
     const nodes = toCanvasNodes(doc, reg);
     expect(nodes[1]!.data.ports.map((p) => `${p.direction}:${p.name}`)).toEqual(["in:in", "out:default", "out:code"]);
   });
+  it("marks the nodes whose pins the next test run uses", () => {
+    const nodes = toCanvasNodes(doc, reg, { pins: new Set(["a"]) });
+    expect(nodes.map((n) => !!n.data.pinned)).toEqual([false, false, true]);
+  });
   it("connects edges by plain port names and labels conditions", () => {
     const [e1, e2] = toCanvasEdges(doc);
     expect(e1).toMatchObject({ id: "in:out->r:in", source: "in", sourceHandle: "out", target: "r", targetHandle: "in" });

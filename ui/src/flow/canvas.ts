@@ -27,6 +27,8 @@ export type NodeData = {
   queue: QueueBadge | undefined;
   /** In a comparison of two versions: whether the node was added, removed or changed. */
   mark?: Mark | undefined;
+  /** Test runs from this editor give back its pinned output instead of running it (pins.ts). */
+  pinned?: boolean;
 };
 
 export type EdgeData = {
@@ -46,6 +48,8 @@ export interface Overlay {
   sizes?: Map<string, Size>;
   /** A comparison of two versions (versions.ts). */
   marks?: { nodes: Map<string, Mark>; edges: Map<string, Mark> };
+  /** The nodes whose pins the next test run uses (pins.ts). */
+  pins?: ReadonlySet<string>;
 }
 
 export function toCanvasNodes(doc: FlowDocument, reg: Registry, o: Overlay = {}): CanvasNode[] {
@@ -66,6 +70,7 @@ export function toCanvasNodes(doc: FlowDocument, reg: Registry, o: Overlay = {})
         queue: o.queues?.get(n.id),
       },
     };
+    if (o.pins?.has(n.id)) cn.data.pinned = true;
     const size = o.sizes?.get(n.id);
     if (size) cn.measured = { width: size.width, height: size.height };
     return cn;

@@ -20,6 +20,9 @@ describe("checkpoint titles", () => {
       "step 3 · step · 12 ms",
     ]);
   });
+  it("says a pinned step did not run", () => {
+    expect(checkpointTitle(ck("1", "step", { step: 2, pinned: true }))).toBe("step 2 · step · pinned: did not run");
+  });
   it("names a failed attempt by its number", () => {
     expect(checkpointTitle(ck("1", "error", { attempt: 2 }))).toBe("attempt 2 failed");
   });

@@ -33,5 +33,6 @@ export function checkpointTitle(c: Checkpoint, turn?: number): string {
     return `turn ${turn ?? "?"} · ${what}${tokens}`;
   }
   const attempt = c.attempt && c.attempt > 1 ? ` · attempt ${c.attempt}` : "";
+  if (c.pinned) return `step ${c.step} · ${c.kind} · pinned: did not run${attempt}`;
   return `step ${c.step} · ${c.kind} · ${formatDuration(c.duration_ms)}${attempt}`;
 }

@@ -55,6 +55,18 @@ describe("run view", () => {
     const v = reconcile(fold([ev("start", "in")]), "succeeded", [ck("", "input"), ck("in"), ck("r"), ck("a"), ck("out")]);
     expect(Object.fromEntries(Object.entries(v.nodes).map(([k, n]) => [k, n.status]))).toEqual({ in: "done", r: "done", a: "done", out: "done" });
   });
+  it("marks a step that gave back its pin as pinned, and a later step that ran as not", () => {
+    let v = fold([ev("start", "a"), ev("step", "a", { status: "done", pinned: true })]);
+    expect(v.nodes.a).toMatchObject({ status: "done", pinned: true });
+    v = fold([ev("start", "a"), ev("step", "a", { status: "done" })], v);
+    expect(v.nodes.a?.pinned).toBeUndefined();
+  });
+  it("reads a pinned step from its checkpoint when the live event was missed", () => {
+    const ck = (node: string, extra: Partial<Checkpoint> = {}): Checkpoint => ({ id: node + "-1", node, kind: "step", step: 1, duration_ms: 0, usage: { input_tokens: 0, output_tokens: 0 }, time: "", ...extra });
+    const v = reconcile(newRunView("r1", doc), "succeeded", [ck("in"), ck("a", { pinned: true })]);
+    expect(v.nodes.a).toMatchObject({ status: "done", pinned: true });
+    expect(v.nodes.in?.pinned).toBeUndefined();
+  });
 });
 
 describe("formatDuration", () => {

@@ -24,6 +24,8 @@ export interface NodeRun {
   calls?: number;
   /** Runs nobody serves: no live worker reads this node's stream. */
   noWorker?: boolean;
+  /** Its last step did not run: it gave back the output pinned for the run (flow/pins.ts). */
+  pinned?: boolean;
 }
 
 export interface RunView {
@@ -149,6 +151,8 @@ export function applyEvent(view: RunView, ev: LiveEvent, doc: FlowDocument): Run
         checkpoint: ev.checkpoint ?? cur.checkpoint,
       };
       delete upd.error;
+      if (data.pinned === true) upd.pinned = true;
+      else delete upd.pinned;
       if (waiting && typeof data.prompt === "string") upd.prompt = data.prompt;
       else delete upd.prompt;
       if (!waiting) markQueued(nodes, doc, node, Array.isArray(data.ports) ? (data.ports as string[]) : undefined);
@@ -208,6 +212,8 @@ export function reconcile(view: RunView, status: RunStatus, ckpts: Checkpoint[],
     const tokens = list.reduce((u, c) => addUsage(u, c.usage ?? {}), { input_tokens: 0, output_tokens: 0 } as Usage);
     const waiting = last.kind === "wait" && status === "waiting";
     const upd: NodeRun = { ...cur, steps, tokens, durationMs: last.duration_ms, checkpoint: last.id, status: waiting ? "waiting" : cur.status };
+    if (last.pinned) upd.pinned = true;
+    else delete upd.pinned;
     if (!waiting && cur.status !== "failed" && finished(status)) upd.status = "done";
     nodes[node] = upd;
   }
