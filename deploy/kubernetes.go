@@ -68,11 +68,21 @@ type Options struct {
 	// StepsPerReplica is the backlog (steps waiting plus steps running) one worker
 	// replica is sized for: KEDA asks for ceil(backlog / StepsPerReplica) replicas.
 	StepsPerReplica int
+	// ScaleOn is what the ScaledObjects count per stream: ScaleOnLag (the group's lag
+	// plus its pending entries) or ScaleOnLength (the stream's length, which is the same
+	// sum because a step's commit deletes its entry). See docs/deploy.md.
+	ScaleOn string
 	// MetricsPort is the port of the workers' /metrics, /healthz and /readyz.
 	MetricsPort int
 	// Version is written in the header.
 	Version string
 }
+
+// What the ScaledObjects count.
+const (
+	ScaleOnLag    = "lag"
+	ScaleOnLength = "length"
+)
 
 // Redis kinds, by the KEDA trigger that reads them.
 const (
@@ -211,6 +221,9 @@ func (o *Options) check(pools []Pool) error {
 	}
 	if o.MinReplicas < 0 || o.MaxReplicas < 1 || o.MinReplicas > o.MaxReplicas {
 		return fmt.Errorf("replicas: want 0 <= --min-replicas (%d) <= --max-replicas (%d), and --max-replicas >= 1", o.MinReplicas, o.MaxReplicas)
+	}
+	if o.ScaleOn != ScaleOnLag && o.ScaleOn != ScaleOnLength {
+		return fmt.Errorf("--scale-on %q: want %s or %s", o.ScaleOn, ScaleOnLag, ScaleOnLength)
 	}
 	if o.StepsPerReplica < 1 {
 		return fmt.Errorf("--steps-per-replica must be at least 1")
@@ -494,26 +507,36 @@ func (o *Options) triggerAuth() M {
 	}
 }
 
-// scaledObject scales pool's Deployment on the sum, over its streams, of the entries
-// waiting (the group's lag) and the entries being worked on (the group's pending
-// entries): the steps the pool has to do. Both are per stream and per partition; the
-// formula adds them up, since the HPA would otherwise scale on the largest one alone.
+// scaledObject scales pool's Deployment on the steps the pool has to do: summed over
+// its streams, the entries waiting (the group's lag) and the entries being worked on
+// (the group's pending entries) — or, with ScaleOnLength, each stream's length, which
+// is the same sum. The counts are per stream and per partition; the formula adds them
+// up, since the HPA would otherwise scale on the largest one alone.
 func (o *Options) scaledObject(p Pool) M {
 	var triggers []any
 	var terms []string
 	used := map[string]bool{}
+	per := strconv.Itoa(o.StepsPerReplica)
 	for _, s := range StreamsOf(o.Flows, p, o.Partitions) {
 		base := identifier(s.Flow + "_" + s.Node + "_p" + strconv.Itoa(s.Part))
 		name := base
-		for i := 2; used["lag_"+name]; i++ {
+		for i := 2; used["lag_"+name] || used["len_"+name]; i++ {
 			name = base + "_" + strconv.Itoa(i)
+		}
+		if o.ScaleOn == ScaleOnLength {
+			// No consumerGroup: KEDA counts XLEN when none is given.
+			n := "len_" + name
+			used[n] = true
+			terms = append(terms, n)
+			triggers = append(triggers, o.trigger(n, s.Key, false, KV{"streamLength", per}))
+			continue
 		}
 		lag, run := "lag_"+name, "run_"+name
 		used[lag], used[run] = true, true
 		terms = append(terms, lag, run)
 		triggers = append(triggers,
-			o.trigger(lag, s.Key, KV{"lagCount", strconv.Itoa(o.StepsPerReplica)}, KV{"activationLagCount", "0"}),
-			o.trigger(run, s.Key, KV{"pendingEntriesCount", strconv.Itoa(o.StepsPerReplica)}),
+			o.trigger(lag, s.Key, true, KV{"lagCount", per}, KV{"activationLagCount", "0"}),
+			o.trigger(run, s.Key, true, KV{"pendingEntriesCount", per}),
 		)
 	}
 	spec := M{
@@ -538,7 +561,7 @@ func (o *Options) scaledObject(p Pool) M {
 	}
 }
 
-func (o *Options) trigger(name, stream string, threshold ...KV) M {
+func (o *Options) trigger(name, stream string, group bool, threshold ...KV) M {
 	md := M{}
 	switch o.Redis.Kind {
 	case RedisSingle:
@@ -551,7 +574,10 @@ func (o *Options) trigger(name, stream string, threshold ...KV) M {
 	if o.Redis.TLS {
 		md = append(md, KV{"enableTLS", "true"})
 	}
-	md = append(md, KV{"stream", stream}, KV{"consumerGroup", store.Group})
+	md = append(md, KV{"stream", stream})
+	if group {
+		md = append(md, KV{"consumerGroup", store.Group})
+	}
 	md = append(md, threshold...)
 	t := M{{"type", o.Redis.Kind}, {"name", name}, {"metadata", md}}
 	if o.RedisPasswordKey != "" {

@@ -39,6 +39,7 @@ func cmdDeploy(_ context.Context, args []string, stdout, stderr io.Writer) error
 	minReplicas := fs.Int("min-replicas", 1, "fewest worker replicas of a pool; 0 lets KEDA scale an idle pool to zero")
 	maxReplicas := fs.Int("max-replicas", 10, "most worker replicas of a pool")
 	perReplica := fs.Int("steps-per-replica", flows.DefaultConcurrency, "steps (waiting or running) one worker replica is sized for")
+	scaleOn := fs.String("scale-on", deploy.ScaleOnLag, "what KEDA counts per stream: lag (the group's lag plus its pending entries; Redis 7) or length (the stream's length: the same sum, one trigger per stream, no group needed); see docs/deploy.md")
 	metricsPort := fs.Int("metrics-port", 9090, "the workers' port for /metrics, /healthz and /readyz")
 	cf := addComponentFlags(fs)
 	fs.Usage = func() {
@@ -108,7 +109,7 @@ Flags:
 		Flows: fl, Pools: ps, Redis: rd, Partitions: *partitions,
 		Image: *image, Name: *name, Namespace: *namespace,
 		RedisURLSecret: *urlSecret, RedisPasswordKey: *passwordKey, TokenSecret: *tokenSecret,
-		MinReplicas: *minReplicas, MaxReplicas: *maxReplicas, StepsPerReplica: *perReplica,
+		MinReplicas: *minReplicas, MaxReplicas: *maxReplicas, StepsPerReplica: *perReplica, ScaleOn: *scaleOn,
 		MetricsPort: *metricsPort, Version: version,
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 // The deploy tests read the manifests back and hold them to the keys Sluice uses: every
 // stream a ScaledObject watches is store.PartKeys(flow, p).In(node) for a node of its
 // pool and a partition of its flow, every group is store.Group, and nothing is missed.
+// With --scale-on length the triggers name no group (KEDA then counts XLEN).
 
 // deployShop is a flow with its own partition count; its nodes are listed by hand in
 // deployFixtures, so the test does not take them from the code it checks.
@@ -97,7 +98,7 @@ type readPool struct {
 }
 
 // checkDeployManifests holds the manifests to the flows: returns the pools by name.
-func checkDeployManifests(t *testing.T, docs []manifest, defaultParts int, trigger string) map[string]readPool {
+func checkDeployManifests(t *testing.T, docs []manifest, defaultParts int, trigger, scaleOn string) map[string]readPool {
 	t.Helper()
 	deployments := map[string]manifest{}
 	var scaled []manifest
@@ -194,7 +195,7 @@ func checkDeployManifests(t *testing.T, docs []manifest, defaultParts int, trigg
 			}
 		}
 
-		lag, run := map[string]int{}, map[string]int{}
+		lag, run, length := map[string]int{}, map[string]int{}, map[string]int{}
 		var names []string
 		for _, tr := range so.get("spec", "triggers").([]any) {
 			tm := manifest(tr.(map[string]any))
@@ -203,9 +204,6 @@ func checkDeployManifests(t *testing.T, docs []manifest, defaultParts int, trigg
 				t.Errorf("%s: trigger type %s, want %s", name, tm.str("type"), trigger)
 			}
 			stream, group := tm.str("metadata", "stream"), tm.str("metadata", "consumerGroup")
-			if group != store.Group {
-				t.Errorf("%s: stream %s with group %q, want %q", name, stream, group, store.Group)
-			}
 			if !want[stream] {
 				t.Errorf("%s watches %s, which is not a stream of its nodes", name, stream)
 			}
@@ -214,13 +212,25 @@ func checkDeployManifests(t *testing.T, docs []manifest, defaultParts int, trigg
 				lag[stream]++
 			case tm.str("metadata", "pendingEntriesCount") != "":
 				run[stream]++
+			case tm.str("metadata", "streamLength") != "":
+				length[stream]++
 			default:
-				t.Errorf("%s: trigger %s scales on neither lag nor pending entries", name, tm.str("name"))
+				t.Errorf("%s: trigger %s scales on none of lag, pending entries, length", name, tm.str("name"))
+			}
+			wantGroup := store.Group
+			if scaleOn == "length" {
+				wantGroup = "" // KEDA counts XLEN only when no group is named
+			}
+			if group != wantGroup {
+				t.Errorf("%s: stream %s with group %q, want %q", name, stream, group, wantGroup)
 			}
 		}
 		for s := range want {
-			if lag[s] != 1 || run[s] != 1 {
-				t.Errorf("%s: stream %s has %d lag and %d pending triggers, want 1 and 1", name, s, lag[s], run[s])
+			if scaleOn == "length" && (length[s] != 1 || lag[s]+run[s] != 0) {
+				t.Errorf("%s: stream %s has %d length, %d lag and %d pending triggers, want 1, 0, 0", name, s, length[s], lag[s], run[s])
+			}
+			if scaleOn == "lag" && (lag[s] != 1 || run[s] != 1 || length[s] != 0) {
+				t.Errorf("%s: stream %s has %d lag, %d pending and %d length triggers, want 1, 1, 0", name, s, lag[s], run[s], length[s])
 			}
 		}
 		terms := strings.Split(so.str("spec", "advanced", "scalingModifiers", "formula"), " + ")
@@ -260,7 +270,7 @@ func TestDeployKubernetesWatchesEveryStreamOfEveryPool(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
 		docs := readManifests(t, out)
-		pools := checkDeployManifests(t, docs, 1, "redis-streams")
+		pools := checkDeployManifests(t, docs, 1, "redis-streams", "lag")
 		p, ok := pools["sluice-worker-default"]
 		if len(pools) != 1 || !ok || p.nodes != nil {
 			t.Fatalf("pools %v, want one, default, serving every node", pools)
@@ -280,7 +290,7 @@ func TestDeployKubernetesWatchesEveryStreamOfEveryPool(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
-		pools := checkDeployManifests(t, readManifests(t, out), 16, "redis-cluster-streams")
+		pools := checkDeployManifests(t, readManifests(t, out), 16, "redis-cluster-streams", "lag")
 		want := map[string]string{
 			"sluice-worker-agents":  "coder",
 			"sluice-worker-sql":     "sql",
@@ -306,7 +316,7 @@ func TestDeployKubernetesWatchesEveryStreamOfEveryPool(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
 		docs := readManifests(t, out)
-		checkDeployManifests(t, docs, 3, "redis-sentinel-streams")
+		checkDeployManifests(t, docs, 3, "redis-sentinel-streams", "lag")
 		auth := false
 		for _, d := range docs {
 			switch d.str("kind") {
@@ -333,6 +343,17 @@ func TestDeployKubernetesWatchesEveryStreamOfEveryPool(t *testing.T) {
 	})
 }
 
+func TestDeployKubernetesScalesOnStreamLength(t *testing.T) {
+	dir := t.TempDir()
+	shop := writeFlow(t, dir, "shop.json", deployShop)
+	desk := writeFlow(t, dir, "desk.json", deployDesk)
+	out, stderr, code := sluice(t, "", "deploy", "kubernetes", shop, desk, "--pools", "sql", "--scale-on", "length", "--cluster", "--redis", "redis://r0:7000")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	checkDeployManifests(t, readManifests(t, out), 16, "redis-cluster-streams", "length")
+}
+
 func TestDeployKubernetesRefusesWhatWouldNotRun(t *testing.T) {
 	dir := t.TempDir()
 	shop := writeFlow(t, dir, "shop.json", deployShop)
@@ -351,6 +372,7 @@ func TestDeployKubernetesRefusesWhatWouldNotRun(t *testing.T) {
 		{"Sentinel without a master name", []string{shop, "--redis", "redis+sentinel://s0:26379"}, 2, "Sentinel needs the master's name"},
 		{"no flow", nil, 2, "give at least one flow file"},
 		{"the same flow twice", []string{shop, shop}, 2, `flow "shop" is given twice`},
+		{"an unknown scale-on", []string{shop, "--scale-on", "cpu"}, 2, `--scale-on "cpu": want lag or length`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
