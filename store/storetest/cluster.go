@@ -26,8 +26,9 @@ const clusterNodeTimeout = 2000
 // made a cluster by `redis-cli --cluster create`. Every process is stopped by pid when
 // the test ends. The shared Redis of the other tests is never touched.
 type Cluster struct {
-	t     testing.TB
-	nodes []*proc
+	t      testing.TB
+	nodes  []*proc
+	shared bool // SharedCluster's: no node may be killed
 }
 
 // StartCluster starts a cluster of 3 masters and 3 replicas and returns once every node
@@ -36,13 +37,21 @@ type Cluster struct {
 // redis-cli (Redis 7 or later) is missing.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
+	c := &Cluster{t: t}
+	t.Cleanup(c.stop)
+	c.start(func() string { return t.TempDir() })
+	return c
+}
+
+// start starts the six nodes, each in a directory from mkdir, and makes them a cluster.
+func (c *Cluster) start(mkdir func() string) {
+	t := c.t
+	t.Helper()
 	needRedis7(t, true)
 	const n = 6
 	ports := sparePorts(t, 2*n) // a data port and a cluster bus port each
-	c := &Cluster{t: t}
-	t.Cleanup(c.stop)
 	for i := 0; i < n; i++ {
-		dir := t.TempDir()
+		dir := mkdir()
 		p := &proc{port: ports[i], dir: dir}
 		p.args = []string{
 			"--port", strconv.Itoa(p.port), "--bind", "127.0.0.1", "--dir", dir,
@@ -69,7 +78,6 @@ func StartCluster(t testing.TB) *Cluster {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
 	}
 	c.waitHealthy("the cluster to come up")
-	return c
 }
 
 // Addrs are the host:port addresses of all six nodes, live or not: the seeds a client
@@ -160,6 +168,9 @@ func (c *Cluster) MasterOfKey(key string) string {
 // live masters serve all slots again. It returns the address of the promoted master.
 func (c *Cluster) KillMaster(addr string) string {
 	c.t.Helper()
+	if c.shared {
+		c.t.Fatalf("KillMaster on the shared cluster: other tests use it; use StartCluster")
+	}
 	p := c.node(addr)
 	slots, err := c.slots()
 	if err != nil {

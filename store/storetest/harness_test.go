@@ -3,6 +3,7 @@ package storetest_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,38 @@ import (
 // The harnesses are tested on what the runtime's tests rely on: every slot served, keys
 // routed to all three masters, a killed master replaced by its replica with the data it
 // had replicated, and a failover client that follows Sentinel to the new master.
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	storetest.StopShared()
+	os.Exit(code)
+}
+
+func TestSharedClusterIsStartedOnceAndServesEveryTest(t *testing.T) {
+	var addrs []string
+	for i := 0; i < 2; i++ {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			c := storetest.SharedCluster(t)
+			if addrs == nil {
+				addrs = c.Addrs()
+			} else if strings.Join(c.Addrs(), ",") != strings.Join(addrs, ",") {
+				t.Fatalf("a second cluster was started: %v, then %v", addrs, c.Addrs())
+			}
+			ctx := context.Background()
+			key := "harness:{" + storetest.FlowID(t) + "}"
+			cc := c.Client()
+			if err := cc.Set(ctx, key, i, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := cc.Get(ctx, key).Int(); err != nil || v != i {
+				t.Fatalf("GET %s: %v, %v", key, v, err)
+			}
+			if len(c.Masters()) != 3 {
+				t.Fatalf("masters %v", c.Masters())
+			}
+		})
+	}
+}
 
 func TestClusterServesEverySlotOnThreeMastersAndFailsOver(t *testing.T) {
 	c := storetest.StartCluster(t)

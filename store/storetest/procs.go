@@ -95,6 +95,9 @@ func (p *proc) start(t testing.TB) {
 	t.Helper()
 	p.cmd = exec.Command("redis-server", p.args...)
 	p.cmd.Dir = p.dir
+	// Should the test binary die before its cleanups run (a panic, a timeout), its
+	// servers die with it instead of holding their ports.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start redis-server on port %d: %v", p.port, err)
 	}
