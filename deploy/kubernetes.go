@@ -247,11 +247,11 @@ func (o *Options) check(pools []Pool) error {
 	return nil
 }
 
-// StreamsOf returns the streams of pool's nodes over every partition of every flow
+// streamsOf returns the streams of pool's nodes over every partition of every flow
 // that has them, in flow, node and partition order: what the pool's workers read and
 // its ScaledObject watches.
-func StreamsOf(flows []Flow, pool Pool, defaultPartitions int) []Stream {
-	var out []Stream
+func streamsOf(flows []Flow, pool Pool, defaultPartitions int) []stream {
+	var out []stream
 	for _, f := range flows {
 		for _, n := range f.Nodes {
 			if pool.Nodes != nil && !contains(pool.Nodes, n) {
@@ -262,15 +262,15 @@ func StreamsOf(flows []Flow, pool Pool, defaultPartitions int) []Stream {
 				parts = defaultPartitions
 			}
 			for p := 0; p < parts; p++ {
-				out = append(out, Stream{Flow: f.ID, Node: n, Part: p, Key: store.PartKeys(f.ID, p).In(n)})
+				out = append(out, stream{Flow: f.ID, Node: n, Part: p, Key: store.PartKeys(f.ID, p).In(n)})
 			}
 		}
 	}
 	return out
 }
 
-// Stream is one node stream of one partition.
-type Stream struct {
+// stream is one node stream of one partition.
+type stream struct {
 	Flow, Node string
 	Part       int
 	Key        string
@@ -517,7 +517,7 @@ func (o *Options) scaledObject(p Pool) M {
 	var terms []string
 	used := map[string]bool{}
 	per := strconv.Itoa(o.StepsPerReplica)
-	for _, s := range StreamsOf(o.Flows, p, o.Partitions) {
+	for _, s := range streamsOf(o.Flows, p, o.Partitions) {
 		base := identifier(s.Flow + "_" + s.Node + "_p" + strconv.Itoa(s.Part))
 		name := base
 		for i := 2; used["lag_"+name] || used["len_"+name]; i++ {
