@@ -1,7 +1,8 @@
 // Package deploy writes what an orchestrator needs to run Sluice: Kubernetes manifests
 // for the server, one worker Deployment per pool of nodes, and KEDA ScaledObjects that
-// scale each pool on its streams' backlog. It reads compiled flows and key names from
-// store; it talks to no Redis and no cluster: it only writes text.
+// scale each pool on its streams' backlog. It takes the flows' node ids and partition
+// counts and names their streams with store's key functions; it talks to no Redis and
+// no cluster: it only writes text.
 package deploy
 
 import (
