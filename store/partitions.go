@@ -159,8 +159,23 @@ func partsOf(flow string, counts []int) []PartRef {
 	if counts[0] == 1 {
 		out = append(out, PartRef{Flow: flow})
 	}
-	for p := 1; p <= counts[len(counts)-1] && counts[len(counts)-1] > 1; p++ {
-		out = append(out, PartRef{Flow: flow, Part: p})
+	if n := counts[len(counts)-1]; n > 1 {
+		for _, p := range PartitionsOf(n) {
+			out = append(out, PartRef{Flow: flow, Part: p})
+		}
+	}
+	return out
+}
+
+// PartitionsOf lists the partitions runs placed over n partitions live on: 0 for one
+// partition, 1..n for more.
+func PartitionsOf(n int) []int {
+	if n <= 1 {
+		return []int{0}
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i + 1
 	}
 	return out
 }

@@ -1,6 +1,6 @@
 // Command sluice is the Sluice binary: the browser flow editor and API (serve), headless
 // workers (worker), one-off runs (run), flow checks (validate), Langflow import (import),
-// versions and schedules of flows, and the benchmark (bench).
+// versions and schedules of flows, Kubernetes manifests (deploy) and the benchmark (bench).
 // This package only wires the other packages together.
 package main
 
@@ -49,6 +49,7 @@ func commands() []command {
 		{"rollback", "make an earlier version of a flow current again", cmdRollback},
 		{"schedules", "list a flow's schedules, pause or resume one", cmdSchedules},
 		{"components", "list the components flows can use (--markdown, --json)", cmdComponents},
+		{"deploy", "print Kubernetes manifests for flows (deploy kubernetes FLOW.json...)", cmdDeploy},
 		{"bench", "measure Sluice against a bare go-redis loop", cmdBench},
 		{"version", "print the version", cmdVersion},
 	}
