@@ -110,7 +110,12 @@ func Open(ctx context.Context, opts Options) (*Redis, error) {
 	r.addr = strings.Join(uo.Addrs, ",")
 	switch {
 	case r.cluster:
-		r.Client = redis.NewClusterClient(uo.Cluster())
+		co := uo.Cluster()
+		// A master killed without a word sends no MOVED: without a periodic reload the
+		// client would send its slots' commands to the dead address until the default
+		// minute passes, long after a replica took over.
+		co.ClusterStateReloadInterval = time.Second
+		r.Client = redis.NewClusterClient(co)
 	case uo.MasterName != "":
 		r.Client = redis.NewFailoverClient(uo.Failover())
 		r.addr = uo.MasterName + "@" + r.addr

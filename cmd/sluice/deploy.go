@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/deploy"
+	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/flows"
 )
 
@@ -17,10 +18,6 @@ type stringList []string
 
 func (l *stringList) String() string     { return strings.Join(*l, " ") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
-
-// clusterPartitions is the partition count of flows that set none when the Redis is a
-// cluster: what `serve --partitions` defaults to there.
-const clusterPartitions = 16
 
 func cmdDeploy(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("deploy", flag.ContinueOnError)
@@ -92,7 +89,7 @@ Flags:
 	if *partitions == 0 {
 		*partitions = 1
 		if rd.Kind == deploy.RedisCluster {
-			*partitions = clusterPartitions
+			*partitions = engine.ClusterPartitions
 		}
 	}
 

@@ -15,8 +15,12 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/store"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -120,6 +124,28 @@ func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // envOr returns the environment variable name's value, or def when it is unset.
+// addPartitionsFlag adds --partitions: how many partitions the runs of flows whose
+// settings say nothing are spread over (env SLUICE_PARTITIONS; 0: the engine's default,
+// engine.ClusterPartitions on a Redis Cluster, else 1).
+func addPartitionsFlag(fs *flag.FlagSet) *int {
+	def, _ := strconv.Atoi(os.Getenv("SLUICE_PARTITIONS"))
+	return fs.Int("partitions", def, fmt.Sprintf("partitions the runs of flows that set none in settings.partitions are spread over, 1 to %d (env SLUICE_PARTITIONS; 0: %d on a Redis Cluster, else 1)", store.MaxPartitions, engine.ClusterPartitions))
+}
+
+// checkPartitions refuses a --partitions out of range.
+func checkPartitions(n int) error {
+	if n < 0 || n > store.MaxPartitions {
+		return &exitError{code: 2, err: fmt.Errorf("--partitions %d: want 1 to %d (0 for the default)", n, store.MaxPartitions)}
+	}
+	return nil
+}
+
+// envPartitions is SLUICE_PARTITIONS for the commands without the flag (0: default).
+func envPartitions() int {
+	n, _ := strconv.Atoi(os.Getenv("SLUICE_PARTITIONS"))
+	return min(max(n, 0), store.MaxPartitions)
+}
+
 func envOr(name, def string) string {
 	if v, ok := os.LookupEnv(name); ok {
 		return v

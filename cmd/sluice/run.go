@@ -79,7 +79,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer rdb.Close()
-	e := engine.New(rdb, registry(env), engine.Options{Logger: log})
+	e := engine.New(rdb, registry(env), engine.Options{Logger: log, Partitions: envPartitions()})
 	plan, err := loadPlan(e, files[0], stderr)
 	if err != nil {
 		return err
@@ -183,6 +183,8 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL (required; env REDIS_URL)")
 	grace := fs.Duration("grace", 10*time.Second, "how long in-flight steps may finish after SIGTERM")
 	metricsAddr := fs.String("metrics-addr", envOr("SLUICE_METRICS_ADDR", ""), "serve /metrics, /healthz and /readyz on this address, e.g. :9090 (env SLUICE_METRICS_ADDR); empty: none")
+	nodesFlag := fs.String("nodes", envOr("SLUICE_NODES", ""), "serve only these node ids, comma-separated (a worker pool; env SLUICE_NODES): other processes serve the rest; a listed node a flow lacks is ignored for that flow")
+	partitions := addPartitionsFlag(fs)
 	dispatch := fs.Bool("dispatch", true, "also deliver the flows' result webhooks (several workers may: each result is delivered once per webhook, at least once)")
 	schedule := fs.Bool("schedule", true, "also start the runs of the flows' schedules (several workers may: each tick runs once)")
 	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "info"), "debug, info, warn or error")
@@ -203,11 +205,15 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if *redisURL == "" {
 		return &exitError{code: 2, err: errors.New("worker needs a shared Redis: set REDIS_URL or --redis (the embedded Redis lives only in one process)")}
 	}
+	if err := checkPartitions(*partitions); err != nil {
+		return err
+	}
+	poolNodes := splitList(*nodesFlag)
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {
 		return err
 	}
-	// Each flow's reader holds a connection for its whole block time.
+	// Each reader holds a connection for its whole block time.
 	rdb, err := store.Open(ctx, store.Options{URL: *redisURL, PoolSize: 32 + 2*len(files)})
 	if err != nil {
 		return err
@@ -224,7 +230,7 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	defer stopTracing()
 	var metrics *server.Metrics
-	opts := engine.Options{Logger: log}
+	opts := engine.Options{Logger: log, Partitions: *partitions}
 	if *metricsAddr != "" {
 		metrics = server.NewMetrics()
 		metrics.SetCacheStats(func() (int64, int64) { st := env.CacheStats(); return st.Hits, st.Misses })
@@ -232,10 +238,17 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	e := engine.New(rdb, registry(env), opts)
 	var ids []string
+	unknown := map[string]bool{}
+	for _, n := range poolNodes {
+		unknown[n] = true
+	}
 	for _, path := range files {
 		plan, err := loadPlan(e, path, stderr)
 		if err != nil {
 			return err
+		}
+		for n := range plan.Nodes {
+			delete(unknown, n)
 		}
 		if err := e.Publish(ctx, plan); err != nil {
 			return err
@@ -243,8 +256,14 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 		ids = append(ids, plan.Flow)
 		log.Info("serving flow", "flow", plan.Flow, "version", plan.Version[:12], "file", path)
 	}
+	if len(unknown) > 0 {
+		return &exitError{code: 2, err: fmt.Errorf("--nodes: no flow given has node(s) %s", strings.Join(sortedSet(unknown), ", "))}
+	}
+	if len(poolNodes) > 0 {
+		log.Info("serving only some nodes (a worker pool)", "nodes", poolNodes)
+	}
 	start := time.Now()
-	w := e.NewWorker(engine.WorkerOptions{Flows: ids, Grace: *grace})
+	w := e.NewWorker(engine.WorkerOptions{Flows: ids, Grace: *grace, Nodes: poolNodes})
 	// Subflows are found next to the first flow file; the worker serves them too.
 	attach(ctx, env, rdb, e, &store.Library{Dir: filepath.Dir(files[0])}, w)
 	var served chan error
@@ -333,7 +352,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer stopTracing()
-	e := engine.New(rdb, registry(env), engine.Options{Logger: log})
+	e := engine.New(rdb, registry(env), engine.Options{Logger: log, Partitions: envPartitions()})
 	plan, err := loadPlan(e, pos[0], stderr)
 	if err != nil {
 		return err
@@ -344,4 +363,14 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	return runUntilSettled(ctx, e, plan, pos[0], pos[1], false, stdout, stderr)
+}
+
+// sortedSet returns a set's members, sorted.
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

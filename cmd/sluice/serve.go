@@ -24,6 +24,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL; empty starts the embedded Redis (env REDIS_URL)")
 	dir := fs.String("flows", envOr("SLUICE_FLOWS", "./flows"), "directory of flow files (env SLUICE_FLOWS)")
 	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "info"), "debug, info, warn or error (env SLUICE_LOG_LEVEL)")
+	partitions := addPartitionsFlag(fs)
 	workers := fs.Int("workers", 1, "in-process workers for the library's flows; 0 serves only the UI and API (workers run elsewhere)")
 	cf := addComponentFlags(fs)
 	token := fs.String("token", "", "bearer token every route but health needs (env SLUICE_TOKEN); required unless --addr is loopback")
@@ -41,6 +42,9 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return &exitError{code: 2, err: fmt.Errorf("serve takes no arguments, got %q", fs.Args())}
+	}
+	if err := checkPartitions(*partitions); err != nil {
+		return err
 	}
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {
@@ -87,7 +91,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	metrics := server.NewMetrics()
 	metrics.SetCacheStats(func() (int64, int64) { st := env.CacheStats(); return st.Hits, st.Misses })
 	env.Observer = metrics
-	e := engine.New(rdb, registry(env), engine.Options{Logger: log, Observer: metrics})
+	e := engine.New(rdb, registry(env), engine.Options{Logger: log, Observer: metrics, Partitions: *partitions})
 	metrics.SetStateCache(e.StateCacheStats)
 	var ws []*engine.Worker
 	for i := 0; i < *workers; i++ {

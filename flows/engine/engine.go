@@ -38,12 +38,17 @@ type Options struct {
 	// Observer, when set, is told about every step (for metrics).
 	Observer Observer
 	// Partitions is how many partitions the runs of a flow whose settings do not say are
-	// spread over (default 1; 16 suits a Redis Cluster of a few masters).
+	// spread over (default 1 on one Redis, ClusterPartitions on a Redis Cluster).
 	Partitions int
 	// NoFuse turns off fusing: every step then goes through its node's stream (for the
 	// benchmark's comparison).
 	NoFuse bool
 }
+
+// ClusterPartitions is the partitions a flow's runs are spread over on a Redis Cluster
+// unless its settings or the server say otherwise: enough to spread one flow evenly over
+// a few masters (see store.partTag), few enough that a worker's readers stay few.
+const ClusterPartitions = 16
 
 // Observer receives the outcome of steps, for metrics and the benchmark.
 type Observer interface {
@@ -90,6 +95,9 @@ func New(rdb *store.Redis, reg *flows.Registry, opts Options) *Engine {
 	}
 	if opts.Limits == (flows.Limits{}) {
 		opts.Limits = flows.DefaultLimits
+	}
+	if opts.Partitions == 0 && rdb.Cluster() {
+		opts.Partitions = ClusterPartitions
 	}
 	if opts.ConsumerPrefix == "" {
 		host, _ := os.Hostname()
