@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/deploy"
-	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/engine"
 )
 
 // stringList is a flag that may be given several times.
