@@ -215,9 +215,15 @@ func (r *Redis) UsePartitions(ctx context.Context, flow string, n int, nodes []s
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
 	}
-	if _, err := r.partitionCounts(ctx, flow, true); err != nil {
-		return err
+	c := &r.parts
+	c.mu.Lock()
+	if c.counts == nil {
+		c.counts = map[string][]int{}
 	}
+	counts := append(slices.Clone(c.counts[flow]), add...)
+	slices.Sort(counts)
+	c.counts[flow] = slices.Compact(counts)
+	c.mu.Unlock()
 	return r.EnsureGroups(ctx, flow, nodes)
 }
 

@@ -24,7 +24,7 @@ const counter = `{"sluice": 1, "id": "FLOW",
  "edges": [{"from": "in", "to": "double"}, {"from": "double", "to": "plus"}, {"from": "plus", "to": "out"}]}`
 
 func TestHistoryListsEveryStepWithItsStateAndDiffs(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
 		v := newEnv(t, r)
 		p := v.compile(strings.Replace(counter, "KEEP", "0", 1))
 		v.work(p)
@@ -72,7 +72,7 @@ func TestHistoryListsEveryStepWithItsStateAndDiffs(t *testing.T) {
 }
 
 func TestForkRerunsFromACheckpointWithAPatchAndLeavesTheOriginal(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
 		v := newEnv(t, r)
 		p := v.compile(strings.Replace(counter, "KEEP", "0", 1))
 		v.work(p)
@@ -134,7 +134,7 @@ const approvalFlow = `{"sluice": 1, "id": "FLOW",
   {"from": "send", "to": "out"}, {"from": "drop", "to": "out"}]}`
 
 func TestApprovalParksTheRunUntilAPersonDecides(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
 		v := newEnv(t, r)
 		p := v.compile(strings.Replace(approvalFlow, "TIMEOUT", "", 1))
 		v.work(p)
@@ -180,7 +180,7 @@ func TestApprovalParksTheRunUntilAPersonDecides(t *testing.T) {
 }
 
 func TestApprovalTimeoutDecidesForThePerson(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
 		v := newEnv(t, r)
 		p := v.compile(strings.Replace(approvalFlow, "TIMEOUT", `, "timeout": "300ms"`, 1))
 		v.work(p)

@@ -195,7 +195,7 @@ func TestJQBombFailsItsRunAtTheDeadlineAndTheWorkerLivesOn(t *testing.T) {
 // A subflow node runs another flow; the child run is linked through the parent's
 // checkpoint history, and a retried step finds the child it started.
 func TestSubflowRunsAnotherFlowAndLinksItsRun(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
 		v, _, sub := componentEnv(t, r, nil)
 		child := v.compile(`{"sluice": 1, "id": "FLOW", "nodes": [{"id": "in", "type": "input"},
 		  {"id": "greet", "type": "template", "params": {"template": "hello, {{.name}}", "as": "greeting"}}, {"id": "out", "type": "output", "params": {"value": ".greeting"}}],
@@ -259,7 +259,7 @@ func stepWithTurns(flow, run string, turn []byte) *flows.Step {
 }
 
 func TestCancellingAParentRunCancelsItsSubflowRuns(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
 		v, _, sub := componentEnv(t, r, nil)
 		child := v.compile(`{"sluice": 1, "id": "FLOW", "nodes": [{"id": "in", "type": "input"},
 		  {"id": "wait", "type": "delay", "params": {"for": "1h"}}, {"id": "out", "type": "output"}],

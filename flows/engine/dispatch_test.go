@@ -21,7 +21,7 @@ import (
 )
 
 func TestOutputNodesWebhookReceivesTheRunsResult(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
 		got := make(chan engine.ResultPayload, 4)
 		hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			b, _ := io.ReadAll(req.Body)

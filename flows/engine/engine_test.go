@@ -127,19 +127,11 @@ func mustStatus(t *testing.T, r *store.Run, want string) {
 // drained asserts that every node stream of the flow is empty and nothing is pending.
 func (v *env) drained(p *flows.Plan) {
 	v.t.Helper()
-	ctx := context.Background()
-	k := store.FlowKeys(p.Flow)
-	for _, n := range p.NodeIDs() {
-		l, err := v.r.Client.XLen(ctx, k.In(n)).Result()
-		if err != nil {
-			v.t.Fatal(err)
-		}
-		pend, err := v.r.Client.XPending(ctx, k.In(n), store.Group).Result()
-		if err != nil {
-			v.t.Fatal(err)
-		}
-		if l != 0 || pend.Count != 0 {
-			v.t.Errorf("node %s: stream length %d, pending %d; want both 0", n, l, pend.Count)
+	nodes := p.NodeIDs()
+	length, pending := v.r.NodeBacklog(context.Background(), p.Flow, nodes)
+	for i, n := range nodes {
+		if length[i] != 0 || pending[i] != 0 {
+			v.t.Errorf("node %s: stream length %d, pending %d (over its partitions); want both 0", n, length[i], pending[i])
 		}
 	}
 }
@@ -164,7 +156,7 @@ func (v *env) calls(p *flows.Plan, run, node string) int {
 }
 
 func TestLinearExampleRunsEveryStepAndDrains(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
 		v := newEnv(t, r)
 		p := v.example("linear")
 		v.work(p)
@@ -198,7 +190,7 @@ func TestInputSchemaRejectsBadInputAtStart(t *testing.T) {
 }
 
 func TestRouterSendsEachRunDownOneRoute(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
 		v := newEnv(t, r)
 		p := v.example("triage")
 		v.work(p)
@@ -218,7 +210,7 @@ func TestRouterSendsEachRunDownOneRoute(t *testing.T) {
 }
 
 func TestFanoutOverZeroOneAndManyItemsJoinsOnceInItemOrder(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
 		v := newEnv(t, r)
 		p := v.example("fanout")
 		v.work(p)

@@ -23,7 +23,7 @@ func scripted(params string) string {
 }
 
 func TestStepThatFailsTwiceIsRetriedAndCommitsOnce(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
 		v := newEnv(t, r)
 		p := v.compile(scripted(`{"fail": 2, "update": {"done": true}}`))
 		v.work(p)
@@ -79,7 +79,7 @@ func deadLetterCase(t *testing.T, r *store.Redis, params, wantErr string) {
 }
 
 func TestStepThatAlwaysFailsGoesToTheDeadLettersAfterMaxAttempts(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
 		deadLetterCase(t, r, `{"always_fail": true}`, "scripted failure 3")
 	})
 }
@@ -105,7 +105,7 @@ func TestPermanentErrorGoesToTheDeadLettersAtOnce(t *testing.T) {
 }
 
 func TestRetryingADeadLetterCompletesTheRun(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
 		v := newEnv(t, r)
 		// Fails its first three calls: dead after max_attempts; the retry is call 4.
 		p := v.compile(scripted(`{"fail": 3, "update": {"done": "yes"}}`))
@@ -136,7 +136,7 @@ func TestRetryingADeadLetterCompletesTheRun(t *testing.T) {
 }
 
 func TestCancelledRunDropsItsPendingSteps(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
 		v := newEnv(t, r)
 		p := v.compile(`{"sluice": 1, "id": "FLOW",
 		 "nodes": [

@@ -90,8 +90,12 @@ func (e *Engine) Fork(ctx context.Context, flow, run, ckpt string, patch json.Ra
 	if in == nil {
 		in = json.RawMessage("{}")
 	}
+	part, err := e.place(ctx, plan, id, opts.RunID != "")
+	if err != nil {
+		return "", err
+	}
 	traceFields, tp := runTraceFields(ctx, flow) // a fork is a run of its own: a trace of its own
-	newCkpt, err := e.rdb.StartRun(ctx, store.StartArgs{Flow: flow, Run: id, Version: plan.Version, State: stateJSON,
+	newCkpt, err := e.rdb.StartRun(ctx, store.StartArgs{Flow: flow, Run: id, Part: part, Version: plan.Version, State: stateJSON,
 		Checkpoint: cp, Entries: entries, Trace: tp,
 		Fields: append([]string{"input", string(in), "parent_run", run, "parent_ckpt", ckpt}, traceFields...)})
 	if err != nil {

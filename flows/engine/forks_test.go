@@ -32,7 +32,7 @@ const forkWithEarlyExit = `{"sluice": 1, "id": "FLOW",
  ]}`
 
 func TestForkJoinMergesArrivingBranchesOnceInBranchOrder(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
 		v := newEnv(t, r)
 		p := v.compile(forkWithEarlyExit)
 		v.work(p)
@@ -157,7 +157,7 @@ const loopWithExit = `{"sluice": 1, "id": "FLOW",
  ]}`
 
 func TestLoopRunsUntilItsExitAndMaxStepsStopsASpinningRun(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
 		v := newEnv(t, r)
 		p := v.compile(strings.Replace(loopWithExit, "MAX", "50", 1))
 		v.work(p)

@@ -19,7 +19,7 @@ import (
 // model server sees the request go), the step is not retried, and the run's history says
 // it was interrupted.
 func TestCancelStopsAModelCallInFlightAndRecordsIt(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
 		srv := llmtest.New(t)
 		hold := make(chan struct{})
 		defer close(hold)

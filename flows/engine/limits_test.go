@@ -93,7 +93,7 @@ func TestATemplatePastItsTimeoutFailsAtTheDeadline(t *testing.T) {
 // checkpoints expire with them, and a listing's total and pages count only runs that
 // exist.
 func TestExpiredRunsLeaveTheRunIndexAndTheListingCountsRight(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
 		v := newEnv(t, r)
 		ctx := context.Background()
 		short := v.compile(`{"sluice": 1, "id": "FLOW", "settings": {"checkpoint_ttl": "1s", "max_attempts": 1},
@@ -109,14 +109,32 @@ func TestExpiredRunsLeaveTheRunIndexAndTheListingCountsRight(t *testing.T) {
 			run := v.run(short, fmt.Sprintf(`{"fail": %v}`, i%4 == 0))
 			runs = append(runs, run.ID)
 		}
-		k := store.FlowKeys(short.Flow)
+		parts, err := r.Parts(ctx, short.Flow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// indexed counts the runs in the flow's run or expiry indexes over its partitions.
+		indexed := func(key func(store.Keys) string) int64 {
+			var n int64
+			for _, p := range parts {
+				m, err := r.Client.ZCard(ctx, key(store.PartKeys(p.Flow, p.Part))).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				n += m
+			}
+			return n
+		}
+		refs, err := r.RunRefs(ctx, short.Flow, runs)
+		if err != nil {
+			t.Fatal(err)
+		}
 		waitFor(t, "every run's keys expire and the index is empty", 20*time.Second, func() bool {
-			n, err := r.Client.ZCard(ctx, k.Runs()).Result()
-			if err != nil || n != 0 {
+			if indexed(store.Keys.Runs) != 0 {
 				return false
 			}
-			for _, run := range runs {
-				if m, _ := r.Client.Exists(ctx, k.RunKeys(run)...).Result(); m != 0 {
+			for _, ref := range refs {
+				if m, _ := r.Client.Exists(ctx, store.PartKeys(ref.Flow, ref.Part).RunKeys(ref.Run)...).Result(); m != 0 {
 					return false
 				}
 			}
@@ -126,7 +144,7 @@ func TestExpiredRunsLeaveTheRunIndexAndTheListingCountsRight(t *testing.T) {
 		if err != nil || total != 0 || len(list) != 0 {
 			t.Errorf("listing after expiry: %d runs, total %d, %v; want none", len(list), total, err)
 		}
-		if n, _ := r.Client.ZCard(ctx, k.Expiry()).Result(); n != 0 {
+		if n := indexed(store.Keys.Expiry); n != 0 {
 			t.Errorf("expiry index holds %d runs, want 0", n)
 		}
 

@@ -30,7 +30,9 @@ func TestMain(m *testing.M) {
 	if flowsEnv := os.Getenv("SLUICE_TEST_SCHEDULER"); flowsEnv != "" {
 		os.Exit(schedulerMain(strings.Split(flowsEnv, ","))) // schedules_test.go
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	storetest.StopShared()
+	os.Exit(code)
 }
 
 func workerMain(flowIDs []string) int {
@@ -118,7 +120,11 @@ const slowStep = `{"sluice": 1, "id": "FLOW",
 
 func resultsOf(t *testing.T, r *store.Redis, flow, run string) int {
 	t.Helper()
-	msgs, err := r.Client.XRange(context.Background(), store.FlowKeys(flow).Results(), "-", "+").Result()
+	ref, err := r.FindRun(context.Background(), flow, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := r.Client.XRange(context.Background(), store.PartKeys(flow, ref.Part).Results(), "-", "+").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,9 +138,17 @@ func resultsOf(t *testing.T, r *store.Redis, flow, run string) int {
 }
 
 func TestWorkerKilledMidStepAnotherWorkerFinishesTheRun(t *testing.T) {
-	r := storetest.Real(t)
-	v := newEnv(t, r)
+	for _, k := range []storetest.Kind{storetest.KindReal, storetest.KindCluster} {
+		t.Run(string(k), func(t *testing.T) { killedWorker(t, newEnv(t, storetest.Open(t, k)), storetest.URLOf(t, k)) })
+	}
+}
+
+// killedWorker: a worker process killed (SIGKILL) mid-step; another worker's sweeper
+// takes the step over and finishes the run.
+func killedWorker(t *testing.T, v *env, url string) {
+	r := v.r
 	p := v.compile(strings.NewReplacer("CLAIM", "500ms", "SLEEP", "1s").Replace(slowStep))
+	t.Setenv("REDIS_URL", url)
 	a := startChild(t, p.Flow)
 	id := v.start(p, `{}`)
 	waitFor(t, "the slow step to start in the worker process", 10*time.Second, func() bool { return v.calls(p, id, "slow") == 1 })
@@ -158,7 +172,9 @@ func TestWorkerKilledMidStepAnotherWorkerFinishesTheRun(t *testing.T) {
 }
 
 func TestPausedWorkersLateCommitIsRefused(t *testing.T) {
-	pausedWorker(t, newEnv(t, storetest.Real(t)), storetest.URL())
+	for _, k := range []storetest.Kind{storetest.KindReal, storetest.KindCluster} {
+		t.Run(string(k), func(t *testing.T) { pausedWorker(t, newEnv(t, storetest.Open(t, k)), storetest.URLOf(t, k)) })
+	}
 }
 
 // pausedWorker: a worker process stopped (SIGSTOP) past claim_after while another

@@ -55,15 +55,45 @@ type Kind string
 const (
 	KindReal     Kind = "real"
 	KindEmbedded Kind = "embedded"
+	// KindCluster is a Redis Cluster of 3 masters and 3 replicas, one per test binary
+	// (SharedCluster: its TestMain calls StopShared).
+	KindCluster Kind = "cluster"
 )
 
 // Open returns a Redis of the given kind.
 func Open(t testing.TB, k Kind) *store.Redis {
 	t.Helper()
-	if k == KindEmbedded {
+	switch k {
+	case KindEmbedded:
 		return Embedded(t)
+	case KindCluster:
+		c := SharedCluster(t)
+		r, err := store.Open(context.Background(), store.Options{URL: c.URL()})
+		if err != nil {
+			t.Fatalf("open the test cluster: %v", err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
 	}
 	return Real(t)
+}
+
+// URLOf is the URL of a Redis of the given kind that other processes can reach (not
+// the embedded one's).
+func URLOf(t testing.TB, k Kind) string {
+	if k == KindCluster {
+		return SharedCluster(t).URL()
+	}
+	return URL()
+}
+
+// Conformance runs fn as a subtest against the real Redis, the embedded one and a Redis
+// Cluster: the runtime's conformance suite, one suite over every backend.
+func Conformance(t *testing.T, fn func(t *testing.T, r *store.Redis)) {
+	t.Helper()
+	for _, k := range []Kind{KindReal, KindEmbedded, KindCluster} {
+		t.Run(string(k), func(t *testing.T) { fn(t, Open(t, k)) })
+	}
 }
 
 // Each runs fn as a subtest against the real Redis and against the embedded one.
