@@ -31,6 +31,14 @@ type Options struct {
 	// read holds one for its whole block time, so callers size this for their readers
 	// plus headroom. Zero keeps go-redis's default (10 per CPU).
 	PoolSize int
+	// WaitReplicas, when above zero, makes the writes that answer a caller — a run
+	// started, forked, resumed or cancelled — wait until that many replicas have them
+	// (Redis WAIT, on the connection that wrote), so that a failover right after cannot
+	// lose what the caller was told. The URL's query may set it too: ?wait_replicas=1.
+	WaitReplicas int
+	// WaitTimeout bounds that wait (default 1s; URL: wait_timeout=500ms). A write not
+	// replicated in time is reported as unavailable: it is on the master, not yet safe.
+	WaitTimeout time.Duration
 }
 
 // Redis is an open connection to the Redis that holds Sluice's state.
@@ -42,6 +50,8 @@ type Redis struct {
 	url       string
 	cluster   bool
 	parts     partCache
+	wait      int           // replicas a promise waits for
+	waitFor   time.Duration // how long it waits
 }
 
 // embeddedGCPercent is the GOGC of a process that runs the embedded Redis.
@@ -94,13 +104,25 @@ func Open(ctx context.Context, opts Options) (*Redis, error) {
 		uo = &redis.UniversalOptions{Addrs: []string{m.Addr()}}
 		r.url = "redis://" + m.Addr()
 	} else {
-		var err error
-		if uo, r.cluster, err = ParseURL(opts.URL); err != nil {
+		raw, err := durabilityParams(opts.URL, &opts)
+		if err != nil {
+			return nil, err
+		}
+		if uo, r.cluster, err = ParseURL(raw); err != nil {
 			return nil, err
 		}
 	}
 	if opts.PoolSize > 0 {
 		uo.PoolSize = opts.PoolSize
+	}
+	if opts.WaitReplicas > 0 {
+		if r.embedded != nil {
+			return nil, fmt.Errorf("wait_replicas: the embedded Redis has no replicas")
+		}
+		r.wait, r.waitFor = opts.WaitReplicas, opts.WaitTimeout
+		if r.waitFor <= 0 {
+			r.waitFor = time.Second
+		}
 	}
 	uo.DialTimeout = 3 * time.Second
 	uo.ReadTimeout = 5 * time.Second
@@ -126,6 +148,9 @@ func Open(ctx context.Context, opts Options) (*Redis, error) {
 	defer cancel()
 	if err := r.Client.Ping(pctx).Err(); err != nil {
 		_ = r.Close()
+		if r.cluster && strings.Contains(err.Error(), "cluster support disabled") {
+			return nil, fmt.Errorf("redis at %s is not a cluster (%v): use redis:// for one server", r.addr, err)
+		}
 		return nil, fmt.Errorf("redis at %s does not answer: %w", r.addr, err)
 	}
 	if err := r.checkTopology(pctx); err != nil {
@@ -133,6 +158,38 @@ func Open(ctx context.Context, opts Options) (*Redis, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// durabilityParams takes wait_replicas and wait_timeout off a URL's query into opts.
+func durabilityParams(raw string, opts *Options) (string, error) {
+	base, query, ok := strings.Cut(raw, "?")
+	if !ok {
+		return raw, nil
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return "", fmt.Errorf("redis url %q: %w", redact(raw), err)
+	}
+	if v := q.Get("wait_replicas"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return "", fmt.Errorf("redis url: wait_replicas=%q is not a number of replicas", v)
+		}
+		opts.WaitReplicas = n
+	}
+	if v := q.Get("wait_timeout"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return "", fmt.Errorf("redis url: wait_timeout=%q is not a duration such as 500ms", v)
+		}
+		opts.WaitTimeout = d
+	}
+	q.Del("wait_replicas")
+	q.Del("wait_timeout")
+	if len(q) == 0 {
+		return base, nil
+	}
+	return base + "?" + q.Encode(), nil
 }
 
 // ParseURL reads the three forms of a Redis URL:

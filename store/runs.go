@@ -163,13 +163,22 @@ func (r *Redis) StartRun(ctx context.Context, a StartArgs) (string, error) {
 	if a.Trace != "" {
 		args = append(args, a.Trace)
 	}
-	pipe := r.Client.Pipeline()
-	has := pipe.Exists(ctx, FlowKeys(a.Flow).Version(a.Version))
-	start := startScript.EvalSha(ctx, pipe, keys, args...)
-	_, _ = pipe.Exec(ctx)
-	res, err := start.Slice()
-	if isNoScript(err) {
-		res, err = startScript.Run(ctx, r.Client, keys, args...).Slice()
+	var res []any
+	var err error
+	var has *redis.IntCmd
+	if r.wait > 0 {
+		// The start waits for replicas on its own node's connection (see promise).
+		has = r.Client.Exists(ctx, FlowKeys(a.Flow).Version(a.Version))
+		res, err = r.promise(ctx, startScript, keys, args...).Slice()
+	} else {
+		pipe := r.Client.Pipeline()
+		has = pipe.Exists(ctx, FlowKeys(a.Flow).Version(a.Version))
+		start := startScript.EvalSha(ctx, pipe, keys, args...)
+		_, _ = pipe.Exec(ctx)
+		res, err = start.Slice()
+		if isNoScript(err) {
+			res, err = startScript.Run(ctx, r.Client, keys, args...).Slice()
+		}
 	}
 	if err != nil {
 		return "", fmt.Errorf("start run: %w", err)
@@ -215,7 +224,7 @@ func (r *Redis) RunStatus(ctx context.Context, ref RunRef) (string, error) {
 func (r *Redis) CancelRun(ctx context.Context, ref RunRef, ttl time.Duration) error {
 	flow, run := ref.Flow, ref.Run
 	k := ref.keys()
-	res, err := cancelScript.Run(ctx, r.Client, []string{k.Run(run), k.Ckpt(run), k.State(run), k.Frames(run), k.Events(), k.Results(), k.Waits(), k.Expiry()},
+	res, err := r.promise(ctx, cancelScript, []string{k.Run(run), k.Ckpt(run), k.State(run), k.Frames(run), k.Events(), k.Results(), k.Waits(), k.Expiry()},
 		run, nowMS(), int64(ttl/time.Second), EventsMaxLen).Slice()
 	if err != nil {
 		return err
@@ -233,7 +242,7 @@ func (r *Redis) CancelRun(ctx context.Context, ref RunRef, ttl time.Duration) er
 func (r *Redis) ResumeRun(ctx context.Context, ref RunRef, node string, decision []byte) error {
 	flow, run := ref.Flow, ref.Run
 	k := ref.keys()
-	res, err := resumeScript.Run(ctx, r.Client, []string{k.Run(run), k.In(node), k.Events(), k.Waits()},
+	res, err := r.promise(ctx, resumeScript, []string{k.Run(run), k.In(node), k.Events(), k.Waits()},
 		run, node, decision, nowMS(), EventsMaxLen).Slice()
 	if err != nil {
 		return err

@@ -3,9 +3,12 @@ package store
 import (
 	"context"
 	"embed"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice/flows"
 )
 
 //go:embed lua/*.lua
@@ -52,4 +55,58 @@ func (r *Redis) LoadScripts(ctx context.Context) error {
 
 func isNoScript(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
+
+// promise runs a script whose write answers a caller (a run started, resumed or
+// cancelled). With Options.WaitReplicas it is followed, on the same connection, by WAIT:
+// the answer is given once that many replicas have the write, so a failover cannot lose
+// it; a write the replicas did not confirm in time fails as unavailable (it is on the
+// master and may still be lost). keys[0] names the node on a cluster.
+func (r *Redis) promise(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	if r.wait <= 0 {
+		return s.Run(ctx, r.Client, keys, args...)
+	}
+	var c *redis.Client
+	switch cl := r.Client.(type) {
+	case *redis.ClusterClient:
+		node, err := cl.MasterForKey(ctx, keys[0])
+		if err != nil {
+			cmd := redis.NewCmd(ctx)
+			cmd.SetErr(err)
+			return cmd
+		}
+		c = node
+	case *redis.Client:
+		c = cl
+	default:
+		return s.Run(ctx, r.Client, keys, args...)
+	}
+	cmd, w := evalWait(ctx, c, s, true, r.wait, r.waitFor, keys, args)
+	if isNoScript(cmd.Err()) {
+		// Nothing was written: send the script itself.
+		cmd, w = evalWait(ctx, c, s, false, r.wait, r.waitFor, keys, args)
+	}
+	if cmd.Err() == nil {
+		if n, err := w.Int64(); err != nil {
+			cmd.SetErr(fmt.Errorf("wait for replicas: %w", err))
+		} else if n < int64(r.wait) {
+			cmd.SetErr(&flows.Error{Code: flows.Unavailable, Message: fmt.Sprintf(
+				"written on the Redis master but confirmed by %d of %d replicas within %s (wait_replicas): it may be lost if the master fails now; check the replicas", n, r.wait, r.waitFor)})
+		}
+	}
+	return cmd
+}
+
+// evalWait sends a script and WAIT in one pipeline: one connection, one round trip.
+func evalWait(ctx context.Context, c *redis.Client, s *redis.Script, sha bool, replicas int, timeout time.Duration, keys []string, args []any) (*redis.Cmd, *redis.Cmd) {
+	pipe := c.Pipeline()
+	var cmd *redis.Cmd
+	if sha {
+		cmd = s.EvalSha(ctx, pipe, keys, args...)
+	} else {
+		cmd = s.Eval(ctx, pipe, keys, args...)
+	}
+	w := pipe.Do(ctx, "wait", replicas, timeout.Milliseconds())
+	_, _ = pipe.Exec(ctx)
+	return cmd, w
 }

@@ -24,7 +24,8 @@ type fusedStep struct {
 // entry, read or round trip in between. Such steps have no side effects, so if the
 // worker dies before the commit, running them all again is harmless. Fusing stops at a
 // fork, a join, an approval that parks, the end of the branch, a step that fails (it then
-// runs on its own and fails as usual), or max_steps.
+// runs on its own and fails as usual), a node the worker does not serve (a pool's), or
+// max_steps.
 func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 	if !pure(j.node) {
 		return nil
@@ -40,10 +41,10 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 			return fused
 		}
 		node := j.plan.Nodes[act.Node]
-		if !pure(node) || a.Depth+k > j.plan.Settings.MaxSteps {
-			return fused
+		if !pure(node) || a.Depth+k > j.plan.Settings.MaxSteps || !w.servesNode(act.Node) {
+			return fused // a node of another worker pool runs there
 		}
-		na := store.Activation{Flow: a.Flow, Node: act.Node, ID: a.ID, Run: a.Run, Version: a.Version,
+		na := store.Activation{Flow: a.Flow, Part: a.Part, Node: act.Node, ID: a.ID, Run: a.Run, Version: a.Version,
 			Tok: act.Tokens, Depth: a.Depth + k, Deliveries: 1, Trace: a.Trace}
 		nj := &job{a: na, plan: j.plan, node: node, state: state,
 			step: &flows.Step{Flow: a.Flow, Run: a.Run, Node: act.Node, Version: a.Version, Depth: na.Depth, Attempt: 1, State: state, Input: state, Tools: node.Tools,

@@ -101,6 +101,9 @@ func (w *Worker) claimAll(ctx context.Context) bool {
 			return false
 		}
 		for _, n := range nodes {
+			if !w.servesNode(n) {
+				continue // another pool's
+			}
 			limit := flows.DefaultConcurrency
 			if l, ok := limits[n]; ok && l > 0 {
 				limit = l

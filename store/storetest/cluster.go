@@ -406,3 +406,13 @@ func sameSlots(a, b []slotRange) bool {
 	}
 	return true
 }
+
+// Exec runs a command on one node (CLUSTER DELSLOTS, say) and returns its error.
+func (c *Cluster) Exec(addr string, args ...any) error {
+	c.t.Helper()
+	cl := c.node(addr).client()
+	defer cl.Close()
+	ctx, cancel := pingCtx()
+	defer cancel()
+	return cl.Do(ctx, args...).Err()
+}
