@@ -61,20 +61,51 @@ func (f Figure) MarshalJSON() ([]byte, error) {
 	return json.Marshal(float64(f))
 }
 
-// ServerStats are the Redis figures a benchmark compares before and after.
+// ServerStats are the Redis figures a benchmark compares before and after: on a cluster,
+// summed over its masters, with each master's commands.
 type ServerStats struct {
-	CPU    float64 // used_cpu_sys + used_cpu_user, seconds; NaN when not reported
-	Memory int64   // used_memory, bytes; -1 when not reported
+	CPU      float64          // used_cpu_sys + used_cpu_user, seconds; NaN when not reported
+	Memory   int64            // used_memory, bytes; -1 when not reported
+	Commands map[string]int64 // total_commands_processed by master address (a cluster's)
 }
 
 // Stats reads CPU and memory use from INFO. The embedded Redis reports neither.
 func (r *Redis) Stats(ctx context.Context) ServerStats {
-	st := ServerStats{CPU: math.NaN(), Memory: -1}
-	info, err := r.Client.Info(ctx, "cpu", "memory").Result()
-	if err != nil {
+	cc, ok := r.Client.(*redis.ClusterClient)
+	if !ok {
+		st, _ := serverStats(ctx, r.Client)
 		return st
 	}
+	var mu sync.Mutex
+	total := ServerStats{Memory: 0, Commands: map[string]int64{}}
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		st, n := serverStats(ctx, c)
+		mu.Lock()
+		defer mu.Unlock()
+		total.CPU += st.CPU
+		if st.Memory < 0 || total.Memory < 0 {
+			total.Memory = -1
+		} else {
+			total.Memory += st.Memory
+		}
+		total.Commands[c.Options().Addr] = n
+		return nil
+	})
+	if err != nil {
+		return ServerStats{CPU: math.NaN(), Memory: -1}
+	}
+	return total
+}
+
+// serverStats reads one server's INFO: CPU, memory and commands processed.
+func serverStats(ctx context.Context, c redis.Cmdable) (ServerStats, int64) {
+	st := ServerStats{CPU: math.NaN(), Memory: -1}
+	info, err := c.Info(ctx, "cpu", "memory", "stats").Result()
+	if err != nil {
+		return st, 0
+	}
 	var cpu float64
+	var cmds int64
 	cpuSeen := 0
 	for _, line := range strings.Split(info, "\r\n") {
 		k, v, ok := strings.Cut(line, ":")
@@ -93,12 +124,31 @@ func (r *Redis) Stats(ctx context.Context) ServerStats {
 			if err == nil {
 				st.Memory = n
 			}
+		case "total_commands_processed":
+			cmds, _ = strconv.ParseInt(v, 10, 64)
 		}
 	}
 	if cpuSeen == 2 {
 		st.CPU = cpu
 	}
-	return st
+	return st, cmds
+}
+
+// Spread is how unevenly a benchmark's commands fell on a cluster's masters: the busiest
+// master's commands over the quietest's between two readings (NaN off a cluster).
+func Spread(before, after ServerStats) float64 {
+	if len(after.Commands) < 2 {
+		return math.NaN()
+	}
+	lo, hi := math.Inf(1), 0.0
+	for addr, n := range after.Commands {
+		d := float64(n - before.Commands[addr])
+		lo, hi = math.Min(lo, d), math.Max(hi, d)
+	}
+	if lo <= 0 {
+		return math.Inf(1)
+	}
+	return hi / lo
 }
 
 // BareOptions shape the bare go-redis loop the benchmark compares Sluice against.

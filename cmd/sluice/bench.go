@@ -185,5 +185,8 @@ func printBench(w io.Writer, r benchReport) {
 	row("Redis CPU per step (µs)", num(s.CPUPerStep, ""), num(b.CPUPerStep, ""), rt("redis_cpu_per_step"))
 	row("Redis bytes per run", num(s.BytesPerRun, ""), num(b.BytesPerRun, ""), rt("redis_bytes_per_run"))
 	row("Redis bytes per checkpoint", num(s.BytesPerCkpt, ""), "", "")
+	if !math.IsNaN(float64(s.Spread)) {
+		row("busiest / quietest master", num(s.Spread, "×"), "", "")
+	}
 	fmt.Fprintf(w, "steps: %d, failed runs: %d, dead letters: %d, largest pending list: %d, streams drained: %v\n", s.Steps, s.Failed, s.DeadLetters, s.MaxPending, s.Drained)
 }

@@ -45,12 +45,14 @@ type BenchFigures struct {
 	CPUPerStep   store.Figure      `json:"redis_cpu_us_per_step"`
 	BytesPerRun  store.Figure      `json:"redis_bytes_per_run"`
 	BytesPerCkpt store.Figure      `json:"redis_bytes_per_checkpoint"`
-	Steps        int               `json:"steps"`
-	Failed       int               `json:"failed_runs"`
-	Drained      bool              `json:"drained"`
-	MaxPending   int64             `json:"max_pending"` // the largest pending list seen while running
-	DeadLetters  int64             `json:"dead_letters"`
-	Leftover     string            `json:"leftover,omitempty"`
+	// Spread is, on a Redis Cluster, the busiest master's commands over the quietest's.
+	Spread      store.Figure `json:"master_spread"`
+	Steps       int          `json:"steps"`
+	Failed      int          `json:"failed_runs"`
+	Drained     bool         `json:"drained"`
+	MaxPending  int64        `json:"max_pending"` // the largest pending list seen while running
+	DeadLetters int64        `json:"dead_letters"`
+	Leftover    string       `json:"leftover,omitempty"`
 }
 
 // BenchFlow returns the benchmark's flow document: k no-op transforms in a row, or a
@@ -286,7 +288,8 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 	stepsPerRun := len(plan.Nodes)
 	f := &BenchFigures{Seconds: elapsed.Seconds(), RunsPerSec: float64(o.Runs) / elapsed.Seconds(), EndToEnd: e2e.Percentiles(),
 		Step: obs.step.Percentiles(), Commit: obs.commit.Percentiles(), Steps: o.Runs * stepsPerRun, Failed: failed,
-		CPUPerStep: store.Figure(math.NaN()), BytesPerRun: store.Figure(math.NaN()), BytesPerCkpt: store.Figure(math.NaN())}
+		CPUPerStep: store.Figure(math.NaN()), BytesPerRun: store.Figure(math.NaN()), BytesPerCkpt: store.Figure(math.NaN()),
+		Spread: store.Figure(store.Spread(before, after))}
 	if !math.IsNaN(before.CPU) && !math.IsNaN(after.CPU) {
 		f.CPUPerStep = store.Figure((after.CPU - before.CPU) * 1e6 / float64(f.Steps))
 	}
