@@ -116,7 +116,14 @@ func (r *Redis) partitionCounts(ctx context.Context, flow string, fresh bool) (p
 		c.mu.Unlock()
 		all, err := r.Client.HKeys(ctx, partitionsKey).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return partEntry{counts: []int{1}}, err
+			// What was read before (if anything) is still the best answer.
+			c.mu.Lock()
+			counts := c.counts[flow]
+			c.mu.Unlock()
+			if len(counts) == 0 {
+				return partEntry{counts: []int{1}}, err
+			}
+			return partEntry{counts: counts, recorded: true}, err
 		}
 		m := map[string][]int{}
 		for _, f := range all {

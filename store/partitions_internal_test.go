@@ -1,8 +1,12 @@
 package store
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
 )
 
 // The partition tags are part of the key format: changing one strands the runs of
@@ -89,5 +93,32 @@ func TestPartsOf(t *testing.T) {
 	}
 	if g := got(1, 2, 4); len(g) != 5 || g[0] != 0 || g[4] != 4 {
 		t.Errorf("[1 2 4] -> %v", g)
+	}
+}
+
+// A failed read of the partition counts (a master down) answers what was read before,
+// with the error: a worker that reloads then must not fall back to partition 0 alone and
+// stop reading the partitions its flow's runs are on.
+func TestPartitionsReadBeforeOutliveAFailedRead(t *testing.T) {
+	ctx := context.Background()
+	m := miniredis.RunT(t)
+	r, err := Open(ctx, Options{URL: "redis://" + m.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.UsePartitions(ctx, "f", 4, []string{"n"}); err != nil {
+		t.Fatal(err)
+	}
+	r.parts.mu.Lock()
+	r.parts.at = time.Time{} // what this process read is old: the next call reads Redis
+	r.parts.mu.Unlock()
+	m.Close()
+	ps, err := r.FreshParts(ctx, "f")
+	if err == nil {
+		t.Fatal("reading the partitions of a stopped Redis gave no error")
+	}
+	if len(ps) != 4 || ps[0].Part != 1 {
+		t.Errorf("after a failed read the flow has partitions %v, want the 1..4 read before", ps)
 	}
 }

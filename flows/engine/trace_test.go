@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/observe"
 	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/storetest"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // A traced run's steps — fanout branches and the join its last branch fires included —
@@ -42,6 +44,8 @@ func TestEveryStepOfATracedRunIsAChildOfItsRunSpan(t *testing.T) {
 		if !ok {
 			t.Fatalf("the run's traceparent %q does not parse", run.Trace)
 		}
+		// A step's span ends just after its commit, which may be after the run finished.
+		stepSpans(mem, runSpan.TraceID(), p.Order)
 		nodes := map[string]int{}
 		recorded := false
 		for _, s := range mem.GetSpans() {
@@ -77,14 +81,35 @@ func TestEveryStepOfATracedRunIsAChildOfItsRunSpan(t *testing.T) {
 		v.work(later)
 		mustStatus(t, v.wait(later, id), store.StatusSucceeded)
 		derived := observe.DerivedRunSpan(later.Flow, id)
+		got := stepSpans(mem, derived.TraceID(), later.Order)
 		steps := 0
-		for _, s := range mem.GetSpans() {
-			if strings.HasPrefix(s.Name, "step ") && s.SpanContext.TraceID() == derived.TraceID() {
-				steps++
-			}
+		for _, n := range got {
+			steps += n
 		}
 		if steps != len(later.Order) {
 			t.Errorf("%d steps of the untraced run are in its derived trace, want all %d", steps, len(later.Order))
 		}
 	})
+}
+
+// stepSpans waits until the exporter holds a step span of a trace for every node given
+// (or ten seconds passed) and returns how many spans it holds per node.
+func stepSpans(mem *tracetest.InMemoryExporter, trace oteltrace.TraceID, nodes []string) map[string]int {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := map[string]int{}
+		for _, s := range mem.GetSpans() {
+			if strings.HasPrefix(s.Name, "step ") && s.SpanContext.TraceID() == trace {
+				got[s.Name[5:]]++
+			}
+		}
+		all := true
+		for _, n := range nodes {
+			all = all && got[n] > 0
+		}
+		if all || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -192,11 +192,18 @@ func (w *Worker) flowsServed() []string {
 	return ids
 }
 
-// load reads the node ids and the current version's limits of some served flows (nil:
-// all) and creates their consumer groups.
+// load reads the node ids, partitions and the current version's limits of some served
+// flows (nil: all) and creates their consumer groups. When any of it fails (a master
+// down, a failover under way), the next refresh loads every flow again, whatever the
+// version generation says: a worker must not stay on a flow's old partitions.
 func (w *Worker) load(ctx context.Context, ids []string) {
 	if ids == nil {
 		ids = w.flowsServed()
+	}
+	failed := func() {
+		w.mu.Lock()
+		w.gen = ""
+		w.mu.Unlock()
 	}
 	for _, id := range ids {
 		nodes, err := w.e.rdb.FlowNodes(ctx, id)
@@ -204,14 +211,19 @@ func (w *Worker) load(ctx context.Context, ids []string) {
 			if ctx.Err() == nil {
 				w.e.log.Warn("worker: cannot read the flow's nodes", "flow", id, "error", err)
 			}
+			failed()
 			continue
 		}
 		sort.Strings(nodes)
 		var parts []int
+		// On an error the partitions read before are kept (below), never shrunk.
 		if ps, err := w.e.rdb.FreshParts(ctx, id); err == nil {
 			for _, p := range ps {
 				parts = append(parts, p.Part)
 			}
+		} else if ctx.Err() == nil {
+			w.e.log.Warn("worker: cannot read the flow's partitions", "flow", id, "error", err)
+			failed()
 		}
 		limits := map[string]int{}
 		settings := flows.DefaultSettings
@@ -246,6 +258,7 @@ func (w *Worker) load(ctx context.Context, ids []string) {
 		w.mu.Unlock()
 		if err := w.e.rdb.EnsureGroups(ctx, id, nodes); err != nil && ctx.Err() == nil {
 			w.e.log.Warn("worker: cannot create consumer groups", "flow", id, "error", err)
+			failed()
 		}
 	}
 }
