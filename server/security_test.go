@@ -2,8 +2,10 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -111,13 +113,22 @@ func TestRequestLimits(t *testing.T) {
 	req, _ := http.NewRequest("PUT", a.base+"/api/flows/"+id, &chunked{n: 5 << 20})
 	req.Header.Set("Authorization", "Bearer "+testToken)
 	req.Header.Set("Content-Type", "application/json")
+	before := a.must(200, "GET", "/api/flows/"+id, nil).String()
 	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
+	switch {
+	case err != nil && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)):
+		// The server answered 413 and closed the connection while the client was still
+		// sending: on a loaded machine the reset can reach the client before the answer.
+	case err != nil:
 		t.Fatal(err)
+	default:
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("chunked body over the limit: %d, want 413", resp.StatusCode)
+		}
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestEntityTooLarge {
-		t.Errorf("chunked body over the limit: %d, want 413", resp.StatusCode)
+	if after := a.must(200, "GET", "/api/flows/"+id, nil).String(); after != before {
+		t.Error("a refused body over the limit changed the flow")
 	}
 	// 415: a body that is not JSON.
 	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", ""} {
