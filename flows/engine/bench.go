@@ -33,6 +33,7 @@ type BenchOptions struct {
 	Sleep      time.Duration // each node waits this long (a delay node) instead of doing nothing
 	Poison     float64       // fraction of runs whose first node fails (a poison pill)
 	NoFuse     bool          // every step through its node's stream (see Options.NoFuse)
+	Partitions int           // partitions the runs are spread over (0: the backend's default)
 }
 
 // BenchFigures are what Sluice measured.
@@ -124,7 +125,7 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 	}
 	doc := BenchFlow(id, o.Shape, k, o.Sleep, o.Poison > 0)
 	obs := &benchObserver{}
-	e := New(rdb, reg, Options{Observer: obs, Logger: discardLogger(), NoFuse: o.NoFuse})
+	e := New(rdb, reg, Options{Observer: obs, Logger: discardLogger(), NoFuse: o.NoFuse, Partitions: o.Partitions})
 	plan, _, err := e.Compile(doc)
 	if err != nil {
 		return nil, err
@@ -156,7 +157,11 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 		}
 		for i := 0; i < o.Procs; i++ {
 			// No result dispatcher: it would take the results the benchmark reads.
-			cmd := exec.CommandContext(wctx, o.Binary, "worker", "--log-level", "error", "--dispatch=false", "--redis", o.RedisURL, path)
+			args := []string{"worker", "--log-level", "error", "--dispatch=false", "--redis", o.RedisURL}
+			if o.Partitions > 0 {
+				args = append(args, "--partitions", strconv.Itoa(o.Partitions))
+			}
+			cmd := exec.CommandContext(wctx, o.Binary, append(args, path)...)
 			cmd.Stderr = os.Stderr
 			if err := cmd.Start(); err != nil {
 				return nil, err

@@ -139,7 +139,10 @@ func (w *Worker) planRead(i, turn int) aRead {
 		share := max(1, (limit+readers[k]-1)/readers[k])
 		room := w.inflight.reserve(k.flow, k.node, limit, share)
 		if room == 0 {
-			continue // other readers hold the room; they give it back within a read
+			// Other readers hold the room; they give it back within a read, which may
+			// block: come back soon rather than block on the other streams meanwhile.
+			rd.busy = true
+			continue
 		}
 		streams := byNode[k]
 		if len(streams) > room {
