@@ -17,17 +17,16 @@ import (
 // clients (mcp.go) and OpenAI-compatible ones (openai.go). A call starts a run, follows
 // its live events and ends when the run finishes or waits for a person.
 type gateway struct {
-	lib   *store.Library
-	eng   runEngine
-	rdb   *store.Redis
-	hub   *live.Hub
-	plans *planCache
-	log   *slog.Logger
+	lib *store.Library
+	eng runEngine
+	rdb *store.Redis
+	hub *live.Hub
+	log *slog.Logger
 }
 
 // plan is the plan a new run of flow starts on.
 func (g *gateway) plan(ctx context.Context, flow string) (*flows.Plan, error) {
-	return planFor(ctx, g.lib, g.eng, g.plans, flow, "")
+	return planFor(ctx, g.lib, g.eng, flow, "")
 }
 
 // flows returns the plans of the library's flows that keep accepts, by flow id order.

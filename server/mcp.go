@@ -41,7 +41,7 @@ func NewMCPServer(d MCPDeps) *mcp.Server {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	g := &gateway{lib: d.Library, eng: d.Engine, rdb: d.Redis, hub: d.Hub, plans: &planCache{}, log: d.Logger}
+	g := &gateway{lib: d.Library, eng: d.Engine, rdb: d.Redis, hub: d.Hub, log: d.Logger}
 	return newMCPServer(g, d.Version)
 }
 

@@ -83,7 +83,7 @@ func chatFlow(p *flows.Plan) bool {
 }
 
 func (s *Server) gateway() *gateway {
-	return &gateway{lib: s.library, eng: s.runs(), rdb: s.rdb, hub: s.hub, plans: &s.plans, log: s.log}
+	return &gateway{lib: s.library, eng: s.runs(), rdb: s.rdb, hub: s.hub, log: s.log}
 }
 
 // listModels serves GET /v1/models: the flows that take chat messages.

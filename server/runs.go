@@ -2,14 +2,12 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -220,17 +218,17 @@ func checkWebhook(u string) error {
 // planFor is the plan a new run of flow starts on: a pinned version, else the saved
 // file, else (no file here: workers elsewhere published it) the current version.
 func (s *Server) planFor(ctx context.Context, flow, version string) (*flows.Plan, error) {
-	return planFor(ctx, s.library, s.runs(), &s.plans, flow, version)
+	return planFor(ctx, s.library, s.runs(), flow, version)
 }
 
 // planFor is Server.planFor for anything that runs library flows (the MCP server too).
-func planFor(ctx context.Context, lib *store.Library, eng runEngine, plans *planCache, flow, version string) (*flows.Plan, error) {
+func planFor(ctx context.Context, lib *store.Library, eng runEngine, flow, version string) (*flows.Plan, error) {
 	if version != "" {
 		return eng.Plan(ctx, flow, version)
 	}
 	doc, err := lib.Load(flow)
 	if err == nil {
-		plan, cerr := plans.compile(eng, flow, doc)
+		plan, _, cerr := eng.Compile(doc) // the engine keeps compiled documents by their hash
 		if cerr == nil {
 			return plan, nil
 		}
@@ -269,39 +267,6 @@ func pluralWord(n int, w string) string {
 		return w
 	}
 	return w + "s"
-}
-
-// planCache keeps the plan of each library file's last content, so that starting a
-// run does not compile the flow again.
-type planCache struct {
-	mu    sync.Mutex
-	plans map[string]cachedPlan
-}
-
-type cachedPlan struct {
-	sum  [32]byte
-	plan *flows.Plan
-}
-
-func (pc *planCache) compile(c compiler, flow string, doc []byte) (*flows.Plan, error) {
-	sum := sha256.Sum256(doc)
-	pc.mu.Lock()
-	cp, ok := pc.plans[flow]
-	pc.mu.Unlock()
-	if ok && cp.sum == sum {
-		return cp.plan, nil
-	}
-	plan, _, err := c.Compile(doc)
-	if err != nil {
-		return nil, err
-	}
-	pc.mu.Lock()
-	if pc.plans == nil {
-		pc.plans = map[string]cachedPlan{}
-	}
-	pc.plans[flow] = cachedPlan{sum: sum, plan: plan}
-	pc.mu.Unlock()
-	return plan, nil
 }
 
 // startRun starts a run and answers 202 at once; with ?wait=30s it answers 200 with the

@@ -143,7 +143,6 @@ type Server struct {
 	metrics *Metrics
 	hub     *live.Hub
 	limiter *failLimiter
-	plans   planCache
 	mcp     *mcp.Server
 	tools   MCPToolLister
 	// csrfKey signs the pages' form tokens (protect.go).
