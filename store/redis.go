@@ -348,6 +348,9 @@ func (r *Redis) Ping(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// IsClosed reports whether err says the client was closed: nothing will work again.
+func IsClosed(err error) bool { return errors.Is(err, redis.ErrClosed) }
+
 // Close closes the client and stops the embedded server, if any.
 func (r *Redis) Close() error {
 	err := r.Client.Close()

@@ -223,6 +223,14 @@ func (e *Engine) Get(ctx context.Context, flow, run string) (*store.Run, error) 
 // (with ctx's error and the run as it was last seen). It is woken by the run's status
 // events, not by reading the run over and over.
 func (e *Engine) Wait(ctx context.Context, flow, run string) (*store.Run, error) {
+	return e.waitUntil(ctx, flow, run, func(r *store.Run) bool {
+		return store.Finished(r.Status) || r.Status == store.StatusWaiting
+	})
+}
+
+// waitUntil returns the run once done says so, or when ctx ends (with ctx's error and
+// the run as it was last seen), woken by the run's status events.
+func (e *Engine) waitUntil(ctx context.Context, flow, run string, done func(*store.Run) bool) (*store.Run, error) {
 	if !flows.ValidID(flow) || !flows.ValidID(run) {
 		return e.Get(ctx, flow, run)
 	}
@@ -236,7 +244,7 @@ func (e *Engine) Wait(ctx context.Context, flow, run string) (*store.Run, error)
 		if err != nil {
 			return nil, err
 		}
-		if store.Finished(r.Status) || r.Status == store.StatusWaiting {
+		if done(r) {
 			return r, nil
 		}
 		select {

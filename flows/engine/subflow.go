@@ -143,39 +143,31 @@ func (s *Subflows) RunSubflow(ctx context.Context, step *flows.Step, flow string
 		s.e.events.emit(child, "", "parent", map[string]any{"flow": step.Flow, "run": step.Run, "node": step.Node})
 	}
 
-	pause := 50 * time.Millisecond
-	for {
-		r, err := s.e.Wait(ctx, flow, run)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("subflow %s run %s is still %s: %w", flow, run, statusOf(r), ctx.Err())
-			}
-			return nil, err
-		}
-		switch r.Status {
-		case store.StatusSucceeded:
-			out := r.Output()
-			if out == nil {
-				out = json.RawMessage("null")
-			}
-			return &nodes.SubflowResult{Flow: flow, Run: run, Output: out, Usage: r.Usage}, nil
-		case store.StatusWaiting:
-			// The child waits for a person; so does this step, within its deadline.
-			select {
-			case <-ctx.Done():
+	// A child that waits for a person keeps this step waiting too, within its deadline;
+	// the child's status events wake it, nothing polls.
+	r, err := s.e.waitUntil(ctx, flow, run, func(r *store.Run) bool { return store.Finished(r.Status) })
+	if err != nil {
+		if ctx.Err() != nil {
+			if r != nil && r.Status == store.StatusWaiting {
 				return nil, fmt.Errorf("subflow %s run %s waits for an approval: %w", flow, run, ctx.Err())
-			case <-time.After(pause):
 			}
-			pause = min(2*pause, time.Second)
-		default:
-			where := ""
-			if r.ErrorNode != "" {
-				where = fmt.Sprintf(" at node %q", r.ErrorNode)
-			}
-			return nil, &flows.Error{Code: flows.Unavailable, Node: step.Node,
-				Message: fmt.Sprintf("subflow %s run %s %s%s: %s", flow, run, r.Status, where, r.Error)}
+			return nil, fmt.Errorf("subflow %s run %s is still %s: %w", flow, run, statusOf(r), ctx.Err())
 		}
+		return nil, err
 	}
+	if r.Status == store.StatusSucceeded {
+		out := r.Output()
+		if out == nil {
+			out = json.RawMessage("null")
+		}
+		return &nodes.SubflowResult{Flow: flow, Run: run, Output: out, Usage: r.Usage}, nil
+	}
+	where := ""
+	if r.ErrorNode != "" {
+		where = fmt.Sprintf(" at node %q", r.ErrorNode)
+	}
+	return nil, &flows.Error{Code: flows.Unavailable, Node: step.Node,
+		Message: fmt.Sprintf("subflow %s run %s %s%s: %s", flow, run, r.Status, where, r.Error)}
 }
 
 func statusOf(r *store.Run) string {

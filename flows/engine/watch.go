@@ -108,6 +108,13 @@ func (rw *runWatcher) loop() {
 		ctx, cancel := context.WithTimeout(context.Background(), watchBlock+5*time.Second)
 		evs, err := rw.rdb.ReadRunsEvents(ctx, parts, after, 1000, watchBlock)
 		cancel()
+		if store.IsClosed(err) {
+			// The engine's Redis was closed: waiters learn it from their next read.
+			rw.mu.Lock()
+			rw.running = false
+			rw.mu.Unlock()
+			return
+		}
 		if err != nil {
 			rw.log.Debug("run watcher: read failed", "error", err)
 			time.Sleep(backoff)
