@@ -340,6 +340,17 @@ func TestShortTokensAreRefused(t *testing.T) {
 		"  sixteen-chars-xx  ":     false, // white space is lost in headers
 		"with a space in its mids": false,
 		"ääääääääääääääää":         true,
+		// Only visible characters count: zero-width, format, combining and control
+		// characters, and bytes that are not UTF-8, add nothing a person could see.
+		strings.Repeat("\u200b", 16):  false,
+		strings.Repeat("\ufeff", 20):  false,
+		strings.Repeat("\u0301", 16):  false,
+		strings.Repeat("\x01", 16):    false,
+		strings.Repeat("\xff", 16):    false,
+		"fifteen-chars-x\u200b\u200b": false,
+		"sixteen-chars-x\x7f":         false,
+		"\ufeffsixteen-chars-xx":      true,
+		strings.Repeat("\u4e00", 16):  true,
 	} {
 		err := server.CheckToken(tok)
 		if (err == nil) != ok {

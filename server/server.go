@@ -74,8 +74,10 @@ type Config struct {
 const MinTokenLength = 16
 
 // CheckToken refuses a token that is too short to resist guessing (fewer than
-// MinTokenLength characters that are not spaces) or that holds white space, which
-// Authorization headers lose. An empty token (authentication off) is not checked.
+// MinTokenLength visible characters), that holds white space, which Authorization
+// headers lose, or control characters, which they cannot carry. Zero-width, format and
+// combining characters are allowed but do not count: they add nothing a person sees.
+// An empty token (authentication off) is not checked.
 func CheckToken(token string) error {
 	if token == "" {
 		return nil
@@ -86,10 +88,28 @@ func CheckToken(token string) error {
 	if strings.ContainsFunc(token, unicode.IsSpace) {
 		return errors.New("SLUICE_TOKEN contains white space (a line break from a file?): use only visible characters")
 	}
-	if n := utf8.RuneCountInString(token); n < MinTokenLength {
-		return fmt.Errorf("SLUICE_TOKEN has %d characters; use at least %d random ones (e.g. openssl rand -hex 24)", n, MinTokenLength)
+	if !utf8.ValidString(token) {
+		return errors.New("SLUICE_TOKEN is not valid UTF-8: use only visible characters")
+	}
+	if strings.ContainsFunc(token, unicode.IsControl) {
+		return errors.New("SLUICE_TOKEN contains a control character: use only visible characters")
+	}
+	if n := visibleChars(token); n < MinTokenLength {
+		return fmt.Errorf("SLUICE_TOKEN has %d visible characters; use at least %d random ones (e.g. openssl rand -hex 24)", n, MinTokenLength)
 	}
 	return nil
+}
+
+// visibleChars counts the characters of s a person sees: printable ones that are not
+// spaces, format characters (zero-width space, BOM, ...) or combining marks.
+func visibleChars(s string) int {
+	n := 0
+	for _, r := range s {
+		if unicode.IsGraphic(r) && !unicode.IsSpace(r) && !unicode.In(r, unicode.Cf, unicode.Mn, unicode.Me) {
+			n++
+		}
+	}
+	return n
 }
 
 // CheckConfig refuses settings that would leave the server open: a short token, no token

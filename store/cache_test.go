@@ -167,46 +167,56 @@ func TestCacheWaiterTakesOverWhenTheHolderDies(t *testing.T) {
 	})
 }
 
-// A computation longer than the lock's TTL keeps its lock: nobody else computes.
+// A computation longer than the lock's TTL keeps its lock: a process waiting for the
+// result does not compute it too.
 func TestCacheHolderExtendsItsLockWhileComputing(t *testing.T) {
 	r := storetest.Real(t)
+	ctx := context.Background()
 	flow := storetest.FlowID(t)
 	storetest.DeleteFlowKeys(t, r, flow)
 	cs := processes(t, r, 2)
+	const ttl = 1500 * time.Millisecond // extended every 500 ms: only a stall of the holder over 1 s lets it expire
 	for _, c := range cs {
-		c.LockTTL = 600 * time.Millisecond
+		c.LockTTL = ttl
 	}
 	var calls atomic.Int32
 	compute := func(ctx context.Context) ([]byte, error) {
 		calls.Add(1)
+		// Outlast the lock's TTL by half: this length is the behaviour under test.
 		select {
-		case <-time.After(2 * time.Second): // several lock TTLs
+		case <-time.After(ttl + ttl/2):
 		case <-ctx.Done():
 		}
 		return []byte("slow"), nil
 	}
-	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	for _, c := range cs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			v, _, err := c.Do(context.Background(), flow, "k", time.Minute, compute)
-			if err == nil && string(v) != "slow" {
-				err = fmt.Errorf("got %q", v)
-			}
-			errs <- err
-		}()
+	do := func(c *store.Cache) {
+		v, _, err := c.Do(ctx, flow, "k", time.Minute, compute)
+		if err == nil && string(v) != "slow" {
+			err = fmt.Errorf("got %q", v)
+		}
+		errs <- err
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
+	go do(cs[0])
+	// The second process asks only once the first holds the lock, so that it waits.
+	deadline := time.Now().Add(30 * time.Second)
+	for r.Client.Exists(ctx, store.FlowKeys(flow).Lock("k")).Val() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the first process took no lock within 30s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	go do(cs[1])
+	for range 2 {
+		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
 	}
 	if calls.Load() != 1 {
 		t.Errorf("computed %d times; the holder's lock expired under it", calls.Load())
+	}
+	if s := cs[1].Stats(); s.Waited != 1 {
+		t.Errorf("the second process's stats %+v: want it to have waited for the first's result", s)
 	}
 }
 

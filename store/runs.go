@@ -31,25 +31,28 @@ func Finished(status string) bool {
 
 // Run is a run as its hash records it.
 type Run struct {
-	ID        string                     `json:"id"`
-	Flow      string                     `json:"flow"`
-	Version   string                     `json:"version"`
-	Status    string                     `json:"status"`
-	Input     json.RawMessage            `json:"input,omitempty"`
-	Outputs   map[string]json.RawMessage `json:"-"`
-	Error     string                     `json:"error,omitempty"`
-	ErrorNode string                     `json:"error_node,omitempty"`
-	LastError string                     `json:"last_error,omitempty"`
-	Steps     int                        `json:"steps"`
-	Live      int                        `json:"live"`
-	Parked    int                        `json:"-"`
-	Dead      int                        `json:"dead_letters"`
-	Usage     flows.Usage                `json:"usage"`
-	Created   time.Time                  `json:"created_at"`
-	Started   *time.Time                 `json:"started_at,omitempty"`
-	Updated   time.Time                  `json:"updated_at"`
-	Finished  *time.Time                 `json:"finished_at,omitempty"`
-	ParentRun string                     `json:"parent_run,omitempty"`
+	ID      string                     `json:"id"`
+	Flow    string                     `json:"flow"`
+	Version string                     `json:"version"`
+	Status  string                     `json:"status"`
+	Input   json.RawMessage            `json:"input,omitempty"`
+	Outputs map[string]json.RawMessage `json:"-"`
+	// OutputError says which stored outputs could not be read back as JSON (each is
+	// shown as null); empty when all could.
+	OutputError string      `json:"output_error,omitempty"`
+	Error       string      `json:"error,omitempty"`
+	ErrorNode   string      `json:"error_node,omitempty"`
+	LastError   string      `json:"last_error,omitempty"`
+	Steps       int         `json:"steps"`
+	Live        int         `json:"live"`
+	Parked      int         `json:"-"`
+	Dead        int         `json:"dead_letters"`
+	Usage       flows.Usage `json:"usage"`
+	Created     time.Time   `json:"created_at"`
+	Started     *time.Time  `json:"started_at,omitempty"`
+	Updated     time.Time   `json:"updated_at"`
+	Finished    *time.Time  `json:"finished_at,omitempty"`
+	ParentRun   string      `json:"parent_run,omitempty"`
 	// Caller is the step that started this run as a subflow.
 	Caller *RunCaller `json:"caller,omitempty"`
 	// Part is the partition the run lives on.
@@ -115,15 +118,38 @@ func parseRun(flow, id string, h map[string]string) *Run {
 	if h["caller_run"] != "" {
 		r.Caller = &RunCaller{Flow: h["caller_flow"], Run: h["caller_run"], Node: h["caller_node"]}
 	}
+	var unreadable []string
 	for k, v := range h {
 		switch {
 		case strings.HasPrefix(k, "out:"):
 			r.Outputs[k[4:]] = json.RawMessage(v)
+			if !json.Valid(r.Outputs[k[4:]]) {
+				unreadable = append(unreadable, k[4:])
+			}
 		case strings.HasPrefix(k, "wait:"):
 			r.Waits[k[5:]] = json.RawMessage(v)
 		}
 	}
+	if len(unreadable) > 0 {
+		r.OutputError = unreadableOutputs(r.Outputs, unreadable)
+	}
 	return r
+}
+
+// unreadableOutputs replaces the outputs no JSON reader takes (nested deeper than
+// encoding/json reads, say: commits refuse such outputs, older runs may hold one) with
+// null and says which they were and why, so that the run and every listing holding it
+// can still be read and written as JSON.
+func unreadableOutputs(outputs map[string]json.RawMessage, nodes []string) string {
+	sort.Strings(nodes)
+	var msgs []string
+	for _, node := range nodes {
+		var v json.RawMessage
+		err := json.Unmarshal(outputs[node], &v)
+		msgs = append(msgs, fmt.Sprintf("the output of node %q (%d bytes) cannot be read back as JSON (%v); it is shown as null", node, len(outputs[node]), err))
+		outputs[node] = json.RawMessage("null")
+	}
+	return strings.Join(msgs, "; ")
 }
 
 // RunCaller names the step of another run that started a run as a subflow.

@@ -21,8 +21,9 @@ type built struct {
 }
 
 // build computes a finished step's state update, checkpoint and transitions: the
-// output mapping and reducers give the new state (within max_state_bytes), the chosen
-// ports and edge conditions the successors, and transitions what that does to the run.
+// output mapping and reducers give the new state (the state, the update and the output
+// each within max_state_bytes and flows.MaxJSONDepth), the chosen ports and edge
+// conditions the successors, and transitions what that does to the run.
 func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.Result, dur time.Duration) (*built, error) {
 	plan, node, state := j.plan, j.node, j.state
 	update := res.Update
@@ -83,6 +84,11 @@ func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.
 	if res.Output != nil {
 		if cp.Output, err = json.Marshal(flows.JSONValue(res.Output)); err != nil {
 			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Message: "the output is not JSON", Err: err})
+		}
+		// The output is stored with the checkpoint (and, for an output node, as the run's
+		// output), so it must be as small, and as readable, as a state.
+		if err := flows.CheckJSON("the step's output", cp.Output, plan.Settings.MaxStateBytes); err != nil {
+			return nil, flows.Permanent(&flows.Error{Code: flows.TooLarge, Node: node.ID, Err: err})
 		}
 	}
 	b := &built{newState: newState, dur: dur, usage: res.Usage, comp: componentOf(node),

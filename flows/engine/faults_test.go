@@ -317,6 +317,7 @@ func TestFaultFlakyNetworkBetweenWorkersAndRedis(t *testing.T) {
 			ids = append(ids, v.start(p, fmt.Sprintf(`{"n": %d}`, len(ids))))
 		}
 	}
+	// The sleeps below are the faults' schedule (how long each lasts), not waits for a result.
 	proxy.SetLatency(20 * time.Millisecond)
 	start(20)
 	time.Sleep(500 * time.Millisecond)
@@ -333,10 +334,14 @@ func TestFaultFlakyNetworkBetweenWorkersAndRedis(t *testing.T) {
 			t.Errorf("run %s: %s (%s)", r.ID, r.Status, r.Error)
 		}
 	}
-	// The worker reconnected; its goroutines did not pile up while Redis was away.
-	time.Sleep(time.Second)
-	if now := workerGoroutines(); now > goroutines+10 {
-		t.Errorf("%d goroutines after the outage, %d before", now, goroutines)
+	// The worker reconnected; its goroutines did not pile up while Redis was away (those
+	// of the last commits and reads may take a moment to end).
+	now := workerGoroutines()
+	for deadline := time.Now().Add(30 * time.Second); now > goroutines+10 && time.Now().Before(deadline); now = workerGoroutines() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if now > goroutines+10 {
+		t.Errorf("%d goroutines 30s after the outage, %d before", now, goroutines)
 	}
 }
 

@@ -63,6 +63,74 @@ func TestADeeplyNestedStateIsRefusedAndTheHistoryStaysReadable(t *testing.T) {
 	}
 }
 
+// A step's output is stored (in its checkpoint and, for an output node, in the run) like
+// its state, so it counts against max_state_bytes too: an output node whose value is
+// over the limit, or a step whose raw output is over it though its mapped update is
+// small, fails for good with the size and the limit, and nothing of it is committed.
+func TestAnOutputOverMaxStateBytesFailsTheStepWithTheFigures(t *testing.T) {
+	v := newEnv(t, storetest.Real(t))
+	for _, c := range []struct{ name, node, nodes string }{
+		{"an output node's value", "out", `{"id": "in", "type": "input"}, {"id": "mid", "type": "transform", "params": {"expr": "{}"}},
+		 {"id": "out", "type": "output", "params": {"value": "[range(200000)] | map(\"x\") | add"}}`},
+		{"a step's raw output", "mid", `{"id": "in", "type": "input"},
+		 {"id": "mid", "type": "transform", "params": {"expr": "{blob: ([range(200000)] | map(\"x\") | add)}"}, "output": "{n: (.blob | length)}"},
+		 {"id": "out", "type": "output"}`},
+	} {
+		{
+			p := v.compile(`{"sluice": 1, "id": "FLOW", "settings": {"max_state_bytes": 100000}, "nodes": [` + c.nodes + `],
+			 "edges": [{"from": "in", "to": "mid"}, {"from": "mid", "to": "out"}]}`)
+			v.work(p)
+			run := v.run(p, `{}`)
+			mustStatus(t, run, store.StatusFailed)
+			if run.ErrorNode != c.node || !strings.Contains(run.Error, "output") || !strings.Contains(run.Error, "over max_state_bytes (100,000)") || !strings.Contains(run.Error, "200,0") {
+				t.Errorf("%s: error %q at node %q, want the output's size and the limit at node %s", c.name, run.Error, run.ErrorNode, c.node)
+			}
+			if run.Dead != 1 {
+				t.Errorf("%s: dead letters %d, want 1 (a permanent failure, not retried)", c.name, run.Dead)
+			}
+			if out := run.Output(); out != nil {
+				t.Errorf("%s: the run recorded an output of %d bytes", c.name, len(out))
+			}
+			for _, ck := range v.checkpoints(p, run.ID) {
+				if ck.Node == c.node && ck.Kind == "step" {
+					t.Errorf("%s: the step with the oversized output was committed: %s", c.name, ck.ID)
+				}
+			}
+		}
+	}
+}
+
+// An output nested deeper than any reader decodes is refused at commit like such a
+// state: the run fails at that node with a clear error, and the run and its history
+// can be read back and written as JSON.
+func TestADeeplyNestedOutputIsRefusedAndTheRunStaysReadable(t *testing.T) {
+	v := newEnv(t, storetest.Real(t))
+	p := v.compile(`{"sluice": 1, "id": "FLOW",
+	 "nodes": [{"id": "in", "type": "input"}, {"id": "out", "type": "output", "params": {"value": "reduce range(20000) as $i (1; [.])"}}],
+	 "edges": [{"from": "in", "to": "out"}]}`)
+	v.work(p)
+	run := v.run(p, `{}`)
+	mustStatus(t, run, store.StatusFailed)
+	if run.ErrorNode != "out" || !strings.Contains(run.Error, "output") || !strings.Contains(run.Error, "nests deeper than") {
+		t.Errorf("error %q at node %q, want the output refused at node out", run.Error, run.ErrorNode)
+	}
+	if _, err := json.Marshal(run); err != nil {
+		t.Errorf("the run cannot be written as JSON: %v", err)
+	}
+	if _, err := json.Marshal(run.Output()); err != nil {
+		t.Errorf("the run's output cannot be written as JSON: %v", err)
+	}
+	for _, c := range v.checkpoints(p, run.ID) {
+		full, err := v.e.Checkpoint(context.Background(), p.Flow, run.ID, c.ID)
+		if err != nil {
+			t.Fatalf("checkpoint %s: %v", c.ID, err)
+		}
+		if _, err := json.Marshal(full); err != nil {
+			t.Errorf("checkpoint %s cannot be written as JSON: %v", c.ID, err)
+		}
+	}
+}
+
 // An input over the flow's limit is refused when the run starts.
 func TestAnInputOverMaxStateBytesIsRefusedAtStart(t *testing.T) {
 	v := newEnv(t, storetest.Embedded(t))

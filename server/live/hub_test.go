@@ -51,19 +51,26 @@ func TestResumingWhileEventsFlowLosesAndRepeatsNothing(t *testing.T) {
 			for i := 100; i < total; i++ {
 				add(i)
 				if i%50 == 0 {
-					time.Sleep(5 * time.Millisecond)
+					time.Sleep(5 * time.Millisecond) // pacing, so that the client is likely to join mid-way
 				}
 			}
 		}()
 		c := h.NewClient(4096)
-		time.Sleep(10 * time.Millisecond) // join while the writer is busy
+		// Join once the writer is under way; whether it has finished by then or not, the
+		// client must get the same events.
+		waitForLen(t, r, key, 150)
 		if err := h.Subscribe(c, flow, "", resumeAfter); err != nil {
 			t.Fatal(err)
 		}
 		<-done
+		if _, err := r.Client.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"type", "step", "run", "r1", "node", "end", "data", "{}"}}).Result(); err != nil {
+			t.Fatal(err)
+		}
+		// Every event after the resumed one, once, in order, up to "end": a duplicate
+		// would come before it, since the feed delivers the stream in order.
 		var got []string
 		timeout := time.After(20 * time.Second)
-		for len(got) < total-50 {
+		for len(got) == 0 || got[len(got)-1] != "end" {
 			select {
 			case m := <-c.Messages():
 				var env live.Envelope
@@ -76,18 +83,36 @@ func TestResumingWhileEventsFlowLosesAndRepeatsNothing(t *testing.T) {
 			case <-c.Dropped():
 				t.Fatal("client dropped")
 			case <-timeout:
-				t.Fatalf("got %d of %d events", len(got), total-50)
+				t.Fatalf("got %d events of %d and no end", len(got), total-50)
 			}
+		}
+		got = got[:len(got)-1]
+		if len(got) != total-50 {
+			t.Errorf("got %d events before the end, want %d", len(got), total-50)
 		}
 		for i, n := range got {
 			if want := fmt.Sprint("n", 50+i); n != want {
 				t.Fatalf("event %d is %s, want %s (a gap or a duplicate)", i, n, want)
 			}
 		}
-		select {
-		case m := <-c.Messages():
-			t.Errorf("an extra message after the last event: %s", m.Data)
-		case <-time.After(200 * time.Millisecond):
-		}
 	})
+}
+
+// waitForLen waits until the stream has at least n entries.
+func waitForLen(t *testing.T, r *store.Redis, key string, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		l, err := r.Client.XLen(context.Background(), key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream has %d entries after 20s, want %d", l, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
