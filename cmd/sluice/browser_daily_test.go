@@ -301,6 +301,12 @@ func TestBrowserRenameARouteWithoutLosingAnother(t *testing.T) {
 	if got := evaluate[int](b, `document.querySelectorAll('[data-param="routes"] .route-row').length`); got != 2 {
 		t.Errorf("%d routes after a refused rename, want 2", got)
 	}
+
+	// Leaving the field commits the name too: type a new one and click route 1's condition.
+	b.run("rename route 2 to db and leave the field", chromedp.Click(chromedp.CSS(second)), chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)), chromedp.SendKeys(chromedp.CSS(second), "db"),
+		chromedp.Click(chromedp.CSS(`[data-param="routes"] .route-row textarea`)))
+	b.waitFor("the route renamed on leaving its name", fmt.Sprintf(`(%s) === 'code = .intent == "code"; db = .intent == "database"'`, routes))
+	b.waitText(`[aria-label="node route"] .connections`, "route.db → database.in")
 }
 
 // Bug 3: nodes copied in one flow paste into another, in another tab too, with fresh
