@@ -849,7 +849,8 @@ func TestBrowserChatWithAFlowInThePlayground(t *testing.T) {
 	var turns atomic.Int32
 	model.Respond(func(r llmtest.Request) llmtest.Reply {
 		if turns.Add(1) == 1 {
-			return llmtest.Reply{Content: "A stream is an append-only log.", Wait: hold}
+			// Streamed a few characters a chunk; held after "A stream is " until hold closes.
+			return llmtest.Reply{Content: "A stream is an append-only log.", Hold: hold, HoldAfter: 3}
 		}
 		return llmtest.Text("Consumer groups share its entries among workers.")
 	})
@@ -863,9 +864,14 @@ func TestBrowserChatWithAFlowInThePlayground(t *testing.T) {
 	b.typeInto("#chat-text", "What is a Redis stream?")
 	b.run("send", chromedp.KeyEvent("\r"))
 
-	// While the model answers, the turn's run shows on the canvas; then the reply streams in.
+	// While the model answers, the turn's run shows on the canvas and the reply streams
+	// into the chat: its first tokens show before the model has sent the rest.
 	b.waitFor("the turn running on the canvas", `document.querySelector('[data-node="reply"]')?.dataset.status === "running"`)
 	b.waitText(".chat-pending", "running")
+	b.waitText(".chat-pending .chat-text", "A stream is")
+	if got := evaluate[string](b, `document.querySelector(".chat-pending .chat-text").innerText`); strings.Contains(got, "log") {
+		t.Errorf("while the model holds its reply, the chat shows %q, want only what it sent so far", got)
+	}
 	close(hold)
 	b.waitText(".chat-log .chat-assistant:not(.chat-pending)", "A stream is an append-only log.")
 	firstRun := evaluate[string](b, `document.querySelector(".chat-assistant .chat-meta button").innerText.replace("run ", "")`)
