@@ -412,6 +412,15 @@ func TestBrowserDebugAFailedStepAndRetryIt(t *testing.T) {
 	b.waitFor("two attempts, each with its error", fmt.Sprintf(`[...document.querySelectorAll('%s .attempt')].map(a => a.innerText).filter(t => t.includes("503")).length === 2`, panel))
 	b.waitText(panel+" .attempt:first-of-type", "attempt 1")
 	b.waitText(panel+" .dead-letter", "dead letter after 2 attempts")
+	// The picture shows the failed step whole: its attempts, its dead letter with Retry and
+	// the state it received.
+	evaluate[bool](b, `(() => {
+		const top = document.querySelector('[aria-label="nodes in this run"]');
+		let box = top.parentElement;
+		while (box && box.scrollHeight <= box.clientHeight) box = box.parentElement;
+		box.scrollTop += top.getBoundingClientRect().top - box.getBoundingClientRect().top - 12;
+		return true;
+	})()`)
 	b.shot("editor-failed-step")
 
 	// Fixed service, retry from the panel: the run succeeds on the canvas.
