@@ -39,16 +39,19 @@ func (s *Server) flowQueues(c echo.Context) error {
 }
 
 // queueNotes says, for the nodes whose streams a worker may never read, where their
-// steps run instead: a tool runs within the steps of the agents it is attached to; an
-// inline step that follows another inline step is fused into that step's commit, on
-// the worker that ran it (flows/engine/worker.go fuse), so its group has no consumer.
+// steps run instead: a tool runs within the steps of the agents it is attached to; a
+// pure step right after a pure step that started it and no other node is fused into
+// that step's commit, on the worker that ran it (flows/engine/fuse.go), so its group
+// has no consumer. The targets of a fork or a fanout, a join and the step after a join
+// are read from their streams. Which edges a step takes can depend on its state: a node
+// is said to run inline "when that step starts no other node" where conditions decide.
 func queueNotes(plan *flows.Plan) map[string]string {
 	if plan == nil || plan.Doc == nil {
 		return nil
 	}
-	inline := func(id string) bool {
-		n := plan.Nodes[id]
-		if n == nil {
+	// pure is the engine's test (flows/engine/step.go): inline, and not a join.
+	pure := func(n *flows.PlanNode) bool {
+		if n == nil || n.Spec == nil || n.Spec.Name == flows.JoinType {
 			return false
 		}
 		in, ok := n.Component.(flows.Inliner)
@@ -67,24 +70,56 @@ func queueNotes(plan *flows.Plan) map[string]string {
 		return false
 	}
 	toolOf := map[string][]string{}
-	after := map[string][]string{}
 	for _, e := range plan.Doc.Edges {
 		if isTool(e.From, e.FromPort()) {
 			toolOf[e.From] = appendNew(toolOf[e.From], e.To)
-			continue
 		}
-		n := plan.Nodes[e.To]
-		if inline(e.To) && inline(e.From) && n != nil && n.Spec != nil && n.Spec.Name != flows.JoinType {
-			after[e.To] = appendNew(after[e.To], e.From)
+	}
+	// A step takes the edges of the ports it chooses (an inline node with several out
+	// ports, a rules router or an approval, chooses one), those with a condition only
+	// when it holds. The edge to X is the only one taken for sure when it is alone on
+	// its port; maybe, when the others on its port all have conditions.
+	after, maybe := map[string][]string{}, map[string][]string{}
+	for _, dn := range plan.Doc.Nodes {
+		p := plan.Nodes[dn.ID]
+		if !pure(p) || p.Spec.Fans {
+			continue // a fanout's items are branches of their own, read from the stream
+		}
+		for _, e := range p.Edges {
+			if !pure(plan.Nodes[e.To]) {
+				continue
+			}
+			others, unconditional := 0, 0
+			for _, o := range p.Edges {
+				if o.Port != e.Port || o.Key == e.Key {
+					continue
+				}
+				others++
+				if o.Condition == nil {
+					unconditional++
+				}
+			}
+			switch {
+			case others == 0:
+				after[e.To] = appendNew(after[e.To], p.ID)
+			case unconditional == 0:
+				maybe[e.To] = appendNew(maybe[e.To], p.ID)
+			}
 		}
 	}
 	notes := map[string]string{}
 	for id, agents := range toolOf {
 		notes[id] = "a tool: runs within the steps of " + strings.Join(agents, ", ")
 	}
+	const where = ": fused into that step, on the worker that runs it"
 	for id, prev := range after {
 		if _, ok := notes[id]; !ok {
-			notes[id] = "runs inline after " + strings.Join(prev, ", ") + ": fused into that step, on the worker that runs it"
+			notes[id] = "runs inline after " + strings.Join(prev, ", ") + where
+		}
+	}
+	for id, prev := range maybe {
+		if _, ok := notes[id]; !ok {
+			notes[id] = "runs inline after " + strings.Join(prev, ", ") + " when that step starts no other node (else a worker reads it)" + where
 		}
 	}
 	return notes

@@ -5,6 +5,7 @@ package main
 // starter gallery, keyboard help, and the bugs a person hits in the first hour.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +32,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/sluicehq/sluice/flows/nodes/llmtest"
+	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store/storetest"
 )
 
@@ -301,6 +304,12 @@ func TestBrowserRenameARouteWithoutLosingAnother(t *testing.T) {
 	if got := evaluate[int](b, `document.querySelectorAll('[data-param="routes"] .route-row').length`); got != 2 {
 		t.Errorf("%d routes after a refused rename, want 2", got)
 	}
+
+	// Leaving the field commits the name too: type a new one and click route 1's condition.
+	b.run("rename route 2 to db and leave the field", chromedp.Click(chromedp.CSS(second)), chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)), chromedp.SendKeys(chromedp.CSS(second), "db"),
+		chromedp.Click(chromedp.CSS(`[data-param="routes"] .route-row textarea`)))
+	b.waitFor("the route renamed on leaving its name", fmt.Sprintf(`(%s) === 'code = .intent == "code"; db = .intent == "database"'`, routes))
+	b.waitText(`[aria-label="node route"] .connections`, "route.db → database.in")
 }
 
 // Bug 3: nodes copied in one flow paste into another, in another tab too, with fresh
@@ -403,6 +412,15 @@ func TestBrowserDebugAFailedStepAndRetryIt(t *testing.T) {
 	b.waitFor("two attempts, each with its error", fmt.Sprintf(`[...document.querySelectorAll('%s .attempt')].map(a => a.innerText).filter(t => t.includes("503")).length === 2`, panel))
 	b.waitText(panel+" .attempt:first-of-type", "attempt 1")
 	b.waitText(panel+" .dead-letter", "dead letter after 2 attempts")
+	// The picture shows the failed step whole: its attempts, its dead letter with Retry and
+	// the state it received.
+	evaluate[bool](b, `(() => {
+		const top = document.querySelector('[aria-label="nodes in this run"]');
+		let box = top.parentElement;
+		while (box && box.scrollHeight <= box.clientHeight) box = box.parentElement;
+		box.scrollTop += top.getBoundingClientRect().top - box.getBoundingClientRect().top - 12;
+		return true;
+	})()`)
 	b.shot("editor-failed-step")
 
 	// Fixed service, retry from the panel: the run succeeds on the canvas.
@@ -778,9 +796,138 @@ func runSnippet(t *testing.T, env []string, name string, args ...string) string 
 	return string(out)
 }
 
+// program is a snippet running in the background (a webhook receiver, an event stream):
+// its output, stdout and stderr alike, line by line.
+type program struct {
+	mu    sync.Mutex
+	out   []string
+	added chan struct{}
+	ended chan struct{}
+}
+
+// startProgram starts a snippet in a process group of its own, killed when the test ends.
+func startProgram(t *testing.T, env []string, name string, args ...string) *program {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		t.Fatalf("%s is needed to run the snippet: %v", name, err)
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	p := &program{added: make(chan struct{}, 1), ended: make(chan struct{})}
+	go func() {
+		defer close(p.ended)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.out = append(p.out, sc.Text())
+			p.mu.Unlock()
+			select {
+			case p.added <- struct{}{}:
+			default:
+			}
+		}
+		cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-p.ended
+	})
+	return p
+}
+
+// output is what the program has printed so far.
+func (p *program) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.out, "\n")
+}
+
+// waitOutput waits until the program has printed something that matches re.
+func (p *program) waitOutput(t *testing.T, what string, re *regexp.Regexp) {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		all := p.output()
+		if re.MatchString(all) {
+			return
+		}
+		select {
+		case <-p.added:
+		case <-p.ended:
+			if all = p.output(); re.MatchString(all) {
+				return
+			}
+			t.Fatalf("%s ended without printing %s:\n%s", what, re, all)
+		case <-deadline:
+			t.Fatalf("%s never printed %s:\n%s", what, re, all)
+		}
+	}
+}
+
+// waitListening waits until something accepts connections at addr.
+func waitListening(t *testing.T, what, addr string, p *program) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		select {
+		case <-p.ended:
+			t.Fatalf("%s ended before it listened on %s:\n%s", what, addr, p.output())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not listen on %s: %v", what, addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// freePort is a TCP port nothing listens on at the moment.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return port
+}
+
+// goBuild builds a Go snippet into a binary.
+func goBuild(t *testing.T, code string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "snippet")
+	cmd := exec.Command("go", "build", "-o", bin, filepath.Join(dir, "main.go"))
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GO111MODULE=on")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the Go snippet does not build: %v\n%s\n%s", err, out, code)
+	}
+	return bin
+}
+
 // The API panel: copyable snippets in curl, Python, JavaScript and Go with this server
 // and its token variable filled in; run as they are, they start the flow and get its
-// result or follow its events.
+// result, follow its events, receive its result webhook (its signature checked), and
+// start runs through the flow's webhook ingress.
 func TestBrowserTheAPIPanelsSnippetsRunAsTheyAre(t *testing.T) {
 	rdb := storetest.Real(t)
 	flowID := storetest.FlowID(t)
@@ -788,7 +935,10 @@ func TestBrowserTheAPIPanelsSnippetsRunAsTheyAre(t *testing.T) {
 	dir := t.TempDir()
 	writeDoc(t, dir, exampleDoc(t, "linear", flowID))
 	const token = "snippet-token-8f3a1c"
-	base := serveForBrowser(t, dir, "--token", token)
+	hookEnv := server.HookSecretEnv(flowID)
+	const hookSecret = "hook-secret-51c9e0"
+	// The receivers listen on this machine: the server may deliver there.
+	base := serveForBrowserEnv(t, dir, []string{hookEnv + "=" + hookSecret}, "--token", token, "--http-allow", "127.0.0.1")
 	b := newBrowser(t, base)
 	b.open("/flows/" + flowID + "?token=" + token)
 	b.waitFor("the editor", `document.querySelectorAll(".react-flow__node").length === 4`)
@@ -826,6 +976,66 @@ func TestBrowserTheAPIPanelsSnippetsRunAsTheyAre(t *testing.T) {
 	if !strings.Contains(logs, "step greet") || !strings.Contains(logs, `run  {"status":"succeeded"}`) {
 		t.Errorf("the JavaScript events snippet logged:\n%s", logs)
 	}
+	if out := evaluate[string](b, fmt.Sprintf(`(async () => { const lines = []; const console = {log: (...a) => lines.push(a.join(" "))}; const process = {env: {SLUICE_TOKEN: %q}}; %s; return lines.join("\n"); })()`, token, b.snippet("javascript", "start")), chromedp.EvalAwaitPromise); !strings.HasPrefix(out, "succeeded ") || !strings.Contains(out, "HELLO, ADA!") {
+		t.Errorf("the JavaScript snippet logged:\n%s", out)
+	}
+	eventsBin := goBuild(t, b.snippet("go", "events"))
+	if out := runSnippet(t, env, eventsBin); !strings.Contains(out, "step greet") || !strings.Contains(out, `run  {"status":"succeeded"}`) {
+		t.Errorf("the Go events snippet printed:\n%s", out)
+	}
+	// curl follows the stream until it is stopped: here, once the run has succeeded.
+	curlEvents := startProgram(t, env, "sh", "-c", b.snippet("curl", "events"))
+	curlEvents.waitOutput(t, "the curl events snippet", regexp.MustCompile(`"type":"step".*"node":"greet"(.|\n)*"status":"succeeded"`))
+
+	// The result webhook: each receiver, on a port of its own instead of 9000, gets the
+	// result of a run the curl webhook snippet starts, and checks its signature.
+	curlWebhook := b.snippet("curl", "webhook")
+	hookEnvs := append(env, hookEnv+"="+hookSecret, "PYTHONUNBUFFERED=1")
+	runWithWebhook := func(port string) string {
+		t.Helper()
+		code := strings.ReplaceAll(curlWebhook, "https://your.service/sluice-result", "http://127.0.0.1:"+port+"/sluice-result")
+		m := regexp.MustCompile(`"run":"([^"]+)"`).FindStringSubmatch(runSnippet(t, env, "sh", "-c", code))
+		if m == nil {
+			t.Fatalf("the curl webhook snippet started no run")
+		}
+		return m[1]
+	}
+	receivers := []struct {
+		lang string
+		run  func(code string) *program
+	}{
+		{"python", func(code string) *program { return startProgram(t, hookEnvs, "python3", "-c", code) }},
+		{"javascript", func(code string) *program {
+			return startProgram(t, hookEnvs, "node", "--input-type=module", "-e", code)
+		}},
+		{"go", func(code string) *program { return startProgram(t, hookEnvs, goBuild(t, code)) }},
+	}
+	for _, rc := range receivers {
+		code := b.snippet(rc.lang, "webhook")
+		if !strings.Contains(code, "X-Sluice-Signature") && !strings.Contains(code, "x-sluice-signature") {
+			t.Errorf("the %s receiver does not check the signature:\n%s", rc.lang, code)
+		}
+		port := freePort(t)
+		p := rc.run(strings.ReplaceAll(code, "9000", port))
+		waitListening(t, "the "+rc.lang+" receiver", "127.0.0.1:"+port, p)
+		run := runWithWebhook(port)
+		p.waitOutput(t, "the "+rc.lang+" receiver", regexp.MustCompile(regexp.QuoteMeta(run)+` succeeded`))
+	}
+
+	// The webhook ingress: each snippet starts a run with the flow's secret.
+	if out := runSnippet(t, hookEnvs, "sh", "-c", b.snippet("curl", "ingress")); strings.Count(out, `"run":"`) != 2 {
+		t.Errorf("the curl ingress snippet (a bearer secret, then a signed body) answered:\n%s", out)
+	}
+	if out := strings.TrimSpace(runSnippet(t, hookEnvs, "python3", "-c", b.snippet("python", "ingress"))); !regexp.MustCompile(`^\w+$`).MatchString(out) {
+		t.Errorf("the Python ingress snippet printed %q, want a run id", out)
+	}
+	if out := runSnippet(t, hookEnvs, goBuild(t, b.snippet("go", "ingress"))); !strings.Contains(out, "202 Accepted") {
+		t.Errorf("the Go ingress snippet printed:\n%s", out)
+	}
+	if out := evaluate[string](b, fmt.Sprintf(`(async () => { const lines = []; const console = {log: (...a) => lines.push(a.join(" "))}; const process = {env: {%s: %q}}; %s; return lines.join("\n"); })()`, hookEnv, hookSecret, b.snippet("javascript", "ingress")), chromedp.EvalAwaitPromise); !regexp.MustCompile(`^\w+$`).MatchString(out) {
+		t.Errorf("the JavaScript ingress snippet logged %q, want a run id", out)
+	}
+
 	b.click(`[data-snippet="start"] button.copy`)
 	b.waitText("#toast", "Copied")
 	b.shot("editor-api")
@@ -843,7 +1053,8 @@ func TestBrowserChatWithAFlowInThePlayground(t *testing.T) {
 	var turns atomic.Int32
 	model.Respond(func(r llmtest.Request) llmtest.Reply {
 		if turns.Add(1) == 1 {
-			return llmtest.Reply{Content: "A stream is an append-only log.", Wait: hold}
+			// Streamed a few characters a chunk; held after "A stream is " until hold closes.
+			return llmtest.Reply{Content: "A stream is an append-only log.", Hold: hold, HoldAfter: 3}
 		}
 		return llmtest.Text("Consumer groups share its entries among workers.")
 	})
@@ -857,9 +1068,14 @@ func TestBrowserChatWithAFlowInThePlayground(t *testing.T) {
 	b.typeInto("#chat-text", "What is a Redis stream?")
 	b.run("send", chromedp.KeyEvent("\r"))
 
-	// While the model answers, the turn's run shows on the canvas; then the reply streams in.
+	// While the model answers, the turn's run shows on the canvas and the reply streams
+	// into the chat: its first tokens show before the model has sent the rest.
 	b.waitFor("the turn running on the canvas", `document.querySelector('[data-node="reply"]')?.dataset.status === "running"`)
 	b.waitText(".chat-pending", "running")
+	b.waitText(".chat-pending .chat-text", "A stream is")
+	if got := evaluate[string](b, `document.querySelector(".chat-pending .chat-text").innerText`); strings.Contains(got, "log") {
+		t.Errorf("while the model holds its reply, the chat shows %q, want only what it sent so far", got)
+	}
 	close(hold)
 	b.waitText(".chat-log .chat-assistant:not(.chat-pending)", "A stream is an append-only log.")
 	firstRun := evaluate[string](b, `document.querySelector(".chat-assistant .chat-meta button").innerText.replace("run ", "")`)

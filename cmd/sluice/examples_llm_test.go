@@ -112,7 +112,8 @@ func TestRunSupportExampleRoutesByTheModelsClassification(t *testing.T) {
 }
 
 // The support example's MCP variant: the database agent looks the order up with the
-// MCP server's tool.
+// MCP server's tool; the rest is the support example (a ticket no route takes is
+// answered as [general], and the answers stream).
 func TestRunSupportExampleWithAnMCPToolServer(t *testing.T) {
 	srv, toolResults := fakeModel(t)
 	orders := mcptest.StartHTTP(t)
@@ -123,6 +124,18 @@ func TestRunSupportExampleWithAnMCPToolServer(t *testing.T) {
 	}
 	if want := `{"intent":"database","reply":"[database] Add an index on orders.created_at; the table has no index for the report's filter."}`; out != want {
 		t.Errorf("output %s\nwant   %s", out, want)
+	}
+	out, err = runExample(t, srv, "support-mcp", `{"ticket": "Where is my invoice?"}`, "SLUICE_SECRET_SUPPORT_MCP_URL="+orders.URL, "SLUICE_HTTP_ALLOW=127.0.0.1")
+	if err != nil {
+		t.Fatalf("sluice run: %v\n%s", err, stderrOf(err))
+	}
+	if want := `{"intent":"default","reply":"[general] Billing questions go to billing@example.com."}`; out != want {
+		t.Errorf("a ticket no route takes: output %s\nwant   %s", out, want)
+	}
+	for _, r := range srv.Requests() {
+		if !strings.HasPrefix(r.Messages[0].Text(), "Classify") && !r.Stream {
+			t.Errorf("a request of an agent or the general answer did not stream (system %.40q)", r.Messages[0].Text())
+		}
 	}
 	if orders.Calls("lookup_order") != 1 {
 		t.Errorf("the MCP server's lookup_order was called %d times, want once", orders.Calls("lookup_order"))

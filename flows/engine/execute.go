@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
@@ -83,14 +84,27 @@ func withRecover(next runFunc) runFunc {
 	}
 }
 
-// withAnnounce tells the live views that a step is running once it has taken a moment.
+// withAnnounce tells the live views that a step is running once it has taken a moment,
+// or before the first event the step emits, whichever comes first: the views start a
+// step's streamed text afresh at "start", so a token that came before it would be lost.
 func (e *Engine) withAnnounce(next runFunc) runFunc {
 	return func(ctx context.Context, j *job) (*flows.Result, error) {
 		a := j.a
-		t := time.AfterFunc(50*time.Millisecond, func() {
-			e.events.emit(a.Ref(), a.Node, "start", map[string]any{"status": "running", "attempt": a.Deliveries})
-		})
+		var once sync.Once
+		announce := func() {
+			once.Do(func() {
+				e.events.emit(a.Ref(), a.Node, "start", map[string]any{"status": "running", "attempt": a.Deliveries})
+			})
+		}
+		t := time.AfterFunc(50*time.Millisecond, announce)
 		defer t.Stop()
+		if j.step != nil && j.step.Emit != nil {
+			emit := j.step.Emit
+			j.step.Emit = func(kind string, data any) {
+				announce()
+				emit(kind, data)
+			}
+		}
 		return next(ctx, j)
 	}
 }

@@ -26,6 +26,14 @@ describe("API snippets", () => {
   it("say how to turn the webhook ingress on when it is off", () => {
     expect(snippets("curl", { ...ctx, hook: { enabled: false, secretEnv: "SLUICE_HOOK_SECRET_TRIAGE" } })[3]!.about).toContain("set SLUICE_HOOK_SECRET_TRIAGE");
   });
+  it("give the webhook receivers the plain HTTP address they listen on", () => {
+    for (const id of ["python", "javascript", "go"] as const) {
+      const code = snippets(id, ctx)[2]!.code;
+      expect(code).toContain("9000");
+      expect(code).toContain("http://your.service:9000/sluice-result");
+      expect(code).not.toMatch(/https:\/\/[^ ]*:9000/);
+    }
+  });
   it("imports os in Go only when it reads the token", () => {
     expect(snippets("go", ctx)[0]!.code).toContain('"os"');
     expect(snippets("go", { ...ctx, auth: false })[0]!.code).not.toContain('"os"');
