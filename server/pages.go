@@ -437,6 +437,7 @@ func (s *Server) runPage(c echo.Context) error {
 		r.Storage = bytesText(info.StorageBytes)
 	}
 	r.Budget = s.budgetOf(ctx, flow, run)
+	r.Live = s.liveSteps(ctx, run)
 	nodes := make([]string, 0, len(run.Waits))
 	for n := range run.Waits {
 		nodes = append(nodes, n)
