@@ -48,16 +48,19 @@ type Spec struct {
 	Fans bool `json:"fans,omitempty"`
 	// Params is the JSON Schema of the node's params. Properties may carry "format":
 	// "jq", "template" or "duration", checked at validation; "x-secret": true marks a
-	// credential that accepts only {"$env": "NAME"}.
+	// credential that accepts only {"$env": "NAME"}; on an object property,
+	// "x-secret-keys": "REGEXP" marks the members whose names match as credentials (a
+	// string there is literal_secret, an {"$env"} object is what they take).
 	Params json.RawMessage `json:"params"`
 	// Example is a params object shown in the docs.
 	Example json.RawMessage `json:"example,omitempty"`
 	// New builds the component for one node of a compiled plan.
 	New func(b *Build) (Component, error) `json:"-"`
 
-	schema   *jsonschema.Schema
-	secrets  []string
-	defaults map[string]json.RawMessage
+	schema     *jsonschema.Schema
+	secrets    []string
+	secretKeys map[string]*regexp.Regexp
+	defaults   map[string]json.RawMessage
 }
 
 // Build is what a constructor gets: the node and its params with defaults applied.
@@ -204,7 +207,7 @@ func (r *Registry) Register(spec Spec) {
 	if err != nil {
 		panic(fmt.Sprintf("flows: component %q: params schema: %v", spec.Name, err))
 	}
-	spec.schema, spec.secrets, spec.defaults = sch, info.secrets, info.defaults
+	spec.schema, spec.secrets, spec.secretKeys, spec.defaults = sch, info.secrets, info.secretKeys, info.defaults
 	spec.Params = info.published
 	for _, p := range spec.Ports {
 		if p.Direction != "in" && p.Direction != "out" {

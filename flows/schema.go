@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,15 +37,20 @@ var envRefSchema = map[string]any{
 }
 
 type paramInfo struct {
-	secrets  []string
-	defaults map[string]json.RawMessage
+	secrets []string
+	// secretKeys are object params whose members named like a credential take only an
+	// env reference ("x-secret-keys": a regular expression of the member names).
+	secretKeys map[string]*regexp.Regexp
+	defaults   map[string]json.RawMessage
 	// published is the schema as the editor and the docs see it: the secret properties
 	// carry the env-reference schema, everything else is as written, in its order.
 	published json.RawMessage
 }
 
 // compileParamSchema compiles a component's params schema. Properties marked
-// "x-secret": true are given the env-reference schema; top-level "default"s are kept.
+// "x-secret": true are given the env-reference schema; an object property's
+// "x-secret-keys" (a regular expression) names its members that are credentials;
+// top-level "default"s are kept.
 func compileParamSchema(name string, raw json.RawMessage) (*jsonschema.Schema, paramInfo, error) {
 	var info paramInfo
 	var doc map[string]any
@@ -63,6 +69,17 @@ func compileParamSchema(name string, raw json.RawMessage) (*jsonschema.Schema, p
 				for kk, vv := range envRefSchema {
 					p[kk] = vv
 				}
+			}
+			if expr, ok := p["x-secret-keys"]; ok {
+				str, _ := expr.(string)
+				re, err := regexp.Compile(str)
+				if err != nil || str == "" {
+					return nil, info, fmt.Errorf("property %s: x-secret-keys must be a regular expression: %v", k, expr)
+				}
+				if info.secretKeys == nil {
+					info.secretKeys = map[string]*regexp.Regexp{}
+				}
+				info.secretKeys[k] = re
 			}
 			if d, ok := p["default"]; ok {
 				b, _ := json.Marshal(d)

@@ -294,6 +294,17 @@ func (c *checker) checkParams(i int, spec *Spec) {
 			bad = true
 		}
 	}
+	for param, re := range spec.secretKeys {
+		members, _ := pm[param].(map[string]any)
+		for k, v := range members {
+			p := jsonPath([]string{"params", param, k})
+			if _, isStr := v.(string); isStr && re.MatchString(k) && !secretPaths[p] {
+				c.nodeProblem(i, CodeLiteralSecret, p, "%s carries a credential: write {\"$env\": \"%s%s\"} (the value in that environment variable of the worker), never the value itself", k, SecretPrefix, envNameFor(k))
+				secretPaths[p] = true
+				bad = true
+			}
+		}
+	}
 	if err := spec.schema.Validate(params); err != nil {
 		for _, p := range schemaProblems(err, []string{fmt.Sprintf("nodes[%d]", i), "params"}) {
 			if secretPaths[strings.TrimPrefix(p.Path, fmt.Sprintf("nodes[%d].", i))] {

@@ -1,10 +1,13 @@
 package server_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/nodes/llmtest"
 	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/storetest"
@@ -54,5 +57,63 @@ func TestRunThatCrossesItsTokenBudgetFailsAtTheCrossingStep(t *testing.T) {
 	budget := page[i:min(len(page), i+600)]
 	if !strings.Contains(budget, `budget-line over`) || !strings.Contains(budget, `<span class="mono">30</span>`) || !strings.Contains(budget, `<span class="mono">20</span> budgeted`) {
 		t.Errorf("the run page's spend: %s", budget)
+	}
+}
+
+// What the flow spent in the day (all its runs) is shown against the budget's day caps
+// on the run page and in the run's API answer.
+func TestRunShowsItsFlowsDaySpendAgainstTheDayBudget(t *testing.T) {
+	r := storetest.Real(t)
+	model := llmtest.New(t)
+	model.Respond(func(llmtest.Request) llmtest.Reply {
+		return llmtest.Reply{Content: "ok", PromptTokens: 10, CompletionTokens: 5}
+	})
+	env := model.Env(0)
+	env.Ledger = store.NewLedger(r)
+	a := newAPIWith(t, r, env)
+	flow := a.saveFlow(`{"sluice": 1, "id": "x", "settings": {"budget": {"run_tokens": 1000, "day_tokens": 100, "day_usd": 2}}, "nodes": [
+		{"id": "in", "type": "input"},
+		{"id": "ask", "type": "llm", "params": {"model": "m", "user": "one"}},
+		{"id": "out", "type": "output"}],
+		"edges": [{"from": "in", "to": "ask"}, {"from": "ask", "to": "out"}]}`, nil)
+	today := time.Now().UTC().Format(time.DateOnly)
+	// Another run of the flow spent 40 tokens today already.
+	if _, _, err := store.NewLedger(r).Spend(context.Background(), flow, "earlier", today, flows.Spend{Tokens: 40}); err != nil {
+		t.Fatal(err)
+	}
+	run := a.settle(flow, a.start(flow, map[string]any{"input": map[string]any{}}))
+	if run.Status != store.StatusSucceeded {
+		t.Fatalf("run %+v", run)
+	}
+	if time.Now().UTC().Format(time.DateOnly) != today {
+		t.Skip("the UTC day changed while the test ran")
+	}
+	var view struct {
+		Spend    struct{ Tokens int64 }
+		DaySpend *struct {
+			Day    string  `json:"day"`
+			Tokens int64   `json:"tokens"`
+			USD    float64 `json:"usd"`
+		} `json:"day_spend"`
+		Budget struct {
+			DayTokens int64 `json:"day_tokens"`
+		}
+	}
+	a.must(http.StatusOK, "GET", "/api/flows/"+flow+"/runs/"+run.ID, nil).into(t, &view)
+	if view.Spend.Tokens != 15 || view.DaySpend == nil || view.DaySpend.Day != today || view.DaySpend.Tokens != 55 || view.Budget.DayTokens != 100 {
+		t.Errorf("the run's spend %+v, the flow's day %+v, budget %+v through the API; want 15, 55 on %s, 100", view.Spend, view.DaySpend, view.Budget, today)
+	}
+	page := a.must(http.StatusOK, "GET", "/flows/"+flow+"/runs/"+run.ID, nil, "Accept", "text/html").String()
+	i := strings.Index(page, `id="run-budget-day"`)
+	if i < 0 {
+		t.Fatal("the run page shows no spend of the flow's day")
+	}
+	day := page[i:min(len(page), i+900)]
+	day = day[:strings.Index(day, "</div>")]
+	for _, want := range []string{"The flow today", `<span class="mono">55</span> of <span class="mono">100</span> budgeted`, `value="55"`,
+		`<span class="mono">$0.0000</span> of <span class="mono">$2.0000</span> budgeted`} {
+		if !strings.Contains(day, want) {
+			t.Errorf("the flow's day on the run page lacks %q: %s", want, day)
+		}
 	}
 }

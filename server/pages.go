@@ -437,6 +437,7 @@ func (s *Server) runPage(c echo.Context) error {
 		r.Storage = bytesText(info.StorageBytes)
 	}
 	r.Budget = s.budgetOf(ctx, flow, run)
+	r.Live = s.liveSteps(ctx, run)
 	nodes := make([]string, 0, len(run.Waits))
 	for n := range run.Waits {
 		nodes = append(nodes, n)
@@ -647,21 +648,19 @@ func bytesText(n int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
-// budgetOf is what the run spent on models against its flow's budget, nil when it spent
-// nothing and has no budget.
+// budgetOf is what the run spent on models against its flow's budget, and what the
+// flow spent on the run's day against its day caps; nil when neither spent anything and
+// the flow has no budget.
 func (s *Server) budgetOf(ctx context.Context, flow string, run *store.Run) *pages.Budget {
 	if s.rdb == nil {
 		return nil
 	}
-	spend, err := s.rdb.RunSpend(ctx, flow, run.ID)
+	sp, err := s.spendOf(ctx, flow, run)
 	if err != nil {
 		return nil
 	}
-	var b *flows.Budget
-	if p, err := s.runs().Plan(ctx, flow, run.Version); err == nil {
-		b = p.Settings.Budget
-	}
-	if b == nil && spend.Tokens == 0 {
+	b := sp.budget
+	if b == nil && sp.run.Tokens == 0 && !sp.hasDay() {
 		return nil
 	}
 	if b == nil {
@@ -674,11 +673,20 @@ func (s *Server) budgetOf(ctx context.Context, flow string, run *store.Run) *pag
 		}
 		return l
 	}
-	out := &pages.Budget{Lines: []pages.BudgetLine{
-		line("tokens", fmt.Sprint(spend.Tokens), float64(spend.Tokens), float64(b.RunTokens), fmt.Sprint(b.RunTokens)),
-	}}
-	if spend.USD > 0 || b.RunUSD > 0 {
-		out.Lines = append(out.Lines, line("dollars", fmt.Sprintf("$%.4f", spend.USD), spend.USD, b.RunUSD, fmt.Sprintf("$%.4f", b.RunUSD)))
+	lines := func(s flows.Spend, tokens int64, usd float64) []pages.BudgetLine {
+		out := []pages.BudgetLine{line("tokens", fmt.Sprint(s.Tokens), float64(s.Tokens), float64(tokens), fmt.Sprint(tokens))}
+		if s.USD > 0 || usd > 0 {
+			out = append(out, line("dollars", fmt.Sprintf("$%.4f", s.USD), s.USD, usd, fmt.Sprintf("$%.4f", usd)))
+		}
+		return out
+	}
+	out := &pages.Budget{Lines: lines(sp.run, b.RunTokens, b.RunUSD)}
+	if sp.hasDay() {
+		out.Day = "on " + sp.day.Day
+		if sp.day.Day == time.Now().UTC().Format(time.DateOnly) {
+			out.Day = "today"
+		}
+		out.DayLines = lines(sp.day.Spend, b.DayTokens, b.DayUSD)
 	}
 	return out
 }

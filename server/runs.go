@@ -69,6 +69,10 @@ type RunView struct {
 	// flow's caps; only on GET of one run.
 	Spend  *flows.Spend  `json:"spend,omitempty"`
 	Budget *flows.Budget `json:"budget,omitempty"`
+	// DaySpend is what every run of the flow spent on the run's UTC day (today while
+	// the run goes on, else the day it finished), against the budget's day_tokens and
+	// day_usd; when the flow has a day cap or spent that day.
+	DaySpend *DaySpend `json:"day_spend,omitempty"`
 	// NoWorker is true when the run has activations that no live worker reads: it stays
 	// queued until one starts (sluice worker, or serve with workers). WaitingForWorker
 	// names the nodes. Only a run's own GET reports them.
@@ -346,12 +350,13 @@ func (s *Server) getRun(c echo.Context) error {
 	}
 	v := s.viewRun(ctx, info.Run)
 	v.StorageBytes = info.StorageBytes
-	if s.rdb != nil {
-		if spend, err := s.rdb.RunSpend(ctx, flow, run); err == nil && spend.Tokens > 0 {
-			v.Spend = &spend
+	if sp, err := s.spendOf(ctx, flow, info.Run); err == nil {
+		if sp.run.Tokens > 0 {
+			v.Spend = &sp.run
 		}
-		if p, err := s.runs().Plan(ctx, flow, info.Run.Version); err == nil {
-			v.Budget = p.Settings.Budget
+		v.Budget = sp.budget
+		if sp.hasDay() {
+			v.DaySpend = &sp.day
 		}
 	}
 	v.WaitingForWorker = s.waitingForWorker(ctx, info.Run)

@@ -374,3 +374,38 @@ func cmp(less bool) int {
 func (r *Redis) ReadRunsEvents(ctx context.Context, parts []PartRef, afters []string, count int64, block time.Duration) ([]Event, error) {
 	return r.readEvents(ctx, parts, afters, count, block)
 }
+
+// RecentRunEvents returns the events of one run among the newest scan entries of its
+// partition's events stream written since since (the run's creation), oldest first: what
+// a page needs to tell what the run's steps are doing now (a step started, waiting for a
+// rate limit). Older events of the run are not read; neither are events the stream no
+// longer holds (it keeps about EventsMaxLen entries).
+func (r *Redis) RecentRunEvents(ctx context.Context, ref RunRef, since time.Time, scan int64) ([]Event, error) {
+	from := "-"
+	if !since.IsZero() {
+		from = strconv.FormatInt(since.UnixMilli(), 10) + "-0"
+	}
+	msgs, err := r.Client.XRevRangeN(ctx, ref.keys().Events(), "+", from, scan).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	pr := PartRef{Flow: ref.Flow, Part: ref.Part}
+	var out []Event
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if run, _ := msgs[i].Values["run"].(string); run != ref.Run {
+			continue
+		}
+		out = append(out, eventsFrom(pr, msgs[i])...)
+	}
+	return out, nil
+}
+
+// EventTime is when the event with id was written (the time in its stream entry id);
+// zero for an id that is not one.
+func EventTime(id string) time.Time {
+	ms, _, _, _, ok := parseEventID(id)
+	if !ok {
+		return time.Time{}
+	}
+	return time.UnixMilli(int64(ms)).UTC()
+}

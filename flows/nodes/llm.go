@@ -12,7 +12,7 @@ import (
 // modelParams are the parameters every component that calls a model shares.
 const modelParams = `
 	"provider": {"type": "string", "default": "default", "description": "LLM provider configured on the server (see docs/llm-providers.md); \"default\" is OPENAI_BASE_URL with OPENAI_API_KEY."},
-	"model": {"type": "string", "minLength": 1, "description": "Model name as the provider knows it, e.g. gpt-4o-mini or llama3.1."},
+	"model": {"type": "string", "minLength": 1, "description": "Model name as the provider knows it, e.g. gpt-4o-mini, llama3.1 or claude-sonnet-4-5."},
 	"temperature": {"type": "number", "minimum": 0, "maximum": 2, "description": "Sampling temperature; left out, the provider's default."},
 	"max_tokens": {"type": "integer", "minimum": 1, "description": "Most tokens the model may write per reply (Anthropic providers: 4096 when not set)."},
 	"prompt_cache": {"type": "array", "uniqueItems": true, "items": {"enum": ["system", "tools", "messages"]}, "description": "Anthropic providers: where to set prompt cache breakpoints — after the system prompt, the tool definitions, the conversation so far. Default: system and tools (agents also messages); [] turns caching off. Other providers ignore it (OpenAI caches by itself)."}`
@@ -40,10 +40,12 @@ func llmSpec(env *Env) flows.Spec {
 		Name:     "llm",
 		Title:    "LLM",
 		Category: "ai",
-		Description: "Asks a model once: a chat completion from an OpenAI-compatible provider configured on the server " +
-			"(OpenAI, Ollama, vLLM, llama.cpp). The system and user messages are templates over the node's input. " +
+		Description: "Asks a model once: a chat completion from a provider configured on the server, OpenAI-compatible " +
+			"(OpenAI, Ollama, vLLM, llama.cpp) or Anthropic (type anthropic, with prompt caching). The system and user " +
+			"messages are templates over the node's input. " +
 			"The reply (text, or with json the parsed value, checked against schema when given) is the output and is " +
-			"stored under \"as\". Token usage is recorded on the step; with stream the tokens are published to the live " +
+			"stored under \"as\". Token usage (with Anthropic also the cache's read and written tokens, see prompt_cache) " +
+			"is recorded on the step; with stream the tokens are published to the live " +
 			"view as they come. With the node's cache set, identical requests share one reply.",
 		Ports: []flows.Port{inPort, outPort},
 		Params: json.RawMessage(`{

@@ -44,7 +44,8 @@ func mcpSpec(env *Env) flows.Spec {
 			"properties": {
 				"command": {"type": "string", "minLength": 1, "description": "stdio: the server's command; the worker must allow it (--mcp-commands)."},
 				"args": {"type": "array", "items": {"type": "string"}, "description": "stdio: the command's arguments."},
-				"env": {"type": "object", "description": "stdio: the server's environment (it gets only PATH, HOME, LANG and TMPDIR of the worker's otherwise): a value, or {\"$env\": \"NAME\"} for a secret.",
+				"env": {"type": "object", "description": "stdio: the server's environment (it gets only PATH, HOME, LANG and TMPDIR of the worker's otherwise): a value, or {\"$env\": \"NAME\"} for a secret. A variable named like a credential (*TOKEN*, *SECRET*, *KEY*, *PASSWORD*, ...) takes only {\"$env\"}.",
+					"x-secret-keys": "` + mcpSecretKeys + `",
 					"additionalProperties": {"anyOf": [
 						{"type": "string"},
 						{"type": "object", "required": ["$env"], "additionalProperties": false,
@@ -56,7 +57,8 @@ func mcpSpec(env *Env) flows.Spec {
 						{"type": "object", "required": ["$env"], "additionalProperties": false,
 						 "properties": {"$env": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}}}
 					]},
-				"headers": {"type": "object", "description": "Streamable HTTP: header name to a value, or to {\"$env\": \"NAME\", \"prefix\": \"Bearer \"} for a secret.",
+				"headers": {"type": "object", "description": "Streamable HTTP: header name to a value, or to {\"$env\": \"NAME\", \"prefix\": \"Bearer \"} for a secret. A header named like a credential (Authorization, Cookie, *Token*, *Key*, ...) takes only {\"$env\"}.",
+					"x-secret-keys": "` + mcpSecretKeys + `",
 					"additionalProperties": {"anyOf": [
 						{"type": "string"},
 						{"type": "object", "required": ["$env"], "additionalProperties": false,
@@ -71,6 +73,12 @@ func mcpSpec(env *Env) flows.Spec {
 		New:     func(b *flows.Build) (flows.Component, error) { return newMCP(env, b) },
 	}
 }
+
+// mcpSecretKeys matches the names of env variables and headers that carry credentials:
+// their values are never written in a flow, only {"$env"} references to them (unlike
+// the http component's headers, an mcp node's are no templates, so a literal there is
+// always in the flow's JSON).
+const mcpSecretKeys = `(?i)auth|cookie|token|secret|passw|credential|(^|[-_])(api|access|private)?[-_]?key($|[-_])|apikey`
 
 // mcpValue is a value of the env, url or headers params: literal, or an environment
 // reference with an optional prefix.

@@ -220,6 +220,37 @@ func TestMCPGuardsItsServers(t *testing.T) {
 	}
 }
 
+// Secrets never reach flow JSON: a header or an env variable of an mcp node named like a
+// credential takes only an {"$env"} reference, whatever its value looks like.
+func TestMCPRefusesLiteralCredentialsInHeadersAndEnv(t *testing.T) {
+	validate := func(params string) []flows.Problem {
+		doc := `{"sluice": 1, "id": "x", "nodes": [{"id": "in", "type": "input"}, {"id": "a", "type": "agent", "params": {"model": "m", "user": "go"}},
+			{"id": "t", "type": "mcp", "params": ` + params + `}],
+			"edges": [{"from": "in", "to": "a"}, {"from": "t", "port": "tool", "to": "a", "to_port": "tools"}]}`
+		return flows.Validate([]byte(doc), nodes.NewRegistry(&nodes.Env{MCPCommands: []string{"srv"}}), flows.DefaultLimits).Errors()
+	}
+	for _, tc := range []struct{ name, params, path string }{
+		{"an Authorization header", `{"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "hunter2"}}`, "nodes[2].params.headers.Authorization"},
+		{"an API key header", `{"url": "https://mcp.example.com/mcp", "headers": {"X-Api-Key": "abc"}}`, "nodes[2].params.headers.X-Api-Key"},
+		{"a token in the environment", `{"command": "srv", "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "abc"}}`, "nodes[2].params.env.GITHUB_PERSONAL_ACCESS_TOKEN"},
+		{"a key in the environment", `{"command": "srv", "env": {"OPENAI_API_KEY": "abc"}}`, "nodes[2].params.env.OPENAI_API_KEY"},
+		{"a password in the environment", `{"command": "srv", "env": {"DB_PASSWORD": "abc"}}`, "nodes[2].params.env.DB_PASSWORD"},
+	} {
+		ps := validate(tc.params)
+		if len(ps) != 1 || ps[0].Code != flows.CodeLiteralSecret || ps[0].Path != tc.path || ps[0].Node != "t" {
+			t.Errorf("%s: %v, want one literal_secret at %s", tc.name, ps, tc.path)
+		}
+	}
+	for _, params := range []string{
+		`{"url": "https://mcp.example.com/mcp", "headers": {"Authorization": {"$env": "SLUICE_SECRET_T", "prefix": "Bearer "}, "Accept": "application/json", "X-Keyboard": "qwerty"}}`,
+		`{"command": "srv", "env": {"GITHUB_TOKEN": {"$env": "SLUICE_SECRET_GH"}, "LOG_LEVEL": "debug", "MONKEY": "1"}}`,
+	} {
+		if ps := validate(params); len(ps) != 0 {
+			t.Errorf("%s: %v, want no problems", params, ps)
+		}
+	}
+}
+
 // The editor's inspector lists a node's tools as the model would see them.
 func TestMCPToolsForTheInspector(t *testing.T) {
 	env := &nodes.Env{HTTP: loopbackOK()}

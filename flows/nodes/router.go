@@ -22,7 +22,8 @@ func routerSpec(env *Env) flows.Spec {
 		Description: "Sends the run down one route; each route is an output port named for it, and a route with " +
 			"nothing connected ends the branch. In mode \"rules\" each route has a jq condition over the state and " +
 			"the first that holds is taken, in the order written, else the \"default\" port. In mode \"llm\" each " +
-			"route has a description and a model classifies the prompt (article 000's intent classifier): its answer " +
+			"route has a description and a model of any provider on the server (OpenAI-compatible or Anthropic) " +
+			"classifies the prompt (article 000's intent classifier): its answer " +
 			"must be one of the route names, else the run takes \"default\". The route taken is the output and, " +
 			"with \"as\", is stored in the state.",
 		Ports: []flows.Port{inPort,

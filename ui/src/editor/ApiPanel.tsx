@@ -1,9 +1,12 @@
 // The API panel: how to run this flow from elsewhere, in curl, Python, JavaScript or Go,
-// with this server's address and authentication filled in (flow/snippets.ts).
+// with this server's address and authentication filled in (flow/snippets.ts); as a model
+// through /v1/chat/completions when its input takes chat messages, and as an MCP tool
+// when the flow is offered over MCP.
 import { useEffect, useMemo, useState } from "react";
 import { api } from "../api/client";
 import { exampleInput } from "../flow/schema";
-import { LANGUAGES, snippets, type Language } from "../flow/snippets";
+import { offeredOverMCP } from "../flow/settings";
+import { LANGUAGES, mcpArguments, snippets, takesChat, type Language } from "../flow/snippets";
 import type { FlowDocument, JSONSchema } from "../flow/types";
 
 interface Props {
@@ -30,9 +33,13 @@ export function ApiPanel({ doc, auth, isNew, onCopied }: Props) {
     };
   }, [doc.id, isNew]);
   const entry = doc.nodes.find((n) => n.type === "input");
-  const input = useMemo(() => exampleInput(entry?.params?.example, entry?.params?.schema as JSONSchema | undefined), [entry]);
+  const schema = entry?.params?.schema as JSONSchema | undefined;
+  const input = useMemo(() => exampleInput(entry?.params?.example, schema), [entry, schema]);
   if (isNew) return <p className="muted">Save the flow first: then it can be run from anywhere with the API.</p>;
-  const list = snippets(lang, { origin: location.origin, flow: doc.id, auth, input, hook: { enabled: hook.enabled, secretEnv: hook.secretEnv || `SLUICE_HOOK_SECRET_${doc.id.toUpperCase().replace(/-/g, "_")}` } });
+  const list = snippets(lang, { origin: location.origin, flow: doc.id, auth, input, hook: { enabled: hook.enabled, secretEnv: hook.secretEnv || `SLUICE_HOOK_SECRET_${doc.id.toUpperCase().replace(/-/g, "_")}` },
+    chat: takesChat(schema),
+    ...(offeredOverMCP(doc) ? { mcp: { arguments: mcpArguments(schema, input) } } : {}),
+  });
   const choose = (l: Language) => {
     setLang(l);
     localStorage.setItem(LANG_KEY, l);

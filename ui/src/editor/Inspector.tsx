@@ -10,6 +10,7 @@ import { portsOf } from "../flow/ports";
 import { problemField } from "../flow/problems";
 import { fieldOf, fieldsOf, isEnvRef } from "../flow/schema";
 import { NOTE_COLORS, noteIdOf, removeNotes, updateNote } from "../flow/notes";
+import { BUDGET_FIELDS, budgetOf, offeredOverMCP, withBudget, withMCP } from "../flow/settings";
 import type { FlowDocument, FlowNode, Note, NoteColor, Problem, Registry } from "../flow/types";
 import { FieldRow, ParamField } from "./fields";
 import { MCPTools } from "./MCPTools";
@@ -309,8 +310,38 @@ function FlowInspector({ store, doc, isNew }: { store: EditorStore; doc: FlowDoc
       <FieldRow label="Description" problems={[]}>
         <textarea aria-label="Flow description" rows={3} value={doc.description ?? ""} onChange={(e) => set({ description: e.target.value }, "flow.description")} onBlur={() => store.seal()} />
       </FieldRow>
+      <FlowSettings store={store} doc={doc} />
       <ParamField field={{ ...state, label: "State" }} value={doc.state} problems={[]} onChange={(v) => store.edit((d) => { const n = { ...d }; if (v === undefined) delete n.state; else n.state = v as FlowDocument["state"] & object; return n; }, "flow.state")} onBlur={() => store.seal()} />
       <ParamField field={{ ...json, label: "Settings" }} value={doc.settings} problems={[]} onChange={(v) => store.edit((d) => { const n = { ...d }; if (v === undefined) delete n.settings; else n.settings = v as Record<string, unknown>; return n; }, "flow.settings")} onBlur={() => store.seal()} />
     </div>
+  );
+}
+
+/** The settings with controls of their own: offered over MCP, and the budget. The rest is in the raw settings JSON. */
+function FlowSettings({ store, doc }: { store: EditorStore; doc: FlowDocument }) {
+  const mcpId = useId();
+  const budget = budgetOf(doc);
+  return (
+    <>
+      <FieldRow label="MCP" help="Offer this flow as a tool to MCP clients (sluice mcp, /mcp on the server): its input schema is the tool's arguments, its description the tool's. Clients see the saved version." problems={[]} htmlFor={mcpId}>
+        <label className="checkbox">
+          <input id={mcpId} type="checkbox" data-setting="mcp" checked={offeredOverMCP(doc)} onChange={(e) => store.edit((d) => withMCP(d, e.target.checked))} /> Expose as an MCP tool
+        </label>
+      </FieldRow>
+      <fieldset className="budget-settings" data-setting="budget">
+        <legend>Budget</legend>
+        <p className="help">Caps on what the flow’s model calls spend; a step that takes a run (or the flow’s UTC day) over one fails for good. Empty: no cap.</p>
+        {BUDGET_FIELDS.map((b) => (
+          <ParamField
+            key={b.key}
+            field={{ ...fieldOf(b.key, b.schema, false), label: b.label }}
+            value={budget[b.key]}
+            problems={[]}
+            onChange={(v) => store.edit((d) => withBudget(d, b.key, typeof v === "number" ? v : undefined), `flow.budget.${b.key}`)}
+            onBlur={() => store.seal()}
+          />
+        ))}
+      </fieldset>
+    </>
   );
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { goString, LANGUAGES, pyValue, snippets, type SnippetContext } from "./snippets";
+import { goString, LANGUAGES, mcpArguments, pyValue, snippets, takesChat, type SnippetContext } from "./snippets";
 
 const ctx: SnippetContext = { origin: "http://sluice.example:8080", flow: "triage", auth: true, input: { intent: "code", ok: true, n: null }, hook: { enabled: true, secretEnv: "SLUICE_HOOK_SECRET_TRIAGE" } };
 
@@ -42,5 +42,43 @@ describe("API snippets", () => {
     expect(pyValue({ a: [true, false, null, 1.5, "x"] })).toBe('{"a": [True, False, None, 1.5, "x"]}');
     expect(goString('{"a":1}')).toBe('`{"a":1}`');
     expect(goString("a`b")).toBe('"a`b"');
+  });
+  it("offer a chat completion only for a flow that takes chat messages, with the flow as the model", () => {
+    for (const { id } of LANGUAGES) {
+      expect(snippets(id, ctx).map((s) => s.kind)).not.toContain("chat");
+      const chat = snippets(id, { ...ctx, chat: true }).find((s) => s.kind === "chat")!;
+      expect(chat.code).toContain("http://sluice.example:8080/v1");
+      expect(chat.code).toContain('"triage"');
+      expect(chat.code).toContain("SLUICE_TOKEN");
+      expect(snippets(id, { ...ctx, chat: true, auth: false }).find((s) => s.kind === "chat")!.code).not.toContain("SLUICE_TOKEN");
+    }
+    expect(snippets("curl", { ...ctx, chat: true }).find((s) => s.kind === "chat")!.code).toContain("/v1/chat/completions");
+  });
+  it("offer an MCP call only for a flow offered over MCP, naming the flow as the tool", () => {
+    const mcp = { arguments: { intent: "code" } };
+    for (const { id } of LANGUAGES) {
+      expect(snippets(id, ctx).map((s) => s.kind)).not.toContain("mcp");
+      const s = snippets(id, { ...ctx, mcp }).find((s) => s.kind === "mcp")!;
+      expect(s.code).toContain("http://sluice.example:8080/mcp");
+      expect(s.code).toContain("SLUICE_TOKEN");
+      if (id !== "curl") {
+        expect(s.code).toContain('"triage"');
+        expect(s.code).toContain('"intent"');
+      }
+    }
+    const config = JSON.parse(snippets("curl", { ...ctx, mcp }).find((s) => s.kind === "mcp")!.code);
+    expect(config).toEqual({ mcpServers: { sluice: { type: "http", url: "http://sluice.example:8080/mcp", headers: { Authorization: "Bearer ${SLUICE_TOKEN}" } } } });
+    expect(JSON.parse(snippets("curl", { ...ctx, mcp, auth: false }).find((s) => s.kind === "mcp")!.code).mcpServers.sluice.headers).toBeUndefined();
+  });
+  it("know a chat flow by its input's messages array, as the server does", () => {
+    expect(takesChat({ type: "object", properties: { messages: { type: "array" } } })).toBe(true);
+    expect(takesChat({ type: "object", properties: { messages: { type: ["array", "null"] } } })).toBe(true);
+    expect(takesChat({ type: "object", properties: { messages: { type: "string" } } })).toBe(false);
+    expect(takesChat(undefined)).toBe(false);
+  });
+  it("call a flow whose input is not an object with {input} over MCP, as the server wraps it", () => {
+    expect(mcpArguments({ type: "object" }, { a: 1 })).toEqual({ a: 1 });
+    expect(mcpArguments(undefined, { a: 1 })).toEqual({ a: 1 });
+    expect(mcpArguments({ type: "string" }, "hi")).toEqual({ input: "hi" });
   });
 });
