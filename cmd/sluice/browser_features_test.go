@@ -85,6 +85,8 @@ func TestBrowserSchedulesTabPausesAndChecksSchedules(t *testing.T) {
 	b.waitFor("the editor", `document.querySelectorAll(".react-flow__node").length === 4`)
 	b.click("#schedules-tab")
 	b.waitFor("the schedule running with its next fire times", `document.querySelector('[data-schedule="0"] .schedule-running')?.dataset.state === "running" && document.querySelectorAll('[data-schedule="0"] .schedule-next li').length === 3`)
+	// Each fire time is shown in the schedule's own zone too, whatever the browser's.
+	b.waitText(`[data-schedule="0"] .schedule-next li .schedule-zone`, "06:00 Europe/Paris")
 	b.shot("editor-schedules")
 	b.click(`[data-schedule="0"] .schedule-running button`)
 	b.waitFor("the schedule paused", `document.querySelector('[data-schedule="0"] .schedule-running')?.dataset.state === "paused"`)
