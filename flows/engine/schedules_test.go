@@ -271,3 +271,66 @@ func TestMissedTicksRunOnceOnStartUp(t *testing.T) {
 		}
 	})
 }
+
+func TestScheduleViewListsTheRunsOfItsRecentTicksNewestFirst(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		ctx := context.Background()
+		v := newEnv(t, r)
+		p := v.compile(everySecond)
+		v.work(p)
+		key := p.Settings.Schedules[0].Key()
+		views := func(runsN int) engine.ScheduleView {
+			t.Helper()
+			_, views, err := v.e.Schedules(ctx, p.Flow, 3, runsN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return views[0]
+		}
+		if got := views(5).Runs; len(got) != 0 {
+			t.Fatalf("before any tick the schedule lists %d runs", len(got))
+		}
+		stop := v.scheduler(p, engine.SchedulerOptions{})
+		const ticks = 3
+		waitFor(t, fmt.Sprintf("the runs of %d ticks in the schedule's view", ticks), 30*time.Second, func() bool { return len(views(5).Runs) >= ticks })
+		stop()
+
+		byTick := v.runsByTick(p)
+		runs := views(20).Runs
+		// Every tick's run is listed, up to the newest listed (stopping the scheduler may
+		// cut off the note of a run it was starting just then).
+		listed := map[string]bool{}
+		for _, run := range runs {
+			listed[run.ID] = true
+		}
+		for tick, tr := range byTick {
+			if runs[0].Tick != nil && tick <= runs[0].Tick.UnixMilli() && !listed[tr[0].ID] {
+				t.Errorf("the run %s of tick %d is not listed", tr[0].ID, tick)
+			}
+		}
+		for i, run := range runs {
+			if run.Tick == nil {
+				t.Fatalf("listed run %s has no tick", run.ID)
+			}
+			if want := engine.ScheduleRunID(key, *run.Tick); run.ID != want || run.Trigger != "schedule:0" {
+				t.Errorf("listed run %s (trigger %q), want %s started by schedule:0", run.ID, run.Trigger, want)
+			}
+			if len(byTick[run.Tick.UnixMilli()]) != 1 || byTick[run.Tick.UnixMilli()][0].ID != run.ID {
+				t.Errorf("listed run %s is not the run of its tick %s", run.ID, run.Tick)
+			}
+			if i > 0 && !run.Tick.Before(*runs[i-1].Tick) {
+				t.Errorf("runs not newest first: %s listed after %s", run.Tick, runs[i-1].Tick)
+			}
+			if got := v.wait(p, run.ID); got.Status != store.StatusSucceeded {
+				t.Errorf("run %s is %s, want succeeded", run.ID, got.Status)
+			}
+		}
+		if got := views(2).Runs; len(got) != 2 || got[0].ID != runs[0].ID {
+			t.Errorf("asking for 2 runs gave %d, want the newest 2", len(got))
+		}
+		// The view reads each run as it is now.
+		if got := views(1).Runs; len(got) != 1 || got[0].Status != store.StatusSucceeded {
+			t.Errorf("the newest listed run: %+v, want it succeeded", got)
+		}
+	})
+}
