@@ -2,9 +2,12 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -148,5 +151,111 @@ func TestSchedulesThroughTheAPI(t *testing.T) {
 	e := a.must(http.StatusBadRequest, "PUT", "/api/flows/"+id2, bad).errorBody(t)
 	if len(e.Problems) != 1 || e.Problems[0].Code != "invalid_cron" || e.Problems[0].Path != "settings.schedules[0].cron" {
 		t.Errorf("problems = %+v", e.Problems)
+	}
+}
+
+func TestRunsFilterByTriggerAndNameTheScheduleThatStartedThem(t *testing.T) {
+	a := newAPI(t, storetest.Embedded(t))
+	ctx := context.Background()
+	id := a.saveFlow(`{"sluice": 1, "id": "x",
+		"settings": {"schedules": [{"cron": "@every 1h", "input": {"n": 0}}, {"cron": "@every 2h", "input": {"n": 1}}]},
+		"nodes": [{"id": "in", "type": "input"}, {"id": "out", "type": "output"}], "edges": [{"from": "in", "to": "out"}]}`, nil)
+	plan, err := a.e.CurrentPlan(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both schedules were last seen hours ago: one pass of a scheduler starts the run of
+	// each one's latest missed tick.
+	now := time.Now()
+	var scheduled [2]string
+	for i, sc := range plan.Settings.Schedules {
+		if err := a.r.SeeSchedule(ctx, id, sc.Key(), now.Add(-5*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		scheduled[i] = engine.ScheduleRunID(sc.Key(), now.Truncate(time.Duration(i+1)*time.Hour))
+	}
+	s := a.e.NewScheduler(engine.SchedulerOptions{Flows: func(context.Context) ([]string, error) { return []string{id}, nil }})
+	if _, err := s.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	manual := a.start(id, map[string]any{"input": map[string]any{"n": "by hand"}})
+	for _, r := range []string{scheduled[0], scheduled[1], manual} {
+		if got := a.settle(id, r); got.Status != "succeeded" {
+			t.Fatalf("run %s: %+v", r, got)
+		}
+	}
+
+	ids := func(query string) []string {
+		t.Helper()
+		var list server.RunList
+		a.must(200, "GET", "/api/flows/"+id+"/runs"+query, nil).into(t, &list)
+		var out []string
+		for _, r := range list.Runs {
+			out = append(out, r.ID+"="+r.Trigger)
+		}
+		sort.Strings(out)
+		return out
+	}
+	for _, c := range []struct {
+		query string
+		want  []string
+	}{
+		{"", []string{manual + "=", scheduled[0] + "=schedule:0", scheduled[1] + "=schedule:1"}},
+		{"?trigger=schedule", []string{scheduled[0] + "=schedule:0", scheduled[1] + "=schedule:1"}},
+		{"?trigger=schedule:0", []string{scheduled[0] + "=schedule:0"}},
+		{"?trigger=schedule:1", []string{scheduled[1] + "=schedule:1"}},
+		{"?trigger=schedule:2", nil},
+	} {
+		want := append([]string(nil), c.want...)
+		sort.Strings(want)
+		if got := ids(c.query); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("GET runs%s = %v, want %v", c.query, got, want)
+		}
+	}
+
+	// The runs page: the filter, and a badge naming the schedule on the runs it started.
+	rows := regexp.MustCompile(`(?s)<tr data-run="([^"]+)">(.*?)</tr>`)
+	shown := func(query string) map[string]string {
+		t.Helper()
+		page := a.must(200, "GET", "/runs?flow="+id+query, nil, "Accept", "text/html").String()
+		out := map[string]string{}
+		for _, m := range rows.FindAllStringSubmatch(page, -1) {
+			badge := regexp.MustCompile(`<span class="badge trigger">([^<]*)</span>`).FindStringSubmatch(m[2])
+			out[m[1]] = ""
+			if badge != nil {
+				out[m[1]] = badge[1]
+			}
+		}
+		return out
+	}
+	if got := shown(""); len(got) != 3 || got[scheduled[0]] != "schedule 0" || got[scheduled[1]] != "schedule 1" || got[manual] != "" {
+		t.Errorf("the runs page: %v, want the two scheduled runs badged with their schedule and the other not", got)
+	}
+	if got := shown("&trigger=schedule"); len(got) != 2 || got[scheduled[0]] != "schedule 0" || got[scheduled[1]] != "schedule 1" {
+		t.Errorf("the runs page started by a schedule: %v, want the two scheduled runs", got)
+	}
+	if got := shown("&trigger=schedule:1"); len(got) != 1 || got[scheduled[1]] != "schedule 1" {
+		t.Errorf("the runs page started by schedule 1: %v, want its run alone", got)
+	}
+	page := a.must(200, "GET", "/runs?flow="+id+"&trigger=schedule", nil, "Accept", "text/html").String()
+	if !strings.Contains(page, `<option value="schedule" selected>`) {
+		t.Errorf("the runs page filtered by trigger does not show its filter")
+	}
+	page = a.must(200, "GET", "/runs?flow="+id+"&trigger=schedule:1", nil, "Accept", "text/html").String()
+	if !strings.Contains(page, `<option value="schedule:1" selected>schedule 1</option>`) {
+		t.Errorf("the runs page filtered by schedule 1 does not show its filter")
+	}
+
+	// A run's page says which schedule started it.
+	started := regexp.MustCompile(`started by <span class="badge trigger" id="run-trigger">([^<]*)</span>`)
+	for run, want := range map[string]string{scheduled[0]: "schedule 0", scheduled[1]: "schedule 1", manual: ""} {
+		page := a.must(200, "GET", "/flows/"+id+"/runs/"+run, nil, "Accept", "text/html").String()
+		got := ""
+		if m := started.FindStringSubmatch(page); m != nil {
+			got = m[1]
+		}
+		if got != want {
+			t.Errorf("the page of run %s says started by %q, want %q", run, got, want)
+		}
 	}
 }

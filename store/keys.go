@@ -1,5 +1,7 @@
 package store
 
+import "strconv"
+
 // Every Redis key Sluice uses is built here.
 //
 // A flow's runs are spread over its partitions (the partitions setting: 1 on a single
@@ -111,6 +113,12 @@ func (k Keys) SchedulePaused() string { return k.fwide + "schedules:paused" }
 
 // ScheduleRuns is the capped list of the runs a schedule started, newest first.
 func (k Keys) ScheduleRuns(schedule string) string { return k.fwide + "schedules:runs:" + schedule }
+
+// ScheduleClaim holds the partition count the run of a schedule's tick (ms) is placed
+// with, set by the first scheduler to claim the tick; it expires once the tick is past.
+func (k Keys) ScheduleClaim(schedule string, tick int64) string {
+	return k.fwide + "schedules:claim:" + schedule + ":" + strconv.FormatInt(tick, 10)
+}
 
 // Run is the hash of a run: status, version, input, outputs, error, counters, times.
 func (k Keys) Run(run string) string { return k.prefix + "run:" + run }

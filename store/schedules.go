@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -11,8 +12,13 @@ import (
 
 // How schedules keep their state in Redis. A tick is claimed by creating its run: the run
 // id is derived from the schedule and the tick time, and creating a run is atomic and
-// refuses an id that exists, so each tick runs once however many schedulers try it. A
-// scheduler that dies before creating the run holds nothing, and the others create it.
+// refuses an id that exists on its partition, so each tick runs once however many
+// schedulers try it. The partition comes from the id and a partition count, and
+// processes may count differently (their --partitions, during a rollout): so the first
+// scheduler to try a tick fixes the count its run is placed with (ClaimTick), and every
+// scheduler places the run there. The claim holds no lease: a scheduler that dies after
+// claiming, before creating the run, holds nothing, and the others create it where the
+// claim says.
 // Next to that, each schedule has a marker — the last tick that ran or was passed over —
 // so that a tick is not run again once its run has expired, and so that a scheduler
 // coming back after an outage knows which ticks it missed.
@@ -70,6 +76,29 @@ func (r *Redis) SeeSchedule(ctx context.Context, flow, key string, t time.Time) 
 // MarkTick moves a schedule's marker forward to tick (never back).
 func (r *Redis) MarkTick(ctx context.Context, flow, key string, tick time.Time) error {
 	return r.Client.ZAddGT(ctx, FlowKeys(flow).ScheduleTicks(), redis.Z{Score: float64(tick.UnixMilli()), Member: key}).Err()
+}
+
+// ClaimTick returns the partition count the run of a schedule's tick is placed with:
+// parts when this is the first claim of the tick, else the count the first claimer
+// gave. The claim expires after ttl, once no scheduler tries the tick any more (the
+// schedule's marker keeps a tick that ran from running again).
+func (r *Redis) ClaimTick(ctx context.Context, flow, key string, tick time.Time, parts int, ttl time.Duration) (int, error) {
+	if parts < 1 || parts > MaxPartitions {
+		return 0, fmt.Errorf("claim of a schedule tick: %d partitions", parts)
+	}
+	k := FlowKeys(flow).ScheduleClaim(key, tick.UnixMilli())
+	old, err := r.Client.SetArgs(ctx, k, strconv.Itoa(parts), redis.SetArgs{Mode: "NX", Get: true, TTL: ttl}).Result()
+	if errors.Is(err, redis.Nil) {
+		return parts, nil // the first claim
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(old)
+	if err != nil || n < 1 || n > MaxPartitions {
+		return 0, fmt.Errorf("claim of schedule %s's tick %s holds %q, not a partition count", key, tick.Format(time.RFC3339), old)
+	}
+	return n, nil
 }
 
 // NoteScheduledRun records a run a schedule started among its recent runs. Every

@@ -13,8 +13,9 @@ import (
 	"github.com/sluicehq/sluice/store/storetest"
 )
 
-// A saved flow edited and saved again with a note: the History tab lists both versions,
-// shows what the second changed on the canvas, and rolls back to the first.
+// A saved flow edited and saved again with a note: the History tab lists the versions,
+// shows what the second changed on the canvas, compares any two (a node and edges added
+// one way, removed the other), and rolls back to the first.
 func TestBrowserHistoryShowsChangesAndRollsBack(t *testing.T) {
 	rdb := storetest.Real(t)
 	dir := t.TempDir()
@@ -50,11 +51,59 @@ func TestBrowserHistoryShowsChangesAndRollsBack(t *testing.T) {
 	b.click("#back-to-editing")
 	b.waitFor("the banner gone", `!document.querySelector("#view-banner")`)
 
+	// A third version, saved elsewhere, puts a node between shout and out: one node and
+	// two edges added, one edge removed.
+	status := evaluate[int](b, `(async () => {
+		const id = `+fmt.Sprintf("%q", flowID)+`;
+		const d = await (await fetch("/api/flows/" + id)).json();
+		d.nodes.push({id: "exclaim", type: "transform", position: {x: 960, y: 0}, params: {expr: "{greeting: (.greeting + \"!\")}"}});
+		d.edges = d.edges.filter((e) => !(e.from === "shout" && e.to === "out"));
+		d.edges.push({from: "shout", to: "exclaim"}, {from: "exclaim", to: "out"});
+		const res = await fetch("/api/flows/" + id + "?message=exclaim", {method: "PUT", headers: {"Content-Type": "application/json"}, body: JSON.stringify(d)});
+		return res.status;
+	})()`, chromedp.EvalAwaitPromise)
+	if status != 200 {
+		t.Fatalf("saving the third version: %v", status)
+	}
+	b.open("/flows/" + flowID)
+	b.waitFor("the editor on the third version", `document.querySelectorAll(".react-flow__node").length === 5`)
+	b.click("#history-tab")
+	b.waitFor("three versions", `document.querySelectorAll(".version").length === 3`)
+	versions := evaluate[[]string](b, `[...document.querySelectorAll(".version")].map((v) => v.dataset.version)`)
+	v3, v1 := versions[0], versions[2]
+
+	// Any two versions compare, in either direction: the first to the third ...
+	b.choose("#compare-from", v1)
+	b.choose("#compare-to", v3)
+	b.click("#compare-button")
+	b.waitText("#view-banner", "nodes: 1 added, 1 changed; edges: 2 added, 1 removed")
+	b.waitFor("exclaim marked added", `document.querySelector('[data-node="exclaim"]')?.dataset.mark === "added"`)
+	b.waitFor("greet marked changed", `document.querySelector('[data-node="greet"]').dataset.mark === "changed"`)
+	b.waitFor("two edges added and one removed on the canvas", `document.querySelectorAll(".react-flow__edge.edge-added").length === 2 && document.querySelectorAll(".react-flow__edge.edge-removed").length === 1`)
+	b.waitText("#version-changes", "added node exclaim")
+	b.waitText("#version-changes", "removed edge shout.out → out.in")
+	b.shot("editor-version-compare")
+	// ... and back from the third to the first.
+	b.choose("#compare-from", v3)
+	b.choose("#compare-to", v1)
+	b.click("#compare-button")
+	b.waitText("#view-banner", "nodes: 1 removed, 1 changed; edges: 1 added, 2 removed")
+	b.waitFor("exclaim marked removed", `document.querySelector('[data-node="exclaim"]')?.dataset.mark === "removed"`)
+	b.waitFor("one edge added and two removed on the canvas", `document.querySelectorAll(".react-flow__edge.edge-added").length === 1 && document.querySelectorAll(".react-flow__edge.edge-removed").length === 2`)
+	b.waitText("#version-changes", "removed node exclaim")
+	b.waitText("#version-changes", "added edge shout.out → out.in")
+	// The same version twice is no comparison.
+	b.choose("#compare-to", v3)
+	b.waitFor("compare disabled", `document.querySelector("#compare-button").disabled`)
+	b.click("#back-to-editing")
+	b.waitFor("the banner gone", `!document.querySelector("#view-banner")`)
+
 	// Open the first version read-only, then roll back to it.
-	b.run("open the first version", chromedp.Click(chromedp.CSS(`.version:not(.current) .version-actions button`)))
+	first1 := fmt.Sprintf(`.version[data-version=%q]`, v1)
+	b.run("open the first version", chromedp.Click(chromedp.CSS(first1+` .version-actions button`)))
 	b.waitText("#view-banner", "read-only")
 	b.waitFor("greet without its label", `!document.querySelector('[data-node="greet"]').innerText.includes("Say hello")`)
-	b.run("roll back", chromedp.Click(chromedp.CSS(`.version:not(.current) .version-actions button.danger`)))
+	b.run("roll back", chromedp.Click(chromedp.CSS(first1+` .version-actions button.danger`)))
 	b.waitFor("the editor reloaded on the first version", `!document.querySelector("#view-banner") && document.querySelectorAll(".react-flow__node").length === 4 && !document.body.innerText.includes("Say hello")`)
 	if got := strings.Join(dialogs(), "\n"); !strings.Contains(got, "Roll back to version") {
 		t.Errorf("rollback did not ask first; dialogs: %q", got)
@@ -66,7 +115,7 @@ func TestBrowserHistoryShowsChangesAndRollsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(h.Versions) != 2 || !h.Versions[1].Current {
+	if len(h.Versions) != 3 || !h.Versions[2].Current {
 		t.Errorf("after rollback the current version is not the first: %+v", h.Versions)
 	}
 }
@@ -85,6 +134,8 @@ func TestBrowserSchedulesTabPausesAndChecksSchedules(t *testing.T) {
 	b.waitFor("the editor", `document.querySelectorAll(".react-flow__node").length === 4`)
 	b.click("#schedules-tab")
 	b.waitFor("the schedule running with its next fire times", `document.querySelector('[data-schedule="0"] .schedule-running')?.dataset.state === "running" && document.querySelectorAll('[data-schedule="0"] .schedule-next li').length === 3`)
+	// Each fire time is shown in the schedule's own zone too, whatever the browser's.
+	b.waitText(`[data-schedule="0"] .schedule-next li .schedule-zone`, "06:00 Europe/Paris")
 	b.shot("editor-schedules")
 	b.click(`[data-schedule="0"] .schedule-running button`)
 	b.waitFor("the schedule paused", `document.querySelector('[data-schedule="0"] .schedule-running')?.dataset.state === "paused"`)

@@ -1,15 +1,18 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/storetest"
 )
@@ -56,5 +59,43 @@ func TestWorkerServesMetricsOnItsOwnPort(t *testing.T) {
 		if !strings.Contains(m, want) {
 			t.Errorf("the worker's /metrics lacks %s", want)
 		}
+	}
+}
+
+// A worker's scheduler counts the runs it starts on the worker's own /metrics, as serve's does.
+func TestWorkerCountsTheRunsItsSchedulerStarts(t *testing.T) {
+	r := storetest.Real(t)
+	id := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, r, id)
+	flowFile := filepath.Join(t.TempDir(), id+".json")
+	os.WriteFile(flowFile, []byte(`{"sluice": 1, "id": "`+id+`", "settings": {"schedules": [{"cron": "@every 1s"}]},
+	 "nodes": [{"id": "in", "type": "input"}, {"id": "out", "type": "output"}], "edges": [{"from": "in", "to": "out"}]}`), 0o644)
+	w := start(t, []string{"REDIS_URL=" + storetest.URL()}, "worker", "--metrics-addr", "127.0.0.1:0", flowFile)
+	url := w.waitLine(t, regexp.MustCompile(`msg="serving metrics" url=(http://\S+)/metrics`), 30*time.Second)[1]
+	counted := regexp.MustCompile(`(?m)^sluice_schedule_runs_total\{flow="` + regexp.QuoteMeta(id) + `"\} (\d+)$`)
+	started := func() int {
+		t.Helper()
+		res, err := http.Get(url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		m := counted.FindSubmatch(b)
+		if m == nil {
+			return 0
+		}
+		n, _ := strconv.Atoi(string(m[1]))
+		return n
+	}
+	waitUntil(t, "the worker to count two scheduled runs", 30*time.Second, func() bool { return started() >= 2 })
+	// The worker is the only scheduler: every run it counted is a run of the flow.
+	n := started()
+	runs, _, err := engine.New(r, registry(nil), engine.Options{}).List(context.Background(), id, engine.ListQuery{Trigger: "schedule", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n > len(runs) {
+		t.Errorf("the worker counted %d scheduled runs; the flow has %d", n, len(runs))
 	}
 }

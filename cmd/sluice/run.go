@@ -286,7 +286,11 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	var scheduled chan error
 	if *schedule {
 		scheduled = make(chan error, 1)
-		sch := e.NewScheduler(engine.SchedulerOptions{Flows: func(context.Context) ([]string, error) { return ids, nil }})
+		so := engine.SchedulerOptions{Flows: func(context.Context) ([]string, error) { return ids, nil }}
+		if metrics != nil {
+			so.Started = metrics.ScheduleRun // as serve's: sluice_schedule_runs_total
+		}
+		sch := e.NewScheduler(so)
 		go func() { scheduled <- sch.Run(ctx) }()
 	}
 	err = w.Run(ctx)

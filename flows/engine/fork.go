@@ -90,7 +90,7 @@ func (e *Engine) Fork(ctx context.Context, flow, run, ckpt string, patch json.Ra
 	if in == nil {
 		in = json.RawMessage("{}")
 	}
-	part, err := e.place(ctx, plan, id, opts.RunID != "")
+	part, err := e.place(ctx, plan, id, opts.RunID != "", 0)
 	if err != nil {
 		return "", err
 	}

@@ -25,6 +25,10 @@ type StartOptions struct {
 	Trigger string
 	// Tick is the schedule tick the run is for.
 	Tick time.Time
+	// Partitions, when set, places the run as if the flow had that many partitions,
+	// whatever this process counts: a schedule tick's claim fixes it, so that every
+	// scheduler tries to create the tick's run on the same partition.
+	Partitions int
 	// Pins hold the output of some nodes fixed for this run, by node id: a pinned step
 	// does not run its component but gives back what the pin says, so a person can
 	// debug the rest of a flow without calling a model again (n8n's pinned data).
@@ -149,7 +153,7 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 		b, _ := json.Marshal(opts.Pins)
 		fields = append(fields, "pins", string(b))
 	}
-	part, err := e.place(ctx, plan, id, opts.RunID != "")
+	part, err := e.place(ctx, plan, id, opts.RunID != "", opts.Partitions)
 	if err != nil {
 		return "", err
 	}
@@ -181,11 +185,13 @@ func (e *Engine) partitions(plan *flows.Plan) int {
 	return min(max(n, 1), store.MaxPartitions)
 }
 
-// place chooses the partition of a new run and makes sure readers read it. A run id
-// the caller chose is refused when a run of that id lives on another partition (the
-// flow's partition count changed since it started).
-func (e *Engine) place(ctx context.Context, plan *flows.Plan, id string, chosen bool) (int, error) {
-	n := e.partitions(plan)
+// place chooses the partition of a new run (over n partitions; 0: the flow's count) and
+// makes sure readers read it. A run id the caller chose is refused when a run of that
+// id lives on another partition (the flow's partition count changed since it started).
+func (e *Engine) place(ctx context.Context, plan *flows.Plan, id string, chosen bool, n int) (int, error) {
+	if n <= 0 {
+		n = e.partitions(plan)
+	}
 	if err := e.rdb.UsePartitions(ctx, plan.Flow, n, sortedKeys(plan.Nodes)); err != nil {
 		return 0, err
 	}

@@ -21,8 +21,8 @@ type SchedulerOptions struct {
 	// Poll is how often schedule changes (a new version, a pause) are looked for
 	// between ticks (default 2s).
 	Poll time.Duration
-	// BeforeStart, when set, is called when a tick is due, just before its run is
-	// created: tests use it to stop a scheduler in the middle of a tick.
+	// BeforeStart, when set, is called when a tick is due and claimed, just before its
+	// run is created: tests use it to stop a scheduler in the middle of a tick.
 	BeforeStart func(flow string, schedule int, tick time.Time)
 	// Started, when set, is told about every run this scheduler started (for metrics).
 	Started func(flow string, schedule int)
@@ -30,9 +30,11 @@ type SchedulerOptions struct {
 
 // Scheduler starts the runs of flows' schedules. Any number of schedulers may run, in
 // any number of processes: a tick's run has an id made of the schedule and the tick
-// time, and creating a run is atomic and refuses an id that exists, so each tick starts
-// exactly one run. A scheduler that dies before creating it holds nothing; another one
-// creates it (see docs/schedules.md for the missed-tick policy).
+// time, the first scheduler to claim the tick fixes the partition it is placed on
+// (store.ClaimTick: processes may count a flow's partitions differently), and creating
+// a run is atomic and refuses an id that exists there, so each tick starts exactly one
+// run. A scheduler that dies before creating it holds nothing; another one creates it
+// (see docs/schedules.md for the missed-tick policy).
 type Scheduler struct {
 	e    *Engine
 	opts SchedulerOptions
@@ -181,7 +183,7 @@ func (s *Scheduler) tickFlow(ctx context.Context, flow string) (time.Time, error
 		}
 		// Only the latest due tick runs: ticks missed while nothing was running are
 		// folded into it.
-		if err := s.fire(ctx, plan, i, sc, key, prev); err != nil && firstErr == nil {
+		if err := s.fire(ctx, plan, i, sc, c, key, prev); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
@@ -193,7 +195,23 @@ func ScheduleRunID(key string, tick time.Time) string {
 	return "s-" + key + "-" + strconv.FormatInt(tick.Unix(), 10)
 }
 
-func (s *Scheduler) fire(ctx context.Context, plan *flows.Plan, i int, sc flows.Schedule, key string, tick time.Time) error {
+// claimFor is how long a tick's claim is kept: while schedulers may still try the tick
+// (until the next tick, when it is no longer the latest due), with room for slow ones.
+func claimFor(c *flows.Cron, tick time.Time) time.Duration {
+	ttl := 10 * time.Minute
+	if n := c.Next(tick); !n.IsZero() {
+		ttl = max(ttl, 2*n.Sub(tick))
+	}
+	return ttl
+}
+
+func (s *Scheduler) fire(ctx context.Context, plan *flows.Plan, i int, sc flows.Schedule, c *flows.Cron, key string, tick time.Time) error {
+	// The first scheduler to claim the tick says how many partitions its run is placed
+	// over; every other one places it there too, so the start script sees them all.
+	parts, err := s.e.rdb.ClaimTick(ctx, plan.Flow, key, tick, s.e.partitions(plan), claimFor(c, tick))
+	if err != nil {
+		return err // the tick stays due: the next pass tries again
+	}
 	if s.opts.BeforeStart != nil {
 		s.opts.BeforeStart(plan.Flow, i, tick)
 		if ctx.Err() != nil {
@@ -205,7 +223,7 @@ func (s *Scheduler) fire(ctx context.Context, plan *flows.Plan, i int, sc flows.
 	if len(input) == 0 {
 		input = json.RawMessage("{}")
 	}
-	_, err := s.e.Start(ctx, plan, input, StartOptions{RunID: id, Trigger: fmt.Sprintf("schedule:%d", i), Tick: tick})
+	_, err = s.e.Start(ctx, plan, input, StartOptions{RunID: id, Trigger: fmt.Sprintf("schedule:%d", i), Tick: tick, Partitions: parts})
 	switch {
 	case err == nil:
 		s.log.Info("schedule started a run", "flow", plan.Flow, "schedule", i, "cron", sc.Cron, "tick", tick.Format(time.RFC3339), "run", id)

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -270,4 +271,223 @@ func TestMissedTicksRunOnceOnStartUp(t *testing.T) {
 			t.Errorf("run id %s, want %s", id, engine.ScheduleRunID(key, latest))
 		}
 	})
+}
+
+func TestScheduleViewListsTheRunsOfItsRecentTicksNewestFirst(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		ctx := context.Background()
+		v := newEnv(t, r)
+		p := v.compile(everySecond)
+		v.work(p)
+		key := p.Settings.Schedules[0].Key()
+		views := func(runsN int) engine.ScheduleView {
+			t.Helper()
+			_, views, err := v.e.Schedules(ctx, p.Flow, 3, runsN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return views[0]
+		}
+		if got := views(5).Runs; len(got) != 0 {
+			t.Fatalf("before any tick the schedule lists %d runs", len(got))
+		}
+		stop := v.scheduler(p, engine.SchedulerOptions{})
+		const ticks = 3
+		waitFor(t, fmt.Sprintf("the runs of %d ticks in the schedule's view", ticks), 30*time.Second, func() bool { return len(views(5).Runs) >= ticks })
+		stop()
+
+		byTick := v.runsByTick(p)
+		runs := views(20).Runs
+		// Every tick's run is listed, up to the newest listed (stopping the scheduler may
+		// cut off the note of a run it was starting just then).
+		listed := map[string]bool{}
+		for _, run := range runs {
+			listed[run.ID] = true
+		}
+		for tick, tr := range byTick {
+			if runs[0].Tick != nil && tick <= runs[0].Tick.UnixMilli() && !listed[tr[0].ID] {
+				t.Errorf("the run %s of tick %d is not listed", tr[0].ID, tick)
+			}
+		}
+		for i, run := range runs {
+			if run.Tick == nil {
+				t.Fatalf("listed run %s has no tick", run.ID)
+			}
+			if want := engine.ScheduleRunID(key, *run.Tick); run.ID != want || run.Trigger != "schedule:0" {
+				t.Errorf("listed run %s (trigger %q), want %s started by schedule:0", run.ID, run.Trigger, want)
+			}
+			if len(byTick[run.Tick.UnixMilli()]) != 1 || byTick[run.Tick.UnixMilli()][0].ID != run.ID {
+				t.Errorf("listed run %s is not the run of its tick %s", run.ID, run.Tick)
+			}
+			if i > 0 && !run.Tick.Before(*runs[i-1].Tick) {
+				t.Errorf("runs not newest first: %s listed after %s", run.Tick, runs[i-1].Tick)
+			}
+			if got := v.wait(p, run.ID); got.Status != store.StatusSucceeded {
+				t.Errorf("run %s is %s, want succeeded", run.ID, got.Status)
+			}
+		}
+		if got := views(2).Runs; len(got) != 2 || got[0].ID != runs[0].ID {
+			t.Errorf("asking for 2 runs gave %d, want the newest 2", len(got))
+		}
+		// The view reads each run as it is now.
+		if got := views(1).Runs; len(got) != 1 || got[0].Status != store.StatusSucceeded {
+			t.Errorf("the newest listed run: %+v, want it succeeded", got)
+		}
+	})
+}
+
+// barrier holds each caller of wait(i) until n callers reached i (or a while passed, so
+// that a scheduler that never gets there fails the test instead of hanging it).
+type barrier struct {
+	n     int
+	mu    sync.Mutex
+	at    map[int]chan struct{}
+	count map[int]int
+}
+
+func newBarrier(n int) *barrier {
+	return &barrier{n: n, at: map[int]chan struct{}{}, count: map[int]int{}}
+}
+
+func (b *barrier) wait(i int) {
+	b.mu.Lock()
+	ch, ok := b.at[i]
+	if !ok {
+		ch = make(chan struct{})
+		b.at[i] = ch
+	}
+	b.count[i]++
+	if b.count[i] == b.n {
+		close(ch)
+	}
+	b.mu.Unlock()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+// schedulesDue compiles a flow with n hourly schedules (each its own input, so its own
+// key) whose latest tick every scheduler missed: the next pass of a scheduler runs it.
+func (v *env) schedulesDue(n int) *flows.Plan {
+	v.t.Helper()
+	var scheds []string
+	for i := range n {
+		scheds = append(scheds, fmt.Sprintf(`{"cron": "@every 1h", "input": {"from": "schedule %d"}}`, i))
+	}
+	p := v.compile(strings.Replace(everySecond, `[{"cron": "@every 1s", "input": {"from": "schedule"}}]`, "["+strings.Join(scheds, ", ")+"]", 1))
+	for _, sc := range p.Settings.Schedules {
+		if err := v.r.SeeSchedule(context.Background(), p.Flow, sc.Key(), time.Now().Add(-2*time.Hour)); err != nil {
+			v.t.Fatal(err)
+		}
+	}
+	return p
+}
+
+// Processes may disagree on a flow's partition count (its --partitions, while a rollout
+// changes it): a tick's run is still started once, on the partition the count of the
+// first scheduler to claim the tick gives.
+func TestScheduleTickRunsOnceWhenSchedulersDisagreeOnThePartitionCount(t *testing.T) {
+	ctx := context.Background()
+	ra, rb := storetest.Real(t), storetest.Real(t) // two processes: two connections, two caches
+	v := newEnv(t, ra)
+	const n = 8
+	p := v.schedulesDue(n)
+	// Process a read the flow's partition count (none recorded: 1) just before process b,
+	// started with 4, recorded its own: each places runs as it counts.
+	if counts, err := ra.PartitionCounts(ctx, p.Flow); err != nil || len(counts) != 1 || counts[0] != 1 {
+		t.Fatalf("partition counts %v, %v; want [1]", counts, err)
+	}
+	if err := rb.UsePartitions(ctx, p.Flow, 4, []string{"in", "out"}); err != nil {
+		t.Fatal(err)
+	}
+	at := newBarrier(2)
+	var mu sync.Mutex
+	started := map[int]int{}
+	scheduler := func(r *store.Redis, parts int) *engine.Scheduler {
+		e := engine.New(r, v.reg, engine.Options{Logger: testLogger(t), Partitions: parts})
+		return e.NewScheduler(engine.SchedulerOptions{
+			Flows: func(context.Context) ([]string, error) { return []string{p.Flow}, nil },
+			// Both schedulers reach each tick together, then both try to start its run.
+			BeforeStart: func(_ string, i int, _ time.Time) { at.wait(i) },
+			Started:     func(_ string, i int) { mu.Lock(); started[i]++; mu.Unlock() },
+		})
+	}
+	a, b := scheduler(ra, 1), scheduler(rb, 4)
+	errs := make(chan error, 2)
+	for _, s := range []*engine.Scheduler{a, b} {
+		go func() { _, err := s.Tick(ctx); errs <- err }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		if started[i] != 1 {
+			t.Errorf("the tick of schedule %d: %d runs started, want exactly 1", i, started[i])
+		}
+	}
+	// A third process lists the runs: it reads the partition counts afresh.
+	v = newEnv(t, storetest.Real(t))
+	v.work(p)
+	runs, _, err := v.e.List(ctx, p.Flow, engine.ListQuery{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bySchedule := map[string][]string{}
+	for _, r := range runs {
+		bySchedule[r.Trigger] = append(bySchedule[r.Trigger], fmt.Sprintf("%s on partition %d", r.ID, r.Part))
+	}
+	for i := range n {
+		trig := fmt.Sprintf("schedule:%d", i)
+		if got := bySchedule[trig]; len(got) != 1 {
+			t.Errorf("the tick of schedule %d has %d runs %v, want exactly 1", i, len(got), got)
+		}
+	}
+	for _, r := range runs {
+		if got := v.wait(p, r.ID); got.Status != store.StatusSucceeded {
+			t.Errorf("run %s on partition %d: %s, want succeeded", r.ID, r.Part, got.Status)
+		}
+	}
+}
+
+// A scheduler that claimed a tick and died before starting its run leaves the tick to
+// the others, who place its run as the claim says, whatever their own partition count.
+func TestScheduleTickClaimedByADeadSchedulerRunsWithItsPartitionCount(t *testing.T) {
+	ctx := context.Background()
+	ra, rb := storetest.Real(t), storetest.Real(t)
+	v := newEnv(t, ra)
+	p := v.schedulesDue(1)
+	key := p.Settings.Schedules[0].Key()
+	flowsOf := func(context.Context) ([]string, error) { return []string{p.Flow}, nil }
+	dctx, die := context.WithCancel(ctx)
+	dying := engine.New(ra, v.reg, engine.Options{Logger: testLogger(t), Partitions: 4}).NewScheduler(engine.SchedulerOptions{Flows: flowsOf,
+		BeforeStart: func(string, int, time.Time) { die() }})
+	var tick time.Time
+	dying.Tick(dctx)
+	if runs, _, _ := v.e.List(ctx, p.Flow, engine.ListQuery{Limit: 10}); len(runs) != 0 {
+		t.Fatalf("the dying scheduler started %d runs", len(runs))
+	}
+	other := engine.New(rb, v.reg, engine.Options{Logger: testLogger(t), Partitions: 1}).NewScheduler(engine.SchedulerOptions{Flows: flowsOf,
+		BeforeStart: func(_ string, _ int, at time.Time) { tick = at }})
+	if _, err := other.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A third process lists the runs: it reads the partition counts afresh.
+	v = newEnv(t, storetest.Real(t))
+	v.work(p)
+	runs, _, err := v.e.List(ctx, p.Flow, engine.ListQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].ID != engine.ScheduleRunID(key, tick) {
+		t.Fatalf("runs %v, want the one run of tick %s", runs, tick)
+	}
+	if want := store.PartOf(runs[0].ID, 4); runs[0].Part != want {
+		t.Errorf("the run is on partition %d, want %d (the claim's 4 partitions)", runs[0].Part, want)
+	}
+	if got := v.wait(p, runs[0].ID); got.Status != store.StatusSucceeded {
+		t.Errorf("the tick's run is %s, want succeeded", got.Status)
+	}
 }

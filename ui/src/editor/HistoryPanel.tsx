@@ -1,11 +1,11 @@
 // The flow's version history: each saved version with its time, note and run figures;
-// open one read-only, compare two on the canvas, roll back. The note typed here goes
+// open one read-only, compare any two on the canvas, roll back. The note typed here goes
 // with the next save.
 import { useCallback, useEffect, useState } from "react";
 import { api, ApiError } from "../api/client";
 import type { VersionHistory, VersionInfo } from "../api/types";
 import { fromNow } from "../flow/schedules";
-import { short } from "../flow/versions";
+import { comparePair, short, versionLabel } from "../flow/versions";
 
 interface Props {
   flow: string;
@@ -53,6 +53,7 @@ export function HistoryPanel({ flow, isNew, savedAt, note, onNote, open, onOpen,
               Refresh
             </button>
           </p>
+          <ComparePicker versions={h.versions} onCompare={onCompare} />
           <ol className="version-list">
             {h.versions.map((v, i) => {
               const older = h.versions[i + 1];
@@ -102,5 +103,45 @@ export function HistoryPanel({ flow, isNew, savedAt, note, onNote, open, onOpen,
         </>
       )}
     </div>
+  );
+}
+
+/** Two lists of the versions, "from" and "to", and a button that draws their diff. */
+function ComparePicker({ versions, onCompare }: { versions: VersionInfo[]; onCompare: (from: VersionInfo, to: VersionInfo) => void }) {
+  const [chosen, setChosen] = useState<{ from?: string; to?: string }>({});
+  const pair = comparePair(versions, chosen.from, chosen.to);
+  if (!pair) return null;
+  const info = (v: string) => versions.find((x) => x.version === v)!;
+  const options = versions.map((v) => (
+    <option key={v.version} value={v.version}>
+      {versionLabel(v, fromNow)}
+    </option>
+  ));
+  return (
+    <form
+      className="version-compare"
+      id="compare-versions"
+      aria-label="compare two versions"
+      onSubmit={(e) => {
+        e.preventDefault();
+        onCompare(info(pair.from), info(pair.to));
+      }}
+    >
+      <label className="field">
+        <span className="small">Compare from</span>
+        <select id="compare-from" value={pair.from} onChange={(e) => setChosen({ ...pair, from: e.target.value })}>
+          {options}
+        </select>
+      </label>
+      <label className="field">
+        <span className="small">to</span>
+        <select id="compare-to" value={pair.to} onChange={(e) => setChosen({ ...pair, to: e.target.value })}>
+          {options}
+        </select>
+      </label>
+      <button type="submit" id="compare-button" disabled={pair.from === pair.to} title={pair.from === pair.to ? "Choose two different versions" : "What changed from the first to the second, on the canvas"}>
+        Compare
+      </button>
+    </form>
   );
 }

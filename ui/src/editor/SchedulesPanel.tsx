@@ -4,7 +4,7 @@
 import { useCallback, useEffect, useState } from "react";
 import { api, type ScheduleList } from "../api/client";
 import { equal } from "../flow/diff";
-import { addSchedule, fromNow, removeSchedule, savedFor, schedulesOf, updateSchedule, type SavedSchedule, type Schedule } from "../flow/schedules";
+import { addSchedule, fromNow, inZone, removeSchedule, savedFor, schedulesOf, updateSchedule, type SavedSchedule, type Schedule } from "../flow/schedules";
 import type { FlowDocument, Problem } from "../flow/types";
 import type { EditorStore } from "./store";
 
@@ -119,7 +119,7 @@ function Running({ s, flow, onToggle }: { s: SavedSchedule; flow: string; onTogg
         <ul className="schedule-next small">
           {s.next.map((t) => (
             <li key={t} title={t}>
-              {new Date(t).toLocaleString()} <span className="muted">({fromNow(t)})</span>
+              {new Date(t).toLocaleString()} <span className="muted">({fromNow(t)})</span> <span className="schedule-zone muted">· {inZone(t, s.timezone)}</span>
             </li>
           ))}
         </ul>

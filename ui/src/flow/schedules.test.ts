@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { flow } from "./fixtures.test-util";
-import { addSchedule, fromNow, removeSchedule, savedFor, schedulesOf, updateSchedule, type SavedSchedule } from "./schedules";
+import { addSchedule, fromNow, inZone, removeSchedule, savedFor, schedulesOf, updateSchedule, type SavedSchedule } from "./schedules";
 
 describe("schedules of a document", () => {
   it("adds, edits and removes schedules in settings, leaving the other settings alone", () => {
@@ -38,5 +38,19 @@ describe("fromNow", () => {
     expect(fromNow("2026-03-01T13:00:00Z", now)).toBe("in 3 h");
     expect(fromNow("2026-03-04T10:00:00Z", now)).toBe("in 3 days");
     expect(fromNow("2026-03-01T09:59:30Z", now)).toBe("30 s ago");
+  });
+});
+
+describe("inZone", () => {
+  it("reads a fire time in the schedule's own zone, whatever the browser's", () => {
+    // 05:00 UTC in January is 06:00 in Paris and 00:00 in New York.
+    expect(inZone("2026-01-05T05:00:00Z", "Europe/Paris", "en-US")).toBe("Mon, Jan 5, 06:00 Europe/Paris");
+    expect(inZone("2026-01-05T05:00:00Z", "America/New_York", "en-US")).toBe("Mon, Jan 5, 00:00 America/New_York");
+  });
+  it("reads a schedule without a zone in UTC, as the server does", () => {
+    expect(inZone("2026-01-05T05:00:00Z", undefined, "en-US")).toBe("Mon, Jan 5, 05:00 UTC");
+  });
+  it("falls back to UTC for a zone the browser does not know", () => {
+    expect(inZone("2026-01-05T05:00:00Z", "Mars/Olympus", "en-US")).toBe("2026-01-05 05:00 UTC");
   });
 });

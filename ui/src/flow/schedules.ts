@@ -78,3 +78,19 @@ export function fromNow(t: string | Date, now: Date = new Date()): string {
   const s = a < 60_000 ? `${Math.round(a / 1000)} s` : a < 3_600_000 ? `${Math.round(a / 60_000)} min` : a < 172_800_000 ? `${Math.round(a / 3_600_000)} h` : `${Math.round(a / 86_400_000)} days`;
   return ahead ? `in ${s}` : `${s} ago`;
 }
+
+/**
+ * A time as the schedule's own zone reads it, named with the zone ("Mon, Jan 6, 06:00
+ * Europe/Paris"); a schedule without a zone is read in UTC, as the server reads it.
+ */
+export function inZone(t: string | Date, timezone?: string, locale?: string): string {
+  const zone = timezone || "UTC";
+  const d = new Date(t);
+  try {
+    const f = new Intl.DateTimeFormat(locale, { timeZone: zone, weekday: "short", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+    return `${f.format(d)} ${zone}`;
+  } catch {
+    // A zone this browser does not know: the server checked it, so say it in UTC.
+    return `${d.toISOString().slice(0, 16).replace("T", " ")} UTC`;
+  }
+}

@@ -81,3 +81,35 @@ export function showValue(v: unknown): string {
 export function short(version: string): string {
   return version.slice(0, 12);
 }
+
+/** What the history says of a version, as far as choosing one to compare needs. */
+export interface SavedVersion {
+  version: string;
+  current: boolean;
+  saved_at?: string;
+  message?: string;
+}
+
+/**
+ * The two versions to compare, newest-first list in hand: what was chosen while both are
+ * still listed, else the version before the current one (or the newest) to the current one.
+ */
+export function comparePair(versions: SavedVersion[], from?: string, to?: string): { from: string; to: string } | undefined {
+  if (versions.length < 2) return undefined;
+  const listed = (v?: string): v is string => v !== undefined && versions.some((x) => x.version === v);
+  const cur = Math.max(versions.findIndex((v) => v.current), 0);
+  const t = listed(to) ? to : versions[cur]!.version;
+  if (listed(from)) return { from, to: t };
+  // The version before t (the list is newest first), else a newer one.
+  const at = versions.findIndex((v) => v.version === t);
+  return { from: (versions[at + 1] ?? versions.find((v) => v.version !== t)!).version, to: t };
+}
+
+/** A version as a choice in a list: "3f2a9c1e0b7d · 2 h ago · current · shorter prompt". */
+export function versionLabel(v: SavedVersion, ago: (t: string) => string): string {
+  const parts = [short(v.version)];
+  if (v.saved_at && !v.saved_at.startsWith("0001")) parts.push(ago(v.saved_at));
+  if (v.current) parts.push("current");
+  if (v.message) parts.push(v.message);
+  return parts.join(" · ");
+}
