@@ -3,8 +3,11 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,6 +61,62 @@ func TestCancelStopsAModelCallInFlightAndRecordsIt(t *testing.T) {
 		}
 		if strings.Join(kinds, ",") != store.KindInterrupted {
 			t.Errorf("history of ask: %v, want one interrupted step", kinds)
+		}
+	})
+}
+
+// An HTTP request in flight when its run is cancelled in another process is aborted (the
+// upstream sees the client go), the step is not retried, and the run's history says it
+// was interrupted.
+func TestCancelAbortsAnHTTPRequestInFlightAndRecordsIt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		var calls, aborted atomic.Int32
+		hold := make(chan struct{})
+		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			calls.Add(1)
+			select {
+			case <-req.Context().Done(): // the client closed the connection
+				aborted.Add(1)
+			case <-hold:
+				_, _ = w.Write([]byte(`{"late": true}`))
+			}
+		}))
+		defer api.Close()
+		defer close(hold) // before Close, which waits for the handler
+		v, _, _ := componentEnv(t, r, nil)
+		p := v.compile(`{"sluice": 1, "id": "FLOW", "settings": {"max_attempts": 3},
+		 "nodes": [{"id": "in", "type": "input"}, {"id": "fetch", "type": "http", "params": {"url": "` + api.URL + `/slow", "timeout": "1m"}}, {"id": "out", "type": "output"}],
+		 "edges": [{"from": "in", "to": "fetch"}, {"from": "fetch", "to": "out"}]}`)
+		v.work(p)
+		id := v.start(p, `{}`)
+		waitFor(t, "the request to arrive", 20*time.Second, func() bool { return calls.Load() == 1 })
+
+		// Cancelled through another engine, as the API of another process would.
+		other := engine.New(r, v.reg, engine.Options{Logger: testLogger(t)})
+		if err := other.Cancel(context.Background(), p.Flow, id); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the upstream to see the request aborted", 20*time.Second, func() bool { return aborted.Load() == 1 })
+		waitFor(t, "the step's entry to be acknowledged", 20*time.Second, func() bool {
+			length, pending := r.NodeBacklog(context.Background(), p.Flow, []string{"fetch"})
+			return length[0] == 0 && pending[0] == 0
+		})
+		run, err := v.e.Get(context.Background(), p.Flow, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustStatus(t, run, store.StatusCancelled)
+		if n := calls.Load(); n != 1 {
+			t.Errorf("the upstream was called %d times, want once: nothing retries after a cancel", n)
+		}
+		var kinds []string
+		for _, c := range v.checkpoints(p, id) {
+			if c.Node == "fetch" {
+				kinds = append(kinds, c.Kind)
+			}
+		}
+		if strings.Join(kinds, ",") != store.KindInterrupted {
+			t.Errorf("history of fetch: %v, want one interrupted step", kinds)
 		}
 	})
 }
