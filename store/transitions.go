@@ -9,7 +9,7 @@ import (
 // checkpoint: activate a node, open or grow a fork, arrive at a join, give a branch's
 // token back, park for a person. The engine computes them (one pure function of the
 // plan, the node, the step's result and its fork tokens); only this package turns them
-// into the commit script's arguments, and commit.lua checks each op's arity.
+// into the commit script's arguments, and commit.lua checks every op before it writes.
 type Transition interface {
 	// op is the commit script's op code and its arguments; key names a stream the op
 	// needs in KEYS ("" for none).

@@ -80,6 +80,8 @@ type Engine struct {
 	commits *committer
 	events  *eventBatcher
 	watch   *runWatcher
+	// cancelled are runs this process saw cancelled: the gate drops their pure steps.
+	cancelled *cancelledRuns
 
 	mu      sync.Mutex
 	workers map[*Worker]bool // running workers, told when a run is cancelled here
@@ -105,7 +107,7 @@ func New(rdb *store.Redis, reg *flows.Registry, opts Options) *Engine {
 		opts.ConsumerPrefix = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	e := &Engine{rdb: rdb, reg: reg, log: opts.Logger, opts: opts, cache: newStateCache(opts.StateCacheBytes),
-		versions: newVersionCache(), prefix: opts.ConsumerPrefix, workers: map[*Worker]bool{}}
+		versions: newVersionCache(), prefix: opts.ConsumerPrefix, workers: map[*Worker]bool{}, cancelled: newCancelledRuns()}
 	e.commits = newCommitter(rdb, e.log)
 	e.events = newEventBatcher(rdb, e.log)
 	e.watch = newRunWatcher(rdb, e.log)

@@ -88,6 +88,7 @@ func (w *Worker) cancelWatch(ctx context.Context) {
 		}
 		for i, st := range statuses {
 			if st == store.StatusCancelled {
+				w.e.cancelled.add(refs[i].Flow, refs[i].Run)
 				if n := w.inflight.cancelRun(refs[i].Flow, refs[i].Run); n > 0 {
 					w.e.log.Info("run cancelled elsewhere: stopping its steps here", "flow", refs[i].Flow, "run", refs[i].Run, "steps", n)
 				}

@@ -3,14 +3,18 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/flows/nodes/llmtest"
+	"github.com/sluicehq/sluice/flows/nodes/nodetest"
 	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/storetest"
 )
@@ -62,6 +66,62 @@ func TestCancelStopsAModelCallInFlightAndRecordsIt(t *testing.T) {
 	})
 }
 
+// An HTTP request in flight when its run is cancelled in another process is aborted (the
+// upstream sees the client go), the step is not retried, and the run's history says it
+// was interrupted.
+func TestCancelAbortsAnHTTPRequestInFlightAndRecordsIt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		var calls, aborted atomic.Int32
+		hold := make(chan struct{})
+		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			calls.Add(1)
+			select {
+			case <-req.Context().Done(): // the client closed the connection
+				aborted.Add(1)
+			case <-hold:
+				_, _ = w.Write([]byte(`{"late": true}`))
+			}
+		}))
+		defer api.Close()
+		defer close(hold) // before Close, which waits for the handler
+		v, _, _ := componentEnv(t, r, nil)
+		p := v.compile(`{"sluice": 1, "id": "FLOW", "settings": {"max_attempts": 3},
+		 "nodes": [{"id": "in", "type": "input"}, {"id": "fetch", "type": "http", "params": {"url": "` + api.URL + `/slow", "timeout": "1m"}}, {"id": "out", "type": "output"}],
+		 "edges": [{"from": "in", "to": "fetch"}, {"from": "fetch", "to": "out"}]}`)
+		v.work(p)
+		id := v.start(p, `{}`)
+		waitFor(t, "the request to arrive", 20*time.Second, func() bool { return calls.Load() == 1 })
+
+		// Cancelled through another engine, as the API of another process would.
+		other := engine.New(r, v.reg, engine.Options{Logger: testLogger(t)})
+		if err := other.Cancel(context.Background(), p.Flow, id); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the upstream to see the request aborted", 20*time.Second, func() bool { return aborted.Load() == 1 })
+		waitFor(t, "the step's entry to be acknowledged", 20*time.Second, func() bool {
+			length, pending := r.NodeBacklog(context.Background(), p.Flow, []string{"fetch"})
+			return length[0] == 0 && pending[0] == 0
+		})
+		run, err := v.e.Get(context.Background(), p.Flow, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustStatus(t, run, store.StatusCancelled)
+		if n := calls.Load(); n != 1 {
+			t.Errorf("the upstream was called %d times, want once: nothing retries after a cancel", n)
+		}
+		var kinds []string
+		for _, c := range v.checkpoints(p, id) {
+			if c.Node == "fetch" {
+				kinds = append(kinds, c.Kind)
+			}
+		}
+		if strings.Join(kinds, ",") != store.KindInterrupted {
+			t.Errorf("history of fetch: %v, want one interrupted step", kinds)
+		}
+	})
+}
+
 // A queued activation of a cancelled run is acknowledged without running its component.
 func TestAQueuedStepOfACancelledRunNeverRuns(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, r *store.Redis) {
@@ -91,6 +151,81 @@ func TestAQueuedStepOfACancelledRunNeverRuns(t *testing.T) {
 			t.Errorf("work ran %d times for a cancelled run, want never", n)
 		}
 	})
+}
+
+// A queued pure step of a cancelled run is acknowledged without running its component,
+// like a step with side effects: whether the cancel was made in the worker's process
+// (known there without a read) or in another one (the worker reads the run's status with
+// the step's state).
+func TestAQueuedPureStepOfACancelledRunNeverRuns(t *testing.T) {
+	for _, where := range []string{"here", "elsewhere"} {
+		t.Run(where, func(t *testing.T) {
+			r := storetest.Real(t)
+			var calls atomic.Int32
+			reg := nodetest.Registry(r.Client)
+			reg.Register(countingPureSpec(&calls))
+			v := &env{t: t, r: r, reg: reg, e: engine.New(r, reg, engine.Options{Logger: testLogger(t)})}
+			p := v.compile(`{"sluice": 1, "id": "FLOW",
+			 "nodes": [{"id": "in", "type": "input"}, {"id": "count", "type": "counting_pure"}, {"id": "out", "type": "output"}],
+			 "edges": [{"from": "in", "to": "count"}, {"from": "count", "to": "out"}]}`)
+			ctx := context.Background()
+			// Started and cancelled while no worker serves the flow; the worker then runs in
+			// the engine that cancelled it, or in one that only sees Redis.
+			starter := v.e
+			if where == "elsewhere" {
+				starter = engine.New(r, reg, engine.Options{Logger: testLogger(t)})
+			}
+			id, err := starter.Start(ctx, p, json.RawMessage(`{}`), engine.StartOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := starter.Cancel(ctx, p.Flow, id); err != nil {
+				t.Fatal(err)
+			}
+			v.work(p)
+			waitFor(t, "the cancelled run's activation to be acknowledged", 20*time.Second, func() bool {
+				length, pending := r.NodeBacklog(ctx, p.Flow, []string{p.Entry})
+				return length[0] == 0 && pending[0] == 0
+			})
+			if n := calls.Load(); n != 0 {
+				t.Errorf("the pure component ran %d times for a cancelled run, want never", n)
+			}
+			mustStatus(t, mustGet(t, v.e, p.Flow, id), store.StatusCancelled)
+		})
+	}
+}
+
+// countingPureSpec is a pure component (it says it needs no I/O, so it runs beside the
+// reader and is fused) that counts its calls.
+func countingPureSpec(calls *atomic.Int32) flows.Spec {
+	return flows.Spec{
+		Name: "counting_pure", Title: "Counting pure step (tests)", Category: "test",
+		Description: "Counts its calls; needs no I/O.",
+		Ports: []flows.Port{
+			{Name: flows.PortIn, Direction: "in", Type: flows.PortState, Multiple: true},
+			{Name: flows.PortOut, Direction: "out", Type: flows.PortState},
+		},
+		Params: json.RawMessage(`{"type": "object", "additionalProperties": false}`),
+		New:    func(*flows.Build) (flows.Component, error) { return countingPure{calls}, nil },
+	}
+}
+
+type countingPure struct{ calls *atomic.Int32 }
+
+func (c countingPure) Run(context.Context, *flows.Step) (*flows.Result, error) {
+	c.calls.Add(1)
+	return &flows.Result{}, nil
+}
+
+func (countingPure) Inline() bool { return true }
+
+func mustGet(t *testing.T, e *engine.Engine, flow, run string) *store.Run {
+	t.Helper()
+	got, err := e.Get(context.Background(), flow, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 // A step that failed and waits for its retry is not retried once its run is cancelled.

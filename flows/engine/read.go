@@ -223,6 +223,8 @@ func (w *Worker) readLoop(ctx context.Context, i int) {
 // preload reads, in one round trip for a whole read, what the activations' steps need
 // from Redis and this process does not have: their states, and for steps with side
 // effects their runs' statuses (the gate drops a cancelled run's step before it runs).
+// A run's status comes with every state read, so a pure step gets it too when its
+// state was not here; a pure step that needs nothing from Redis costs no round trip.
 func (w *Worker) preload(acts []store.Activation) []preloaded {
 	out := make([]preloaded, len(acts))
 	var ks []int

@@ -28,8 +28,8 @@ func (l leak) Run(_ context.Context, s *flows.Step) (*flows.Result, error) {
 	return &flows.Result{Output: map[string]any{"echo": "Bearer " + l.secret}, Update: map[string]any{"echo": l.secret}}, nil
 }
 
-// A step's result is redacted where it leaves the component (the hook in runComponent
-// and the live events), whichever component hands a secret back.
+// A step's result is redacted where it leaves the component (the hook in component,
+// execute.go, and the live events), whichever component hands a secret back.
 func TestSecretsAStepHandsBackAreRedactedBeforeTheyAreStored(t *testing.T) {
 	r := storetest.Real(t)
 	secret := "engine-canary-" + strings.ReplaceAll(storetest.FlowID(t), "-", "")

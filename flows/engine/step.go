@@ -16,7 +16,8 @@ import (
 //	read.go       the reader: XREADGROUP over the served nodes' streams, and one round
 //	              trip for the batch's states and run statuses
 //	step.go       gate: the plan and node, the state (or a join's merged branches), and
-//	              whether the run may go on (a cancelled or lost run's step is dropped)
+//	              whether the run may go on (a cancelled or lost run's step is dropped;
+//	              cancelled.go remembers the runs this process saw cancelled)
 //	execute.go    execute: the component under its deadline, with panic recovery, the
 //	              live "running" event and the run's cancellation
 //	build.go      transition: the state update, the checkpoint and the transitions
@@ -58,8 +59,8 @@ func (j *job) place() stepPlace {
 	return stepPlace{Entry: j.a.ID, Tokens: parseTokens(j.a.Tok), Join: j.a.Join, Depth: j.a.Depth}
 }
 
-// pure reports whether a node's steps need no I/O (jq, templates): they run without a
-// status check (the commit drops a cancelled run's step anyway) and are fused.
+// pure reports whether a node's steps need no I/O (jq, templates): they are fused, and
+// the gate reads no run status for them (see gate).
 func pure(n *flows.PlanNode) bool {
 	if n == nil || n.Spec == nil || n.Spec.Name == flows.JoinType {
 		return false
@@ -77,8 +78,12 @@ type preloaded struct {
 }
 
 // gate loads what a step needs and decides whether it may run: its plan and node, its
-// state, and — for a step with side effects — that its run is still going. ok is false
-// when the activation was failed, dropped or left.
+// state, and that its run is still going. A step with side effects reads its run's
+// status (and pins) when the reader's batch read did not. A pure step reads nothing
+// more: it is dropped when the batch read its run's status (its state was not in this
+// process) or when this process saw the run cancelled, and otherwise runs — a cancel
+// made elsewhere then only refuses its commit. ok is false when the activation was
+// failed, dropped or left.
 func (w *Worker) gate(a store.Activation, pre preloaded) (*job, stepOutcome, bool) {
 	ctx, e := w.hard, w.e
 	plan, err := e.Plan(ctx, a.Flow, a.Version)
@@ -95,28 +100,31 @@ func (w *Worker) gate(a store.Activation, pre preloaded) (*job, stepOutcome, boo
 		return nil, w.fail(a, plan, nil, flows.Permanent(fmt.Errorf("version %.12s has no node %q", a.Version, a.Node)), 0), false
 	}
 	var pin *Pin
-	if !pure(node) {
-		status, pins := pre.status, pre.pins
-		if !pre.known {
-			g, err := e.rdb.StepGate(ctx, a.Ref())
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, outcomeLeft, false
-				}
-				return nil, w.fail(a, plan, node, err, 0), false
+	isPure := pure(node)
+	status, pins, known := pre.status, pre.pins, pre.known
+	if !known && !isPure {
+		g, err := e.rdb.StepGate(ctx, a.Ref())
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, outcomeLeft, false
 			}
-			status, pins = g.Status, g.Pins
+			return nil, w.fail(a, plan, node, err, 0), false
 		}
-		if status == "" || status == store.StatusCancelled || store.Finished(status) && status != store.StatusFailed {
-			// A cancelled or lost run: acknowledged without running.
-			return nil, w.drop(a, plan, nil), false
+		status, pins, known = g.Status, g.Pins, true
+	}
+	if known && (status == "" || status == store.StatusCancelled || store.Finished(status) && status != store.StatusFailed) ||
+		!known && e.cancelled.has(a.Flow, a.Run) {
+		// A cancelled or lost run: acknowledged without running.
+		if status == store.StatusCancelled {
+			e.cancelled.add(a.Flow, a.Run)
 		}
-		if pins != "" {
-			var all map[string]Pin
-			if json.Unmarshal([]byte(pins), &all) == nil {
-				if p, ok := all[a.Node]; ok {
-					pin = &p
-				}
+		return nil, w.drop(a, plan, nil), false
+	}
+	if !isPure && pins != "" {
+		var all map[string]Pin
+		if json.Unmarshal([]byte(pins), &all) == nil {
+			if p, ok := all[a.Node]; ok {
+				pin = &p
 			}
 		}
 	}

@@ -345,8 +345,10 @@ func (e *Engine) detach(w *Worker) {
 	e.mu.Unlock()
 }
 
-// cancelLocal cancels the steps of a run in flight in this process.
+// cancelLocal cancels the steps of a run in flight in this process, and remembers the
+// run so that its queued pure steps are dropped too.
 func (e *Engine) cancelLocal(flow, run string) {
+	e.cancelled.add(flow, run)
 	e.mu.Lock()
 	ws := make([]*Worker, 0, len(e.workers))
 	for w := range e.workers {

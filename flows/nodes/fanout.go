@@ -16,7 +16,9 @@ func fanoutSpec() flows.Spec {
 		Description: "Starts one branch per item of a list, like LangGraph's Send. Each branch sees the state " +
 			"with its item under the key named by \"as\" (and its position under \"<as>_index\"). The branches " +
 			"run in parallel and meet at the next join, which merges their updates in item order; an empty " +
-			"list goes straight to the join.",
+			"list goes straight to the join. An item whose branch cannot start — a reducer refuses it, or the " +
+			"branch's state would be larger than max_state_bytes — fails the step for good (no retry), naming " +
+			"the item by its index (items[i]).",
 		Ports: []flows.Port{inPort, outPort},
 		Fans:  true,
 		Params: json.RawMessage(`{

@@ -46,6 +46,11 @@
 --   C FRAME                   the join of FRAME ran: forget the fork
 --   W RECORD DEADLINE         the last step parks the run for a person (deadline ms, 0: none)
 --   A REF is "0" (the last step's checkpoint) or "k" (the k-th seed of this commit).
+--   Every op is checked — its code, its number of arguments, that its KEY names one of
+--   KEYS[10..], that its REF names a seed before it, that its counts are integers, and
+--   that nothing is left over — before anything is written: Redis does not roll back a
+--   script that stops with an error, so a bad op found halfway would leave half a
+--   commit behind.
 --
 -- Events: one entry per commit, type "steps", its data the steps' events, its ckpt the
 -- checkpoint entry's id, its step the first step's number, and its node the run's new
@@ -62,6 +67,62 @@ local maxlen = ARGV[9]
 local depth = tonumber(ARGV[10])
 local nextdepth = ARGV[11]
 local nsteps = tonumber(ARGV[12])
+
+-- The transitions and the counts before them are checked before the first write. The
+-- check runs on every commit, so it is written for speed: no tables or closures, and
+-- the counts it reads are kept for the writes below.
+local arity = {A = 3, S = 2, O = 5, P = 2, R = 4, G = 2, C = 1, W = 2}
+local nstates = tonumber(ARGV[20])
+if not nstates or nstates < 1 then return redis.error_reply('commit.lua: the number of states is not a number') end
+local nfinals = tonumber(ARGV[21 + nstates])
+if not nfinals then return redis.error_reply('commit.lua: the number of outputs is not a number') end
+local ntrans = tonumber(ARGV[22 + nstates + 2 * nfinals])
+if not ntrans then return redis.error_reply('commit.lua: the number of transitions is not a number') end
+do
+  local nargv, nt = #ARGV, ntrans
+  local i = 23 + nstates + 2 * nfinals
+  local seeds = 0
+  for k = 1, nt do
+    local op = ARGV[i]
+    local n = arity[op]
+    if not n then
+      return redis.error_reply('commit.lua: unknown transition ' .. tostring(op) .. ' (transition ' .. k .. ' of ' .. nt .. ')')
+    end
+    if i + n > nargv then
+      return redis.error_reply('commit.lua: transition ' .. op .. ' needs ' .. n .. ' arguments (transition ' .. k .. ' of ' .. nt .. ')')
+    end
+    -- The stream it adds to (an index into KEYS), the checkpoint it reads (0, or a seed
+    -- before it) and its count, where it has them.
+    local key, ref, count
+    if op == 'A' then key, ref = ARGV[i + 1], ARGV[i + 2]
+    elseif op == 'S' then seeds = seeds + 1
+    elseif op == 'O' then key, ref, count = ARGV[i + 5], ARGV[i + 4], ARGV[i + 2]
+    elseif op == 'P' then count = ARGV[i + 2]
+    elseif op == 'R' then key, ref = ARGV[i + 4], ARGV[i + 3]
+    elseif op == 'G' then key = ARGV[i + 2]
+    elseif op == 'W' then count = ARGV[i + 2]
+    end
+    if key then
+      local x = tonumber(key)
+      if not x or x < 10 or not KEYS[x] then
+        return redis.error_reply('commit.lua: transition ' .. op .. ' names stream ' .. key .. ', which is not one of KEYS[10..' .. #KEYS .. ']')
+      end
+    end
+    if ref and ref ~= '0' then
+      local x = tonumber(ref)
+      if not x or x < 0 or x > seeds then
+        return redis.error_reply('commit.lua: transition ' .. op .. ' reads checkpoint ' .. ref .. ', but the commit has ' .. seeds .. ' seed(s) before it')
+      end
+    end
+    if count and not tonumber(count) then
+      return redis.error_reply('commit.lua: transition ' .. op .. ': ' .. count .. ' is not a number')
+    end
+    i = i + n + 1
+  end
+  if i ~= nargv + 1 then
+    return redis.error_reply('commit.lua: ' .. (nargv + 1 - i) .. ' argument(s) left after the transitions: an op was short of arguments')
+  end
+end
 
 local p = redis.call('XPENDING', KEYS[1], group, entry, entry, 1)
 if #p == 0 or p[1][2] ~= consumer then
@@ -165,7 +226,6 @@ local node = ARGV[17]
 local first = steps + 1
 steps = steps + nsteps
 local ckpt = redis.call('XADD', KEYS[3], '*', 'n', node, 'p', ARGV[18], 'c', ARGV[19], 'k', ARGV[12], 's', tostring(first), 't', now)
-local nstates = tonumber(ARGV[20])
 if nstates == 1 then
   redis.call('HSET', KEYS[4], ckpt, ARGV[21])
 else
@@ -177,7 +237,7 @@ else
   redis.call('HSET', KEYS[4], unpack(states))
 end
 local i = 21 + nstates
-for _ = 1, tonumber(ARGV[i]) do
+for _ = 1, nfinals do
   set[#set + 1] = 'out:' .. ARGV[i + 1]; set[#set + 1] = ARGV[i + 2]
   i = i + 2
 end
@@ -203,18 +263,10 @@ local function done(frame, key)
   if want and d == want then fire(frame, key) end
 end
 
-local arity = {A = 3, S = 2, O = 5, P = 2, R = 4, G = 2, C = 1, W = 2}
-local nt = tonumber(ARGV[i])
 i = i + 1
-for _ = 1, nt do
+for _ = 1, ntrans do
   local op = ARGV[i]
-  local n = arity[op]
-  if not n then
-    return redis.error_reply('commit.lua: unknown transition ' .. tostring(op))
-  end
-  if i + n > #ARGV then
-    return redis.error_reply('commit.lua: transition ' .. op .. ' needs ' .. n .. ' arguments')
-  end
+  local n = arity[op] -- checked above
   if op == 'A' then
     redis.call('XADD', KEYS[tonumber(ARGV[i + 1])], '*', 'run', run, 'v', version, 'ckpt', ref(ARGV[i + 2]), 'tok', ARGV[i + 3], 'd', nextdepth, unpack(trace))
     delta = delta + 1

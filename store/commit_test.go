@@ -1,0 +1,113 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+// A commit whose transitions the script cannot carry out is refused before it writes
+// anything: Redis does not roll back a script that stops with an error, so a check in
+// the middle would leave half a commit (a checkpoint, an activation) behind, and the
+// entry, still pending, would be committed again on top of it.
+func TestACommitWithAMalformedTransitionWritesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		trans []store.Transition
+		want  string // in the error
+	}{
+		{"an unknown op after a good one",
+			[]store.Transition{store.Activate{Node: "b"}, store.RawTransition{Code: "Z"}}, "unknown transition Z"},
+		{"an op short of arguments at the end",
+			[]store.Transition{store.Activate{Node: "b"}, store.RawTransition{Code: "A", Key: "b", Args: []string{"KEY", "0"}}}, "transition A"},
+		{"an op short of an argument before another",
+			[]store.Transition{store.RawTransition{Code: "G", Args: []string{"frame"}}, store.Activate{Node: "b"}}, "transition"},
+		{"an op naming a stream the commit does not have",
+			[]store.Transition{store.Activate{Node: "b"}, store.RawTransition{Code: "A", Args: []string{"99", "0", ""}}}, "KEYS"},
+		{"an op reading a seed the commit does not have",
+			[]store.Transition{store.Activate{Node: "b"}, store.Activate{Node: "b", From: 2}}, "seed"},
+		{"a fork whose branch count is not a number",
+			[]store.Transition{store.RawTransition{Code: "P", Args: []string{"frame", "many"}}}, "number"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, r *store.Redis) {
+				ctx := context.Background()
+				flow := storetest.FlowID(t)
+				storetest.DeleteFlowKeys(t, r, flow)
+				if err := r.StoreVersion(ctx, flow, "v1", []byte("{}"), []string{"a", "b"}); err != nil {
+					t.Fatal(err)
+				}
+				if err := r.EnsureGroups(ctx, flow, []string{"a", "b"}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: "r1", Version: "v1", State: []byte("{}"),
+					Checkpoint: store.Checkpoint{Kind: "input"}, Entries: []string{"a"}}); err != nil {
+					t.Fatal(err)
+				}
+				acts, err := r.ReadNodes(ctx, "w-1", []store.NodeRef{{Flow: flow, Node: "a"}}, 1, 0)
+				if err != nil || len(acts) != 1 {
+					t.Fatalf("read: %v %v", acts, err)
+				}
+				before := snapshot(t, r, flow)
+				c := &store.Commit{Act: acts[0], Consumer: "w-1", MaxSteps: 100,
+					Steps: []store.CommitStep{{Node: "a", State: []byte(`{"x":1}`), Event: []byte(`{"status":"done"}`),
+						Checkpoint: store.Checkpoint{Node: "a", Kind: "step", Attempt: 1, Worker: "w-1"}}},
+					Transitions: tc.trans}
+				_, errs := r.CommitBatch(ctx, []*store.Commit{c})
+				if errs[0] == nil || !strings.Contains(errs[0].Error(), tc.want) {
+					t.Errorf("commit error %v, want one that mentions %q", errs[0], tc.want)
+				}
+				if after := snapshot(t, r, flow); after != before {
+					t.Errorf("the refused commit wrote to Redis:\nbefore:\n%s\nafter:\n%s", before, after)
+				}
+			})
+		})
+	}
+}
+
+// snapshot renders every key of a flow (one partition) with its contents, and the
+// pending entries of its node streams, so two snapshots differ when anything was written.
+func snapshot(t *testing.T, r *store.Redis, flow string) string {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := r.Client.Keys(ctx, store.FlowKeys(flow).Prefix()+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		typ := r.Client.Type(ctx, k).Val()
+		var v any
+		switch typ {
+		case "string":
+			v = r.Client.Get(ctx, k).Val()
+		case "hash":
+			v = r.Client.HGetAll(ctx, k).Val()
+		case "set":
+			m := r.Client.SMembers(ctx, k).Val()
+			sort.Strings(m)
+			v = m
+		case "zset":
+			v = r.Client.ZRangeWithScores(ctx, k, 0, -1).Val()
+		case "stream":
+			v = r.Client.XRange(ctx, k, "-", "+").Val()
+			if p, err := r.Client.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: k, Group: store.Group, Start: "-", End: "+", Count: 100}).Result(); err == nil {
+				var ids []string
+				for _, e := range p {
+					ids = append(ids, e.ID+"@"+e.Consumer)
+				}
+				v = fmt.Sprintf("%v pending %v", v, ids)
+			}
+		}
+		fmt.Fprintf(&b, "%s %s %v\n", k, typ, v)
+	}
+	return b.String()
+}
