@@ -94,6 +94,9 @@ type partCache struct {
 	mu     sync.Mutex
 	counts map[string][]int // flow -> its recorded counts, sorted
 	at     time.Time
+	// mine are the counts this process recorded itself: a reload whose read began
+	// before one was written must not drop it (a run just placed would not be found).
+	mine map[string][]int
 }
 
 type partEntry struct {
@@ -137,6 +140,11 @@ func (r *Redis) partitionCounts(ctx context.Context, flow string, fresh bool) (p
 			m[id] = slices.Compact(m[id])
 		}
 		c.mu.Lock()
+		for id, ns := range c.mine {
+			merged := append(slices.Clone(m[id]), ns...)
+			slices.Sort(merged)
+			m[id] = slices.Compact(merged)
+		}
 		c.counts, c.at = m, time.Now()
 	}
 	counts := c.counts[flow]
@@ -230,6 +238,10 @@ func (r *Redis) UsePartitions(ctx context.Context, flow string, n int, nodes []s
 	counts := append(slices.Clone(c.counts[flow]), add...)
 	slices.Sort(counts)
 	c.counts[flow] = slices.Compact(counts)
+	if c.mine == nil {
+		c.mine = map[string][]int{}
+	}
+	c.mine[flow] = c.counts[flow]
 	c.mu.Unlock()
 	return r.EnsureGroups(ctx, flow, nodes)
 }

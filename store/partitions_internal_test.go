@@ -122,3 +122,31 @@ func TestPartitionsReadBeforeOutliveAFailedRead(t *testing.T) {
 		t.Errorf("after a failed read the flow has partitions %v, want the 1..4 read before", ps)
 	}
 }
+
+// A reload of the counts whose read reached Redis before this process recorded a count
+// (another goroutine's, racing a run's start) must not drop that count: the run just
+// placed on the new partitions would not be found ("no run", seen on a loaded cluster).
+func TestARaceyReloadKeepsTheCountsThisProcessRecorded(t *testing.T) {
+	ctx := context.Background()
+	m := miniredis.RunT(t)
+	r, err := Open(ctx, Options{URL: "redis://" + m.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.UsePartitions(ctx, "f", 4, []string{"n"}); err != nil {
+		t.Fatal(err)
+	}
+	// What the racing reload read: Redis before the count was written.
+	m.HDel(partitionsKey, "f:4")
+	r.parts.mu.Lock()
+	r.parts.at = time.Time{}
+	r.parts.mu.Unlock()
+	ps, err := r.FreshParts(ctx, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 4 || ps[0].Part != 1 {
+		t.Errorf("after a reload that read Redis too early the flow has partitions %v, want 1..4", ps)
+	}
+}
