@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -123,8 +122,7 @@ func stepSpans(mem *tracetest.InMemoryExporter, trace oteltrace.TraceID, nodes [
 func TestStepSpansSayWhetherTheStepWasFusedAndWhichPartitionItRanOn(t *testing.T) {
 	r := storetest.Real(t)
 	reg := nodetest.Registry(r.Client)
-	// Its logs are discarded: the run watcher may log a read cut short by the test's end.
-	v := &env{t: t, r: r, reg: reg, e: engine.New(r, reg, engine.Options{Logger: slog.New(slog.DiscardHandler), Partitions: 3})}
+	v := &env{t: t, r: r, reg: reg, e: engine.New(r, reg, engine.Options{Logger: testLogger(t), Partitions: 3})}
 	mem := tracetest.NewInMemoryExporter()
 	observe.UseProvider(observe.NewTestProvider(mem), false)
 	t.Cleanup(func() { observe.UseProvider(nil, false) })
