@@ -199,13 +199,17 @@ func (m *Metrics) watchQueues(r *store.Redis) {
 	m.reg.MustRegister(&queueCollector{r: r})
 }
 
+// fromRedis ends the help of the figures read from Redis at scrape time: every process
+// that serves metrics serves the same ones, so they are not summed over instances.
+const fromRedis = "Read from Redis at each scrape: every process serves the same figure (take max over instances, not sum)."
+
 var (
-	descLength  = prometheus.NewDesc("sluice_queue_length", "Entries in a node's stream (not yet read plus pending).", []string{"flow", "node"}, nil)
-	descPending = prometheus.NewDesc("sluice_queue_pending", "Entries delivered to a worker and not yet committed.", []string{"flow", "node"}, nil)
-	descLag     = prometheus.NewDesc("sluice_queue_lag", "Entries no worker has read yet.", []string{"flow", "node"}, nil)
-	descOldest  = prometheus.NewDesc("sluice_queue_oldest_pending_idle_seconds", "Idle time of the oldest pending entry.", []string{"flow", "node"}, nil)
-	descDead    = prometheus.NewDesc("sluice_dead_letters", "Dead letters waiting for a retry or discard.", []string{"flow"}, nil)
-	descUp      = prometheus.NewDesc("sluice_redis_up", "1 when the queue figures could be read from Redis.", nil, nil)
+	descLength  = prometheus.NewDesc("sluice_queue_length", "Entries in a node's stream (not yet read plus pending). "+fromRedis, []string{"flow", "node"}, nil)
+	descPending = prometheus.NewDesc("sluice_queue_pending", "Entries delivered to a worker and not yet committed. "+fromRedis, []string{"flow", "node"}, nil)
+	descLag     = prometheus.NewDesc("sluice_queue_lag", "Entries no worker has read yet. "+fromRedis, []string{"flow", "node"}, nil)
+	descOldest  = prometheus.NewDesc("sluice_queue_oldest_pending_idle_seconds", "Idle time of the oldest pending entry. "+fromRedis, []string{"flow", "node"}, nil)
+	descDead    = prometheus.NewDesc("sluice_dead_letters", "Dead letters waiting for a retry or discard. "+fromRedis, []string{"flow"}, nil)
+	descUp      = prometheus.NewDesc("sluice_redis_up", "1 when the queue figures could be read from Redis. "+fromRedis, nil, nil)
 )
 
 // queueCollector reads queue figures from Redis at scrape time.

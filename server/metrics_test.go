@@ -180,8 +180,9 @@ func TestMetricsCountRunsModelCallsCacheAndDeadLetters(t *testing.T) {
 	}
 }
 
-// checkDashboard checks every metric name and label matcher in docs/grafana/sluice.json
-// against what /metrics serves now.
+// checkDashboard checks every metric name, label matcher and by (…) label in
+// docs/grafana/sluice.json against what /metrics serves now, and that no figure read
+// from Redis (the same in every process) is summed over instances.
 func checkDashboard(t *testing.T, a *api) {
 	t.Helper()
 	b, err := os.ReadFile("../docs/grafana/sluice.json")
@@ -208,6 +209,7 @@ func checkDashboard(t *testing.T, a *api) {
 		t.Fatal(err)
 	}
 	labels := map[string]map[string]bool{}
+	shared := map[string]bool{} // read from Redis: every process serves the same figure
 	for name, f := range fams {
 		labels[name] = map[string]bool{}
 		for _, m := range f.Metric {
@@ -215,6 +217,7 @@ func checkDashboard(t *testing.T, a *api) {
 				labels[name][l.GetName()] = true
 			}
 		}
+		shared[name] = strings.Contains(f.GetHelp(), "Read from Redis at each scrape")
 	}
 	exprs := []string{}
 	for _, p := range dash.Panels {
@@ -229,8 +232,10 @@ func checkDashboard(t *testing.T, a *api) {
 	matcher := regexp.MustCompile(`([a-z_]+)\s*(=~|!~|!=|=)`)
 	checked := map[string]bool{}
 	for _, e := range exprs {
-		for _, m := range metric.FindAllStringSubmatch(e, -1) {
-			name := m[1]
+		aggs := aggregations(t, e)
+		for _, m := range metric.FindAllStringSubmatchIndex(e, -1) {
+			name := e[m[2]:m[3]]
+			bucket := strings.HasSuffix(name, "_bucket")
 			for _, suffix := range []string{"_bucket", "_count", "_sum"} {
 				if base := strings.TrimSuffix(name, suffix); base != name && labels[base] != nil {
 					name = base
@@ -238,18 +243,91 @@ func checkDashboard(t *testing.T, a *api) {
 			}
 			have, ok := labels[name]
 			if !ok {
-				t.Errorf("the dashboard queries %s, which /metrics does not serve (in %s)", m[1], e)
+				t.Errorf("the dashboard queries %s, which /metrics does not serve (in %s)", e[m[2]:m[3]], e)
 				continue
 			}
 			checked[name] = true
-			for _, l := range matcher.FindAllStringSubmatch(m[2], -1) {
-				if !have[l[1]] {
-					t.Errorf("the dashboard matches label %s of %s, which has none (in %s)", l[1], name, e)
+			if m[4] >= 0 {
+				for _, l := range matcher.FindAllStringSubmatch(e[m[4]:m[5]], -1) {
+					if !have[l[1]] {
+						t.Errorf("the dashboard matches label %s of %s, which has none (in %s)", l[1], name, e)
+					}
 				}
+			}
+			// The labels an aggregation keeps (by) or drops (without) must be the
+			// metric's own, the target labels Prometheus adds, or a bucket's le.
+			var inner *aggregation
+			for i, a := range aggs {
+				if m[0] < a.start || m[0] >= a.end {
+					continue
+				}
+				if inner == nil || a.start > inner.start {
+					inner = &aggs[i]
+				}
+				for _, l := range a.labels {
+					if !have[l] && l != "instance" && l != "job" && !(l == "le" && bucket) {
+						t.Errorf("the dashboard groups %s by label %s, which it has none of (in %s)", name, l, e)
+					}
+				}
+			}
+			if shared[name] && inner != nil && inner.op != "max" && inner.op != "min" {
+				t.Errorf("the dashboard takes the %s of %s over instances, which each serve the same figure from Redis: take max (in %s)", inner.op, name, e)
 			}
 		}
 	}
 	if len(checked) < 15 {
 		t.Errorf("only %d metrics found in the dashboard's queries: %v", len(checked), checked)
 	}
+}
+
+// aggregation is one PromQL aggregation in a query: its operator, the labels of its by
+// or without clause, and the span of its argument.
+type aggregation struct {
+	op         string
+	labels     []string
+	start, end int
+}
+
+// aggregations finds the aggregations of a PromQL query, with their by (…) or
+// without (…) clause before or after the argument.
+func aggregations(t *testing.T, e string) []aggregation {
+	t.Helper()
+	op := regexp.MustCompile(`\b(sum|min|max|avg|count|group|stddev|stdvar|topk|bottomk|quantile)\s*(?:(?:by|without)\s*\(([^()]*)\)\s*)?\(`)
+	after := regexp.MustCompile(`^\s*(?:by|without)\s*\(([^()]*)\)`)
+	split := func(list string) []string {
+		var ls []string
+		for _, l := range strings.Split(list, ",") {
+			if l = strings.TrimSpace(l); l != "" {
+				ls = append(ls, l)
+			}
+		}
+		return ls
+	}
+	var aggs []aggregation
+	for _, m := range op.FindAllStringSubmatchIndex(e, -1) {
+		a := aggregation{op: e[m[2]:m[3]], start: m[1], end: -1}
+		if m[4] >= 0 {
+			a.labels = split(e[m[4]:m[5]])
+		}
+		depth := 1
+		for i := m[1]; i < len(e) && a.end < 0; i++ {
+			switch e[i] {
+			case '(':
+				depth++
+			case ')':
+				if depth--; depth == 0 {
+					a.end = i
+				}
+			}
+		}
+		if a.end < 0 {
+			t.Errorf("unbalanced parentheses in %s", e)
+			continue
+		}
+		if b := after.FindStringSubmatch(e[a.end+1:]); b != nil {
+			a.labels = append(a.labels, split(b[1])...)
+		}
+		aggs = append(aggs, a)
+	}
+	return aggs
 }

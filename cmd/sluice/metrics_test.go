@@ -99,3 +99,32 @@ func TestWorkerCountsTheRunsItsSchedulerStarts(t *testing.T) {
 		t.Errorf("the worker counted %d scheduled runs; the flow has %d", n, len(runs))
 	}
 }
+
+// Runs are counted by the process whose dispatcher takes their results, so a worker that
+// dispatches without a metrics port says at start that the runs it takes go uncounted;
+// one that does not dispatch has nothing to warn about.
+func TestAWorkerDispatchingWithoutAMetricsPortWarnsThatItsRunsGoUncounted(t *testing.T) {
+	r := storetest.Real(t)
+	id := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, r, id)
+	flowFile := filepath.Join(t.TempDir(), id+".json")
+	os.WriteFile(flowFile, []byte(`{"sluice": 1, "id": "`+id+`", "nodes": [{"id": "in", "type": "input"}, {"id": "out", "type": "output"}], "edges": [{"from": "in", "to": "out"}]}`), 0o644)
+	env := []string{"REDIS_URL=" + storetest.URL()}
+	warning := "without --metrics-addr: the runs it takes are missing from sluice_runs_finished_total"
+	for _, c := range []struct {
+		args []string
+		warn bool
+	}{
+		{[]string{"worker", flowFile}, true},
+		{[]string{"worker", "--dispatch=false", flowFile}, false},
+		{[]string{"worker", "--metrics-addr", "127.0.0.1:0", flowFile}, false},
+	} {
+		w := start(t, env, c.args...)
+		w.waitLine(t, regexp.MustCompile(`msg="serving flow"`), 30*time.Second)
+		if got := strings.Contains(strings.Join(w.allLines(), "\n"), warning); got != c.warn {
+			t.Errorf("%v: warned %v, want %v:\n%s", c.args, got, c.warn, strings.Join(w.allLines(), "\n"))
+		}
+		w.cmd.Process.Kill()
+		<-w.done
+	}
+}

@@ -213,6 +213,11 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *dispatch && *metricsAddr == "" {
+		// Runs are counted by the process whose dispatcher takes their results; one
+		// without a metrics port takes its share and counts it nowhere.
+		log.Warn("this worker dispatches results without --metrics-addr: the runs it takes are missing from sluice_runs_finished_total and sluice_run_duration_seconds; set --metrics-addr or --dispatch=false")
+	}
 	// Each reader holds a connection for its whole block time.
 	rdb, err := store.Open(ctx, store.Options{URL: *redisURL, PoolSize: 32 + 2*len(files)})
 	if err != nil {

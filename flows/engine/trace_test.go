@@ -3,10 +3,13 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/nodes/nodetest"
 	"github.com/sluicehq/sluice/observe"
 	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/storetest"
@@ -111,5 +114,54 @@ func stepSpans(mem *tracetest.InMemoryExporter, trace oteltrace.TraceID, nodes [
 			return got
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Steps that run fused into the commit of the step before them have spans of their own
+// that say so, and every step span carries the partition its run was placed on.
+func TestStepSpansSayWhetherTheStepWasFusedAndWhichPartitionItRanOn(t *testing.T) {
+	r := storetest.Real(t)
+	reg := nodetest.Registry(r.Client)
+	v := &env{t: t, r: r, reg: reg, e: engine.New(r, reg, engine.Options{Logger: testLogger(t), Partitions: 3})}
+	mem := tracetest.NewInMemoryExporter()
+	observe.UseProvider(observe.NewTestProvider(mem), false)
+	t.Cleanup(func() { observe.UseProvider(nil, false) })
+	p := v.example("linear")
+	v.work(p)
+	// Runs are placed on partitions 1..3 by a hash of their id: start runs until one
+	// lands on a partition other than 1, so that the partition is not a default.
+	var run *store.Run
+	for i := 0; run == nil || run.Part < 2; i++ {
+		if i == 100 {
+			t.Fatalf("100 runs, none placed on partition 2 or 3")
+		}
+		run = v.run(p, `{"name": "Ada"}`)
+		mustStatus(t, run, store.StatusSucceeded)
+	}
+	runSpan, ok := observe.ParseTraceparent(run.Trace)
+	if !ok {
+		t.Fatalf("the run's traceparent %q does not parse", run.Trace)
+	}
+	stepSpans(mem, runSpan.TraceID(), p.Order)
+	// in is read from its stream; greet, shout and out run fused with it.
+	want := map[string]string{"in": "false", "greet": "true", "shout": "true", "out": "true"}
+	got := map[string]string{}
+	for _, s := range mem.GetSpans() {
+		if !strings.HasPrefix(s.Name, "step ") || s.SpanContext.TraceID() != runSpan.TraceID() {
+			continue
+		}
+		attrs := map[string]string{}
+		for _, kv := range s.Attributes {
+			attrs[string(kv.Key)] = kv.Value.Emit()
+		}
+		got[s.Name[5:]] = attrs["sluice.fused"]
+		if attrs["sluice.partition"] != strconv.Itoa(run.Part) {
+			t.Errorf("%s: sluice.partition %s, want the run's %d", s.Name, attrs["sluice.partition"], run.Part)
+		}
+	}
+	for n, f := range want {
+		if got[n] != f {
+			t.Errorf("step %s: sluice.fused %q, want %s (all: %v)", n, got[n], f, got)
+		}
 	}
 }

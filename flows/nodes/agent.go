@@ -327,6 +327,7 @@ func (a *Agent) callTool(ctx context.Context, s *flows.Step, tools map[string]ag
 	} else {
 		b, err := json.Marshal(flows.JSONValue(res))
 		if err != nil {
+			endToolSpan(span, "error: the tool's result is not JSON", nil)
 			return "error: the tool's result is not JSON", 0, nil
 		}
 		content = string(b)

@@ -104,14 +104,16 @@ func (e *Env) cached(ctx context.Context, step *flows.Step, key string, ttl time
 	}
 	flow := step.Flow
 	ctx, span := cacheSpan(ctx, step, key)
-	leader := false
-	defer func() { endCacheSpan(span, hit, !leader, err) }()
+	// leader is written by the single-flight goroutine, which may still be running when
+	// a cancelled caller returns and its deferred span end reads it.
+	var leader atomic.Bool
+	defer func() { endCacheSpan(span, hit, !leader.Load(), err) }()
 	type outcome struct {
 		v        []byte
 		computed bool
 	}
 	ch := e.flights.DoChan(flow+"\x00"+key, func() (any, error) {
-		leader = true
+		leader.Store(true)
 		v, computed, err := e.Cache.Do(ctx, flow, key, ttl, compute)
 		return outcome{v, computed}, err
 	})
@@ -123,7 +125,7 @@ func (e *Env) cached(ctx context.Context, step *flows.Step, key string, ttl time
 			return nil, false, r.Err
 		}
 		o := r.Val.(outcome)
-		hit = !(leader && o.computed)
+		hit = !(leader.Load() && o.computed)
 		if hit {
 			e.stats.hits.Add(1)
 		} else {

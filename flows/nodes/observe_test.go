@@ -90,3 +90,95 @@ func TestModelCallSpansRecordContentOnlyOnRequestAndNeverASecret(t *testing.T) {
 		}
 	}
 }
+
+// spanAttrs returns a span's attributes as text by key, and all their values joined.
+func spanAttrs(s tracetest.SpanStub) (map[string]string, string) {
+	attrs := map[string]string{}
+	all := ""
+	for _, kv := range s.Attributes {
+		attrs[string(kv.Key)] = kv.Value.Emit()
+		all += kv.Value.Emit() + " "
+	}
+	return attrs, all
+}
+
+// A tool call an agent's model asks for is an execute_tool span (GenAI conventions) that
+// carries the call's arguments and result only when the operator opted in, with secret
+// values taken out even then.
+func TestToolCallSpansRecordArgumentsAndResultsOnlyOnRequest(t *testing.T) {
+	const secret = "s3cr3t-value-for-the-tool-span"
+	rule, err := flows.NewSecrets(flows.SecretsConfig{Lookup: func(n string) (string, bool) { return secret, n == "SLUICE_SECRET_TOOL" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := rule.Lookup("SLUICE_SECRET_TOOL"); err != nil {
+		t.Fatal(err)
+	}
+	flows.UseSecrets(rule)
+	t.Cleanup(func() { flows.UseSecrets(nil) })
+
+	for _, capture := range []bool{false, true} {
+		mem := tracetest.NewInMemoryExporter()
+		observe.UseProvider(observe.NewTestProvider(mem), capture)
+		t.Cleanup(func() { observe.UseProvider(nil, false) })
+		srv := llmtest.New(t)
+		srv.Reply(
+			llmtest.Reply{ToolCalls: []llmtest.ToolCall{llmtest.Call("c1", "query", `{"query": ".orders[0].user"}`)}},
+			llmtest.Reply{Content: "Order 1 belongs to its user."},
+		)
+		env := srv.Env(0)
+		a := buildIn(t, env, "agent", `{"model": "m", "user": "Whose is order 1?"}`)
+		s, _ := newStep(state(t, `{"orders": [{"id": 1, "user": "`+secret+`"}]}`))
+		s.Tools = map[string]flows.Tool{"query": buildIn(t, env, "data", `{"tool_name": "query"}`).(flows.Tool)}
+		if _, err := a.Run(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		var tools []tracetest.SpanStub
+		for _, sp := range mem.GetSpans() {
+			if strings.HasPrefix(sp.Name, "execute_tool") {
+				tools = append(tools, sp)
+			}
+		}
+		if len(tools) != 1 || tools[0].Name != "execute_tool query" {
+			t.Fatalf("capture %v: tool spans %v", capture, tools)
+		}
+		attrs, all := spanAttrs(tools[0])
+		if attrs["gen_ai.operation.name"] != "execute_tool" || attrs["gen_ai.tool.name"] != "query" || attrs["gen_ai.tool.call.id"] != "c1" || attrs["gen_ai.tool.type"] != "function" {
+			t.Errorf("capture %v: attributes %v", capture, attrs)
+		}
+		if strings.Contains(all, secret) {
+			t.Errorf("capture %v: the secret is in the tool span: %s", capture, all)
+		}
+		args, hasArgs := attrs["gen_ai.tool.call.arguments"]
+		result, hasResult := attrs["gen_ai.tool.call.result"]
+		if hasArgs != capture || hasResult != capture {
+			t.Errorf("capture %v: arguments recorded %v, result recorded %v", capture, hasArgs, hasResult)
+		}
+		if capture && (!strings.Contains(args, ".orders[0].user") || result != `"[redacted:SLUICE_SECRET_TOOL]"`) {
+			t.Errorf("captured arguments %s and result %s, want the query and the secret taken out", args, result)
+		}
+	}
+}
+
+// A model call on an Anthropic provider names its system "anthropic" in its span.
+func TestAnthropicModelCallSpansNameTheirSystem(t *testing.T) {
+	mem := tracetest.NewInMemoryExporter()
+	observe.UseProvider(observe.NewTestProvider(mem), false)
+	t.Cleanup(func() { observe.UseProvider(nil, false) })
+	srv := llmtest.NewAnthropic(t)
+	srv.Reply(llmtest.Reply{Content: "Paris.", PromptTokens: 12, CompletionTokens: 3, CacheReadTokens: 8})
+	l := buildIn(t, anthropicEnv(srv), "llm", `{"provider": "claude", "model": "claude-sonnet", "user": "Capital of France?"}`)
+	s, _ := newStep(state(t, `{}`))
+	if _, err := l.Run(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	spans := mem.GetSpans()
+	if len(spans) != 1 || spans[0].Name != "chat claude-sonnet" {
+		t.Fatalf("spans %v", spans)
+	}
+	attrs, _ := spanAttrs(spans[0])
+	if attrs["gen_ai.system"] != "anthropic" || attrs["gen_ai.provider.name"] != "anthropic" || attrs["gen_ai.request.model"] != "claude-sonnet" ||
+		attrs["sluice.provider"] != "claude" || attrs["gen_ai.usage.output_tokens"] != "3" || attrs["gen_ai.usage.cache_read.input_tokens"] != "8" {
+		t.Errorf("attributes %v", attrs)
+	}
+}
