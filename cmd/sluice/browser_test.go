@@ -204,6 +204,29 @@ func (b *browser) drag(what string, from, to point) {
 	b.run("drag "+what, acts...)
 }
 
+// dragUntil drags the element fromSel to a point until cond holds, at most three times:
+// a synthetic drag that starts while the page moves the element under it (a problems
+// banner appearing after the previous drop, on a loaded machine) is lost, as a person's
+// would be, and a person drags again. Each retry is logged.
+func (b *browser) dragUntil(what, fromSel string, to point, cond string) {
+	b.t.Helper()
+	for attempt := 1; attempt <= 3; attempt++ {
+		b.drag(what, b.center(fromSel), to)
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+			ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(() => { try { return !!(%s); } catch (e) { return false; } })()`, cond)))
+			cancel()
+			if err == nil && ok {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		b.t.Logf("drag %s: attempt %d did not give %s; dragging again", what, attempt, cond)
+	}
+	b.waitFor(what, cond)
+}
+
 func (b *browser) click(sel string) {
 	b.t.Helper()
 	b.run("click "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
@@ -337,9 +360,9 @@ func buildSaveRunAndInspect(t *testing.T, base, name, flowID string, shots bool)
 		x    float64
 	}{{"input", 0.17}, {"transform", 0.5}, {"output", 0.83}}
 	for i, d := range drops {
-		from := b.center(fmt.Sprintf(`.palette-item[data-type=%q]`, d.kind))
-		b.drag(d.kind+" onto the canvas", from, point{canvas.X + canvas.W*d.x, canvas.Y + canvas.H*0.35})
-		b.waitFor(fmt.Sprintf("%d nodes on the canvas", i+1), fmt.Sprintf(`document.querySelectorAll(".react-flow__node").length === %d`, i+1))
+		b.dragUntil(d.kind+" onto the canvas", fmt.Sprintf(`.palette-item[data-type=%q]`, d.kind),
+			point{canvas.X + canvas.W*d.x, canvas.Y + canvas.H*0.35},
+			fmt.Sprintf(`document.querySelectorAll(".react-flow__node").length === %d`, i+1))
 	}
 	b.waitText(`.react-flow__node[data-id="transform"]`, "Transform")
 
@@ -634,8 +657,7 @@ func TestBrowserRefusesAToolPortOnAStatePortAndSaysWhy(t *testing.T) {
 
 	// An HTTP request dropped above it offers a tool port; a tool does not go into a state port.
 	canvas := evaluate[point](b, `(() => { const r = document.querySelector(".react-flow").getBoundingClientRect(); return {X: r.x + r.width / 2, Y: r.y + r.height / 4}; })()`)
-	b.drag("an HTTP request onto the canvas", b.center(`.palette-item[data-type="http"]`), canvas)
-	b.waitFor("two nodes", `document.querySelectorAll(".react-flow__node").length === 2`)
+	b.dragUntil("an HTTP request onto the canvas", `.palette-item[data-type="http"]`, canvas, `document.querySelectorAll(".react-flow__node").length === 2`)
 	b.drag("the HTTP request's tool port to the transform's input",
 		b.center(`.react-flow__node[data-id="http"] .react-flow__handle.source[data-handleid="tool"]`),
 		b.center(`.react-flow__node[data-id="transform"] .react-flow__handle.target[data-handleid="in"]`))
