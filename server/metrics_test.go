@@ -111,16 +111,6 @@ func TestMetricsCountRunsModelCallsCacheAndDeadLetters(t *testing.T) {
 		}
 		runs = append(runs, got.ID)
 	}
-	// The dispatcher counts runs as it takes their results.
-	deadline := time.Now().Add(30 * time.Second)
-	var m map[string]float64
-	for {
-		m = scrape(t, a, id)
-		if m[`sluice_runs_finished_total{status="succeeded"}`]+m[`sluice_runs_finished_total{status="failed"}`] >= 5 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	cost1 := (100*2.0 + 10*10.0) / 1e6
 	cost2 := (150*2.0 + 50*1.0 + 20*10.0) / 1e6
 	want := map[string]float64{
@@ -148,6 +138,25 @@ func TestMetricsCountRunsModelCallsCacheAndDeadLetters(t *testing.T) {
 		`sluice_tokens_total{kind="input"}`:                                   300,
 		`sluice_tokens_total{kind="output"}`:                                  30,
 		`sluice_dead_letters{}`:                                               2,
+	}
+	// The dispatcher counts runs as it takes their results, and a worker counts a failed
+	// step just after committing it: wait until every figure is in (or 30 s passed).
+	matches := func(m map[string]float64) bool {
+		for k, v := range want {
+			if got, ok := m[k]; !ok || math.Abs(got-v) > 1e-12 {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var m map[string]float64
+	for {
+		m = scrape(t, a, id)
+		if matches(m) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	for k, v := range want {
 		got, ok := m[k]
