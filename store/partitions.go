@@ -115,44 +115,52 @@ func (r *Redis) partitionCounts(ctx context.Context, flow string, fresh bool) (p
 	c := &r.parts
 	c.mu.Lock()
 	age := time.Since(c.at)
-	if c.counts == nil || age >= partRefresh || fresh && age >= partRetry {
-		c.mu.Unlock()
-		all, err := r.Client.HKeys(ctx, partitionsKey).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			// What was read before (if anything) is still the best answer.
-			c.mu.Lock()
-			counts := c.counts[flow]
-			c.mu.Unlock()
-			if len(counts) == 0 {
-				return partEntry{counts: []int{1}}, err
-			}
-			return partEntry{counts: counts, recorded: true}, err
-		}
-		m := map[string][]int{}
-		for _, f := range all {
-			id, ns, _ := strings.Cut(f, ":")
-			if n, err := strconv.Atoi(ns); err == nil && n >= 1 && n <= MaxPartitions {
-				m[id] = append(m[id], n)
-			}
-		}
-		for id := range m {
-			slices.Sort(m[id])
-			m[id] = slices.Compact(m[id])
-		}
-		c.mu.Lock()
-		for id, ns := range c.mine {
-			merged := append(slices.Clone(m[id]), ns...)
-			slices.Sort(merged)
-			m[id] = slices.Compact(merged)
-		}
-		c.counts, c.at = m, time.Now()
+	stale := c.counts == nil || age >= partRefresh || fresh && age >= partRetry
+	c.mu.Unlock()
+	var err error
+	if stale {
+		// On an error what was read before (if anything) is still the best answer.
+		err = r.reloadPartitionCounts(ctx)
 	}
+	c.mu.Lock()
 	counts := c.counts[flow]
 	c.mu.Unlock()
 	if len(counts) == 0 {
-		return partEntry{counts: []int{1}}, nil
+		return partEntry{counts: []int{1}}, err
 	}
-	return partEntry{counts: counts, recorded: true}, nil
+	return partEntry{counts: counts, recorded: true}, err
+}
+
+// reloadPartitionCounts reads every flow's counts from Redis into the cache, with the
+// counts this process recorded itself.
+func (r *Redis) reloadPartitionCounts(ctx context.Context) error {
+	all, err := r.Client.HKeys(ctx, partitionsKey).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	m := map[string][]int{}
+	for _, f := range all {
+		id, ns, _ := strings.Cut(f, ":")
+		if n, err := strconv.Atoi(ns); err == nil && n >= 1 && n <= MaxPartitions {
+			m[id] = withCounts(m[id], n)
+		}
+	}
+	c := &r.parts
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, ns := range c.mine {
+		m[id] = withCounts(m[id], ns...)
+	}
+	c.counts, c.at = m, time.Now()
+	return nil
+}
+
+// withCounts returns counts with more added, sorted and without repeats; counts itself
+// is left as it is.
+func withCounts(counts []int, more ...int) []int {
+	out := append(slices.Clone(counts), more...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Parts lists the partitions of flow that may hold runs: 0 if some were placed on one
@@ -235,9 +243,7 @@ func (r *Redis) UsePartitions(ctx context.Context, flow string, n int, nodes []s
 	if c.counts == nil {
 		c.counts = map[string][]int{}
 	}
-	counts := append(slices.Clone(c.counts[flow]), add...)
-	slices.Sort(counts)
-	c.counts[flow] = slices.Compact(counts)
+	c.counts[flow] = withCounts(c.counts[flow], add...)
 	if c.mine == nil {
 		c.mine = map[string][]int{}
 	}

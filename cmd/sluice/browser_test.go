@@ -150,15 +150,21 @@ func evaluate[T any](b *browser, js string, opts ...chromedp.EvaluateOption) T {
 
 // waitFor checks the JavaScript condition until it holds; what says what the person
 // waits to see. A check during a page load (no document yet) counts as not yet.
+// holds evaluates a JavaScript condition once (false when it throws).
+func (b *browser) holds(cond string) (bool, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(() => { try { return !!(%s); } catch (e) { return false; } })()`, cond)))
+	return err == nil && ok, err
+}
+
 func (b *browser) waitFor(what, cond string) {
 	b.t.Helper()
 	deadline := time.Now().Add(limit)
 	var last error
 	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(() => { try { return !!(%s); } catch (e) { return false; } })()`, cond)))
-		cancel()
-		if err == nil && ok {
+		ok, err := b.holds(cond)
+		if ok {
 			return
 		}
 		last = err
@@ -214,10 +220,7 @@ func (b *browser) dragUntil(what, fromSel string, to point, cond string) {
 		b.drag(what, b.center(fromSel), to)
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
-			ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
-			ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(() => { try { return !!(%s); } catch (e) { return false; } })()`, cond)))
-			cancel()
-			if err == nil && ok {
+			if ok, _ := b.holds(cond); ok {
 				return
 			}
 			time.Sleep(100 * time.Millisecond)

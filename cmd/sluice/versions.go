@@ -17,13 +17,21 @@ import (
 	"github.com/sluicehq/sluice/store"
 )
 
-// openShared opens the Redis that flows' versions and schedules live in; the embedded
-// one would be empty.
-func openShared(ctx context.Context, cmd, url string) (*store.Redis, error) {
+// openShared opens an engine on the Redis that flows' versions and schedules live in
+// (the embedded one would be empty); close closes its Redis.
+func openShared(ctx context.Context, cmd, url string, cf *componentFlags) (e *engine.Engine, close func(), err error) {
 	if url == "" {
-		return nil, &exitError{code: 2, err: fmt.Errorf("%s needs the shared Redis: set REDIS_URL or --redis", cmd)}
+		return nil, nil, &exitError{code: 2, err: fmt.Errorf("%s needs the shared Redis: set REDIS_URL or --redis", cmd)}
 	}
-	return store.Open(ctx, store.Options{URL: url})
+	env, err := cf.env(nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	rdb, err := store.Open(ctx, store.Options{URL: url})
+	if err != nil {
+		return nil, nil, err
+	}
+	return engine.New(rdb, registry(env), engine.Options{Logger: discardLog()}), func() { rdb.Close() }, nil
 }
 
 func cmdVersions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -54,16 +62,11 @@ Flags:
 		fs.Usage()
 		return &exitError{code: 2, err: errors.New("versions: give a flow id")}
 	}
-	rdb, err := openShared(ctx, "versions", *redisURL)
+	e, closeRedis, err := openShared(ctx, "versions", *redisURL, cf)
 	if err != nil {
 		return err
 	}
-	defer rdb.Close()
-	env, err := cf.env(nil)
-	if err != nil {
-		return err
-	}
-	e := engine.New(rdb, registry(env), engine.Options{Logger: discardLog()})
+	defer closeRedis()
 	flow := pos[0]
 	switch len(pos) {
 	case 1:
@@ -197,16 +200,11 @@ Flags:
 		fs.Usage()
 		return &exitError{code: 2, err: errors.New("rollback: give a flow id and a version")}
 	}
-	rdb, err := openShared(ctx, "rollback", *redisURL)
+	e, closeRedis, err := openShared(ctx, "rollback", *redisURL, cf)
 	if err != nil {
 		return err
 	}
-	defer rdb.Close()
-	env, err := cf.env(nil)
-	if err != nil {
-		return err
-	}
-	e := engine.New(rdb, registry(env), engine.Options{Logger: discardLog()})
+	defer closeRedis()
 	flow := pos[0]
 	p, err := e.RollbackPlan(ctx, flow, pos[1])
 	if err != nil {
@@ -263,16 +261,11 @@ Flags:
 		fs.Usage()
 		return &exitError{code: 2, err: errors.New("schedules: give a flow id, and optionally pause or resume with a schedule number")}
 	}
-	rdb, err := openShared(ctx, "schedules", *redisURL)
+	e, closeRedis, err := openShared(ctx, "schedules", *redisURL, cf)
 	if err != nil {
 		return err
 	}
-	defer rdb.Close()
-	env, err := cf.env(nil)
-	if err != nil {
-		return err
-	}
-	e := engine.New(rdb, registry(env), engine.Options{Logger: discardLog()})
+	defer closeRedis()
 	flow := pos[0]
 	if len(pos) == 3 {
 		var n int
