@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
@@ -558,16 +559,29 @@ func TestReadyzAndMetrics(t *testing.T) {
 	a.must(200, "GET", "/readyz", nil, "Authorization", "")
 	id := a.saveFlow("linear", nil)
 	a.must(200, "POST", "/api/flows/"+id+"/runs?wait=30s", `{"input": {"name": "Ada"}}`)
-	m := a.must(200, "GET", "/metrics", nil)
-	body := m.String()
-	for _, want := range []string{
+	wants := []string{
 		fmt.Sprintf(`sluice_steps_total{flow=%q,node="greet"} 1`, id),
 		"sluice_commit_duration_seconds_bucket",
 		fmt.Sprintf(`sluice_step_duration_seconds_count{component="transform",flow=%q,node="greet"} 1`, id),
 		fmt.Sprintf(`sluice_queue_lag{flow=%q,node="greet"} 0`, id),
 		fmt.Sprintf(`sluice_dead_letters{flow=%q} 0`, id),
 		"sluice_cache_hits_total", "sluice_cache_misses_total", "sluice_redis_up 1",
-	} {
+	}
+	// A worker counts a step just after its commit, which may be after the run finished:
+	// wait until every line is there (or 30 s passed).
+	var body string
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		body = a.must(200, "GET", "/metrics", nil).String()
+		all := true
+		for _, want := range wants {
+			all = all && strings.Contains(body, want)
+		}
+		if all || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, want := range wants {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
