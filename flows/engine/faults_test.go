@@ -408,7 +408,7 @@ func TestFaultLateHeartbeatOnALeftStepDoesNotStrandIt(t *testing.T) {
 	})
 	proxy.SetDown(true) // the step ends while Redis is unreachable: its commit fails
 	waitFor(t, "the step to be left pending", 30*time.Second, func() bool {
-		return logs.has("commit failed; the step stays pending", "run="+id)
+		return logs.has("stays pending", "run="+id) // its commit, or the failure it met, did not get through
 	})
 	// The fault's schedule: Redis stays away longer than claim_after, so that the
 	// sweeper's first sweep after the outage is the one that should take the step.
