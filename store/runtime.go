@@ -310,6 +310,34 @@ func (r *Redis) Heartbeat(ctx context.Context, n NodeRef, consumer string, ids [
 	return heartbeatScript.Run(ctx, r.Client, []string{n.Key()}, args...).Err()
 }
 
+// PendingOf returns, for each of the node streams, the ids of at most count entries
+// pending for consumer, in one round trip. A stream without its group has none.
+func (r *Redis) PendingOf(ctx context.Context, refs []NodeRef, consumer string, count int) ([][]string, error) {
+	out := make([][]string, len(refs))
+	if len(refs) == 0 {
+		return out, nil
+	}
+	pipe := r.Client.Pipeline()
+	cmds := make([]*redis.XPendingExtCmd, len(refs))
+	for i, n := range refs {
+		cmds[i] = pipe.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: n.Key(), Group: Group, Start: "-", End: "+", Count: int64(count), Consumer: consumer})
+	}
+	_, _ = pipe.Exec(ctx)
+	for i, c := range cmds {
+		ps, err := c.Result()
+		if err != nil {
+			if isNoGroup(err) {
+				continue
+			}
+			return nil, err
+		}
+		for _, p := range ps {
+			out[i] = append(out[i], p.ID)
+		}
+	}
+	return out, nil
+}
+
 // Failure is a failed step to record.
 type Failure struct {
 	Act         Activation

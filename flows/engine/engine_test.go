@@ -247,9 +247,14 @@ func TestFanoutOverZeroOneAndManyItemsJoinsOnceInItemOrder(t *testing.T) {
 }
 
 func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testLogWriter(t), &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// testLogWriter is where testLogger writes: the test's log, while the test runs.
+func testLogWriter(t *testing.T) *testWriter {
 	w := &testWriter{t: t}
 	t.Cleanup(w.stop) // runs before the cleanups registered earlier, such as closing Redis
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return w
 }
 
 // testWriter sends an engine's log lines to its test's log while the test runs. A

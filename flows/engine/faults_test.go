@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand"
 	"os"
 	"runtime"
@@ -16,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/flows/nodes/nodetest"
@@ -356,4 +359,100 @@ func workerGoroutines() int {
 		}
 	}
 	return n
+}
+
+// A heartbeat sent for a step while it ran may reach Redis only after the step was left
+// pending (it waited in the client's retries while Redis was unreachable): the entry's
+// idle time then starts again although no one runs it. The worker's sweeper must still
+// take the step back, not give up after one sweep that found it too recently touched.
+// The test sends that late heartbeat itself, straight to Redis, just before the network
+// comes back.
+func TestFaultLateHeartbeatOnALeftStepDoesNotStrandIt(t *testing.T) {
+	srv := storetest.StartServer(t, false)
+	proxy := storetest.StartProxy(t, srv.Addr())
+	v := faultEnv(t, srv.URL()) // the test's own client goes direct
+	p := v.compile(`{"sluice": 1, "id": "FLOW",
+ "settings": {"claim_after": "300ms", "max_attempts": 10},
+ "nodes": [
+  {"id": "in", "type": "input"},
+  {"id": "work", "type": "script", "params": {"sleep": "1s"}},
+  {"id": "out", "type": "output", "params": {"value": ".n"}}
+ ],
+ "edges": [{"from": "in", "to": "work"}, {"from": "work", "to": "out"}]}`)
+
+	wr, err := store.Open(context.Background(), store.Options{URL: proxy.URL(), PoolSize: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wr.Close()
+	logs := &logLines{}
+	we := engine.New(wr, nodetest.Registry(wr.Client), engine.Options{Logger: slog.New(slog.NewTextHandler(io.MultiWriter(logs, testLogWriter(t)), &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- we.NewWorker(engine.WorkerOptions{Flows: []string{p.Flow}, Block: 200 * time.Millisecond, Grace: time.Second}).Run(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "a first run", 20*time.Second, func() bool { return v.run(p, `{"n": 0}`).Status == store.StatusSucceeded })
+
+	id := v.start(p, `{"n": 1}`)
+	stream := store.PartKeys(p.Flow, 0).In("work")
+	var pending redis.XPendingExt
+	waitFor(t, "the step to run", 20*time.Second, func() bool {
+		ps, err := v.r.Client.XPendingExt(context.Background(), &redis.XPendingExtArgs{Stream: stream, Group: store.Group, Start: "-", End: "+", Count: 10}).Result()
+		if err != nil || len(ps) != 1 {
+			return false
+		}
+		pending = ps[0]
+		return true
+	})
+	proxy.SetDown(true) // the step ends while Redis is unreachable: its commit fails
+	waitFor(t, "the step to be left pending", 30*time.Second, func() bool {
+		return logs.has("stays pending", "run="+id) // its commit, or the failure it met, did not get through
+	})
+	// The fault's schedule: Redis stays away longer than claim_after, so that the
+	// sweeper's first sweep after the outage is the one that should take the step.
+	time.Sleep(time.Second)
+	ref := store.NodeRef{Flow: p.Flow, Node: "work", Part: 0}
+	if err := v.r.Heartbeat(context.Background(), ref, pending.Consumer, []string{pending.ID}); err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetDown(false)
+
+	// Far less than the sweeper's safety net (a full sweep every few minutes).
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel2()
+	r, err := v.e.Wait(ctx2, p.Flow, id)
+	if err != nil {
+		t.Fatalf("run %s did not end after the outage: %v (last seen %+v)", id, err, r)
+	}
+	mustStatus(t, r, store.StatusSucceeded)
+}
+
+// logLines keeps an engine's log lines for a test to look for.
+type logLines struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// has reports whether one line holds every part.
+func (l *logLines) has(parts ...string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range strings.Split(l.b.String(), "\n") {
+		all := true
+		for _, s := range parts {
+			all = all && strings.Contains(line, s)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }

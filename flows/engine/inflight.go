@@ -79,6 +79,14 @@ func (f *inflight) update(a store.Activation) {
 	}
 }
 
+// has reports whether an entry of a node stream is in flight here.
+func (f *inflight) has(n store.NodeRef, entry string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.steps[stepKey{n.Flow, n.Node, n.Part, entry}]
+	return ok
+}
+
 func (f *inflight) count(flow, node string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

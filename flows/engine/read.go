@@ -199,6 +199,10 @@ func (w *Worker) readLoop(ctx context.Context, i int) {
 				return
 			}
 			w.e.log.Warn("worker: read failed; backing off", "error", err, "backoff", backoff)
+			// Redis may have delivered the read's entries and lost the reply: they are
+			// pending for this worker, which does not run them. The sweeper takes them
+			// back after claim_after, as it does steps left pending.
+			w.left()
 			select {
 			case <-ctx.Done():
 			case <-time.After(backoff):
@@ -300,11 +304,17 @@ func (w *Worker) start(a store.Activation, pre preloaded) {
 		if w.withRetries(a, pre, time.Now()) == outcomeLeft && w.ctx.Err() == nil {
 			// Redis could not take its commit or failure: the sweeper takes it back
 			// once it has been idle for claim_after.
-			w.mu.Lock()
-			w.leftAt = time.Now()
-			w.mu.Unlock()
+			w.left()
 		}
 	}()
+}
+
+// left records that an entry may be pending for this worker while it does not run it
+// (sweep.go).
+func (w *Worker) left() {
+	w.mu.Lock()
+	w.leftAt = time.Now()
+	w.mu.Unlock()
 }
 
 func sortedKeys[V any](m map[string]V) []string {

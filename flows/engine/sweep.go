@@ -16,8 +16,9 @@ import (
 //   - Steps of dead workers: every worker records that it is alive (heartbeat.go); the
 //     sweeper claims pending entries (XAUTOCLAIM, min-idle claim_after) over every
 //     served stream only when some worker stopped recording, when this worker left a
-//     step pending itself (Redis was unreachable for its commit), and otherwise every
-//     fullSweepEvery as a safety net.
+//     step pending itself (Redis was unreachable for its commit, or a read failed: its
+//     reply may be lost) — sweep after sweep until no entry pending for this worker is
+//     one it does not run — and otherwise every fullSweepEvery as a safety net.
 //   - Approvals and retention: one probe per flow every opts.Prune reads the earliest
 //     approval deadline and the earliest expiry; the sweeper acts when one is due, and
 //     a worker that parks a run with a deadline tells its sweeper at once.
@@ -39,7 +40,8 @@ type janitor struct {
 }
 
 func (w *Worker) sweepLoop(ctx context.Context) {
-	var lastFull time.Time // zero: the first sweep claims over everything
+	var lastFull time.Time      // zero: the first sweep claims over everything
+	var orphans map[orphan]bool // what the last look for left entries found
 	for {
 		every := min(max(w.claimAfter()/4, 50*time.Millisecond), 5*time.Second)
 		select {
@@ -61,11 +63,23 @@ func (w *Worker) sweepLoop(ctx context.Context) {
 			if w.claimAll(ctx) {
 				lastFull = now
 				if ownLeft {
-					w.mu.Lock()
-					if w.leftAt == left {
-						w.leftAt = time.Time{}
+					// The sweep claimed what had been idle for claim_after, which a left
+					// entry may not have been: a heartbeat sent while its step ran can
+					// reach Redis after the step was left (it waited in the client's
+					// retries while Redis was away), and so can a claim whose reply was
+					// lost. The worker is alive, so nothing else would claim the entry
+					// before the next full sweep: leftAt stays, and the sweeps go on,
+					// until no entry pending for this worker is one it does not run.
+					var again bool
+					orphans, again = w.leftEntries(ctx, orphans)
+					if !again {
+						orphans = nil
+						w.mu.Lock()
+						if w.leftAt == left {
+							w.leftAt = time.Time{}
+						}
+						w.mu.Unlock()
 					}
-					w.mu.Unlock()
 				}
 				// A worker silent for three times the longest claim_after has no entry
 				// left that this complete sweep did not claim: forget it.
@@ -119,6 +133,69 @@ func (w *Worker) claimAll(ctx context.Context) bool {
 	}
 	return complete
 }
+
+// orphan is an entry pending for this worker's consumer that it does not run.
+type orphan struct {
+	ref   store.NodeRef
+	entry string
+}
+
+// leftEntries looks for entries pending for this worker's consumer on its served
+// streams that it does not run, and reports whether the sweeps must go on: when it
+// cannot tell, or when an entry it found is one the look before found too. An entry
+// found only once may be one a reader has just read and not yet started; one found
+// twice in a row is left, and the next sweep claims it once it has been idle for
+// claim_after. It returns what it found, for the next look.
+func (w *Worker) leftEntries(ctx context.Context, before map[orphan]bool) (map[orphan]bool, bool) {
+	var refs []store.NodeRef
+	for _, id := range w.flowsServed() {
+		w.mu.Lock()
+		s := w.served[id]
+		var nodes []string
+		if s != nil {
+			nodes = append(nodes, s.nodes...)
+		}
+		w.mu.Unlock()
+		parts, err := w.e.rdb.Parts(ctx, id)
+		if err != nil {
+			return before, true
+		}
+		for _, n := range nodes {
+			if !w.servesNode(n) {
+				continue
+			}
+			for _, p := range parts {
+				refs = append(refs, store.NodeRef{Flow: id, Node: n, Part: p.Part})
+			}
+		}
+	}
+	pending, err := w.e.rdb.PendingOf(ctx, refs, w.consumer, maxLeftLook)
+	if err != nil {
+		return before, true
+	}
+	found := map[orphan]bool{}
+	again := false
+	for i, ids := range pending {
+		for _, e := range ids {
+			if w.inflight.has(refs[i], e) {
+				continue
+			}
+			o := orphan{refs[i], e}
+			found[o] = true
+			again = again || before[o]
+		}
+	}
+	if len(found) == 0 {
+		return nil, false
+	}
+	if before == nil {
+		again = true // nothing to compare with yet
+	}
+	return found, again
+}
+
+// maxLeftLook bounds how many of its pending entries per stream leftEntries reads.
+const maxLeftLook = 1000
 
 // claimNode claims the entries of one node stream pending longer than claim_after, as
 // many as the node has room for, and runs them. It reports whether it got through them.

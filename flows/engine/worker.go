@@ -51,7 +51,7 @@ type Worker struct {
 	wake    chan struct{}
 	readers int
 	pureSem chan struct{} // one token per pure step in flight
-	leftAt  time.Time     // when a step was last left pending while the worker ran on
+	leftAt  time.Time     // when an entry was last left pending for this worker while it ran on
 	steps   sync.WaitGroup
 	bg      sync.WaitGroup
 }
