@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/storetest"
 )
@@ -73,6 +74,38 @@ func TestLimiterSlotLeavesAWindowAfterItsAnswer(t *testing.T) {
 				break
 			}
 			time.Sleep(wait) // what a caller does: wait as long as the limiter says
+		}
+	})
+}
+
+func TestLimiterLetsThousandsOfSlotsLeaveAtOnce(t *testing.T) {
+	// After a quiet spell, every slot of a busy limit leaves on the next take: more than
+	// one Lua unpack holds (8000 values on Redis, fewer on the embedded server).
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		ctx := context.Background()
+		l := store.NewLimiter(r)
+		p := limitProvider(t, r)
+		k := store.ProviderLimitKeys(p)
+		const old = 9000
+		zs := make([]redis.Z, old)
+		toks := make([]any, 0, 2*old)
+		for i := range zs {
+			id := fmt.Sprint("old-", i)
+			zs[i] = redis.Z{Score: 1, Member: id} // taken and answered long ago
+			toks = append(toks, id, 1)
+		}
+		if err := r.Client.ZAdd(ctx, k.Slots(""), zs...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Client.HSet(ctx, k.Tokens(""), toks...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		scopes := []store.LimitScope{{Window: time.Minute, Requests: 10}}
+		if wait, _, err := l.Take(ctx, p, "", scopes, "new", 1, time.Minute); err != nil || wait != 0 {
+			t.Fatalf("a take after %d slots left: wait %s, %v", old, wait, err)
+		}
+		if n, err := r.Client.HLen(ctx, k.Tokens("")).Result(); err != nil || n != 1 {
+			t.Fatalf("token counts left: %d, %v; want only the new slot's", n, err)
 		}
 	})
 }

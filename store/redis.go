@@ -15,10 +15,12 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	lua "github.com/yuin/gopher-lua"
 )
 
 // Options says which Redis to use and how big its connection pool must be.
@@ -57,21 +59,61 @@ type Redis struct {
 // embeddedGCPercent is the GOGC of a process that runs the embedded Redis.
 const embeddedGCPercent = 400
 
+// clockShare bounds the embedded server's time its clock takes. An advance walks and
+// sorts every key under the server's one lock, so with many runs kept it stalls every
+// command for tens of milliseconds: after each advance the clock waits clockShare times
+// as long as the advance took (at least a second), which keeps it under 1/clockShare of
+// the server's time; TTLs then lag by that wait at most (a few seconds with 20,000
+// finished runs kept, a second with a few thousand keys).
+const clockShare = 50
+
+// nextAdvance is how long the clock waits after an advance that took took.
+func nextAdvance(took time.Duration) time.Duration {
+	return max(time.Second, clockShare*took)
+}
+
 // advanceClock moves the embedded server's TTLs forward with the wall clock, once a
-// second, until stop is closed.
+// second or less often (nextAdvance), until stop is closed.
 func advanceClock(m *miniredis.Miniredis, stop chan struct{}) {
 	last := time.Now()
-	t := time.NewTicker(time.Second)
+	t := time.NewTimer(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
-		case now := <-t.C:
-			m.FastForward(now.Sub(last))
-			last = now
+		case <-t.C:
 		}
+		now := time.Now()
+		m.FastForward(now.Sub(last))
+		last = now
+		t.Reset(nextAdvance(time.Since(now)))
 	}
+}
+
+// Every EVAL on the embedded server builds a fresh Lua interpreter, and gopher-lua
+// allocates each one's value stack and call stack whole, at their default sizes (5120
+// values, 80 KB, and 256 frames, 20 KB): with two scripts per run that was a third of
+// what the server allocated, and of the garbage collector's work. Our scripts nest a few
+// calls deep; a commit passes under a hundred values to one command, limit_take.lua at
+// most 500 (it deletes in chunks), so smaller stacks hold them with room to spare. A
+// script that outgrows them fails with "registry overflow" on the embedded server only,
+// and every script runs on it in the store and engine suites. These are gopher-lua's
+// process-wide defaults; nothing else in Sluice runs gopher-lua.
+const (
+	embeddedLuaValues = 1024
+	embeddedLuaFrames = 64
+)
+
+var luaSizes sync.Once
+
+// sizeLua sets gopher-lua's stack sizes for the embedded server, once, before the first
+// embedded server starts (so no script reads them while they change).
+func sizeLua() {
+	luaSizes.Do(func() {
+		lua.RegistrySize = embeddedLuaValues
+		lua.CallStackSize = embeddedLuaFrames
+	})
 }
 
 // Open connects to the Redis named by opts.URL, or starts the embedded in-process Redis
@@ -83,6 +125,7 @@ func Open(ctx context.Context, opts Options) (*Redis, error) {
 	r := &Redis{url: opts.URL}
 	var uo *redis.UniversalOptions
 	if opts.URL == "" {
+		sizeLua()
 		m := miniredis.NewMiniRedis()
 		// Keys with a TTL expire with wall-clock time, as on a real server: the clock is
 		// advanced once a second (ClockTTL would advance it on every command, and each

@@ -41,7 +41,11 @@ for n = 1, scopes do
   local gone = redis.call('ZRANGEBYSCORE', slots, '-inf', now - window)
   if #gone > 0 then
     redis.call('ZREMRANGEBYSCORE', slots, '-inf', now - window)
-    redis.call('HDEL', toks, unpack(gone))
+    -- In chunks: unpack has a bound (8000 values on Redis, fewer on the embedded one),
+    -- and a busy limit can see more slots leave at once after a quiet spell.
+    for j = 1, #gone, 500 do
+      redis.call('HDEL', toks, unpack(gone, j, math.min(j + 499, #gone)))
+    end
   end
   local count = redis.call('ZCARD', slots)
   if maxreq > 0 and count >= maxreq then
