@@ -298,19 +298,7 @@ func TestFaultFlakyNetworkBetweenWorkersAndRedis(t *testing.T) {
 	v := faultEnv(t, srv.URL()) // the test's own client goes direct
 	p := v.compile(fiveNodes)
 
-	wr, err := store.Open(context.Background(), store.Options{URL: proxy.URL(), PoolSize: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wr.Close()
-	we := engine.New(wr, nodetest.Registry(wr.Client), engine.Options{Logger: testLogger(t)})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- we.NewWorker(engine.WorkerOptions{Flows: []string{p.Flow}, Block: 200 * time.Millisecond, Grace: time.Second}).Run(ctx)
-	}()
-	defer func() { cancel(); <-done }()
-
+	proxiedWorker(t, proxy.URL(), p.Flow, 64, testLogger(t))
 	waitFor(t, "a first run", 20*time.Second, func() bool { return v.run(p, `{"n": 0}`).Status == store.StatusSucceeded })
 	goroutines := workerGoroutines()
 
@@ -380,19 +368,8 @@ func TestFaultLateHeartbeatOnALeftStepDoesNotStrandIt(t *testing.T) {
  ],
  "edges": [{"from": "in", "to": "work"}, {"from": "work", "to": "out"}]}`)
 
-	wr, err := store.Open(context.Background(), store.Options{URL: proxy.URL(), PoolSize: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wr.Close()
 	logs := &logLines{}
-	we := engine.New(wr, nodetest.Registry(wr.Client), engine.Options{Logger: slog.New(slog.NewTextHandler(io.MultiWriter(logs, testLogWriter(t)), &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- we.NewWorker(engine.WorkerOptions{Flows: []string{p.Flow}, Block: 200 * time.Millisecond, Grace: time.Second}).Run(ctx)
-	}()
-	defer func() { cancel(); <-done }()
+	proxiedWorker(t, proxy.URL(), p.Flow, 16, slog.New(slog.NewTextHandler(io.MultiWriter(logs, testLogWriter(t)), &slog.HandlerOptions{Level: slog.LevelDebug})))
 	waitFor(t, "a first run", 20*time.Second, func() bool { return v.run(p, `{"n": 0}`).Status == store.StatusSucceeded })
 
 	id := v.start(p, `{"n": 1}`)
@@ -427,6 +404,23 @@ func TestFaultLateHeartbeatOnALeftStepDoesNotStrandIt(t *testing.T) {
 		t.Fatalf("run %s did not end after the outage: %v (last seen %+v)", id, err, r)
 	}
 	mustStatus(t, r, store.StatusSucceeded)
+}
+
+// proxiedWorker runs a worker of flow that reaches Redis at url (a test proxy) until the
+// test ends.
+func proxiedWorker(t *testing.T, url, flow string, pool int, log *slog.Logger) {
+	t.Helper()
+	wr, err := store.Open(context.Background(), store.Options{URL: url, PoolSize: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	we := engine.New(wr, nodetest.Registry(wr.Client), engine.Options{Logger: log})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- we.NewWorker(engine.WorkerOptions{Flows: []string{flow}, Block: 200 * time.Millisecond, Grace: time.Second}).Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done; wr.Close() })
 }
 
 // logLines keeps an engine's log lines for a test to look for.
