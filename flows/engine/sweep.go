@@ -98,7 +98,33 @@ func (w *Worker) sweepLoop(ctx context.Context) {
 // than their flow's claim_after, as many as each node has room for, and runs them. It
 // reports whether it got through everything (no node was out of room).
 func (w *Worker) claimAll(ctx context.Context) bool {
+	streams, err := w.servedStreams(ctx)
+	if err != nil {
+		return false
+	}
 	complete := true
+	for _, st := range streams {
+		ok, err := w.claimNode(ctx, st.ref, st.limit, st.settings)
+		if err != nil {
+			return false
+		}
+		complete = complete && ok
+	}
+	return complete
+}
+
+// servedStream is a node stream this worker reads, with its node's limit and its
+// flow's settings.
+type servedStream struct {
+	ref      store.NodeRef
+	limit    int
+	settings flows.Settings
+}
+
+// servedStreams lists the node streams this worker serves: every node of its pool, of
+// every flow it serves, on every partition of the flow.
+func (w *Worker) servedStreams(ctx context.Context) ([]servedStream, error) {
+	var out []servedStream
 	for _, id := range w.flowsServed() {
 		w.mu.Lock()
 		s := w.served[id]
@@ -112,7 +138,7 @@ func (w *Worker) claimAll(ctx context.Context) bool {
 		w.mu.Unlock()
 		parts, err := w.e.rdb.Parts(ctx, id)
 		if err != nil {
-			return false
+			return nil, err
 		}
 		for _, n := range nodes {
 			if !w.servesNode(n) {
@@ -123,15 +149,11 @@ func (w *Worker) claimAll(ctx context.Context) bool {
 				limit = l
 			}
 			for _, p := range parts {
-				ok, err := w.claimNode(ctx, store.NodeRef{Flow: id, Node: n, Part: p.Part}, limit, settings)
-				if err != nil {
-					return false
-				}
-				complete = complete && ok
+				out = append(out, servedStream{store.NodeRef{Flow: id, Node: n, Part: p.Part}, limit, settings})
 			}
 		}
 	}
-	return complete
+	return out, nil
 }
 
 // orphan is an entry pending for this worker's consumer that it does not run.
@@ -147,27 +169,13 @@ type orphan struct {
 // twice in a row is left, and the next sweep claims it once it has been idle for
 // claim_after. It returns what it found, for the next look.
 func (w *Worker) leftEntries(ctx context.Context, before map[orphan]bool) (map[orphan]bool, bool) {
-	var refs []store.NodeRef
-	for _, id := range w.flowsServed() {
-		w.mu.Lock()
-		s := w.served[id]
-		var nodes []string
-		if s != nil {
-			nodes = append(nodes, s.nodes...)
-		}
-		w.mu.Unlock()
-		parts, err := w.e.rdb.Parts(ctx, id)
-		if err != nil {
-			return before, true
-		}
-		for _, n := range nodes {
-			if !w.servesNode(n) {
-				continue
-			}
-			for _, p := range parts {
-				refs = append(refs, store.NodeRef{Flow: id, Node: n, Part: p.Part})
-			}
-		}
+	streams, err := w.servedStreams(ctx)
+	if err != nil {
+		return before, true
+	}
+	refs := make([]store.NodeRef, len(streams))
+	for i, st := range streams {
+		refs[i] = st.ref
 	}
 	pending, err := w.e.rdb.PendingOf(ctx, refs, w.consumer, maxLeftLook)
 	if err != nil {
