@@ -22,10 +22,12 @@ type componentFlags struct {
 	providers   string
 	httpAllow   string
 	mcpCommands string
+	mcpEnv      string
 	secrets     string
 }
 
-// addComponentFlags registers --providers, --http-allow and --mcp-commands on fs.
+// addComponentFlags registers --providers, --http-allow, --mcp-commands, --mcp-env and
+// --secrets on fs.
 func addComponentFlags(fs *flag.FlagSet) *componentFlags {
 	f := &componentFlags{}
 	fs.StringVar(&f.providers, "providers", envOr("SLUICE_PROVIDERS", ""),
@@ -33,7 +35,10 @@ func addComponentFlags(fs *flag.FlagSet) *componentFlags {
 	fs.StringVar(&f.httpAllow, "http-allow", envOr("SLUICE_HTTP_ALLOW", ""),
 		"internal addresses the http component, mcp servers and result webhooks may reach, e.g. 10.0.0.0/8,127.0.0.1:8080 (env SLUICE_HTTP_ALLOW); all others are refused")
 	fs.StringVar(&f.mcpCommands, "mcp-commands", envOr("SLUICE_MCP_COMMANDS", ""),
-		"commands the mcp component may start as stdio MCP servers, comma-separated, e.g. npx,/usr/local/bin/github-mcp-server (env SLUICE_MCP_COMMANDS); none by default")
+		"command lines the mcp component may start as stdio MCP servers, comma-separated, each a command with exactly its arguments; "+
+			"{name} stands for one argument that is no option, e.g. 'github-mcp-server stdio,mcp-server-filesystem {dir}' (env SLUICE_MCP_COMMANDS); none by default; see docs/mcp.md")
+	fs.StringVar(&f.mcpEnv, "mcp-env", envOr("SLUICE_MCP_ENV", ""),
+		"environment variables an mcp node may set for its stdio server, comma-separated, e.g. GITHUB_PERSONAL_ACCESS_TOKEN,LOG_LEVEL (env SLUICE_MCP_ENV); none by default")
 	fs.StringVar(&f.secrets, "secrets", envOr("SLUICE_SECRETS", ""),
 		"environment variables flows may read with {\"$env\": NAME} besides SLUICE_SECRET_*, comma-separated (env SLUICE_SECRETS); Sluice's own settings never")
 	return f
@@ -90,7 +95,16 @@ func (f *componentFlags) env(log *slog.Logger) (*nodes.Env, error) {
 	// The engine's hooks redact every step's result and live events with this rule.
 	flows.UseSecrets(secrets)
 	log.Debug("components", "providers", strings.Join(names, "; "), "http_allow", f.httpAllow, "secrets", f.secrets)
-	return &nodes.Env{Providers: providers, HTTP: &nodes.HTTPPolicy{Allow: allow}, Secrets: secrets, Logger: log, MCPCommands: splitList(f.mcpCommands)}, nil
+	mcpCommands, err := nodes.ParseMCPCommands(f.mcpCommands)
+	if err != nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("--mcp-commands: %w", err)}
+	}
+	mcpEnv := splitList(f.mcpEnv)
+	if err := nodes.CheckMCPEnvNames(mcpEnv); err != nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("--mcp-env: %w", err)}
+	}
+	return &nodes.Env{Providers: providers, HTTP: &nodes.HTTPPolicy{Allow: allow}, Secrets: secrets, Logger: log,
+		MCPCommands: mcpCommands, MCPEnv: mcpEnv}, nil
 }
 
 // registry is the component registry of the binary, built with env (nil: defaults).

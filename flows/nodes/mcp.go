@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -143,6 +145,17 @@ type MCP struct {
 	ttl     time.Duration
 	def     flows.ToolDef
 	key     string // the server's identity: the connection and the cache key
+	// private, when set, is the connection to use instead of the process's shared one
+	// (the inspector's: it is closed when the listing is done).
+	private *mcpConnection
+}
+
+// conn is the connection this node's calls go through.
+func (m *MCP) conn() *mcpConnection {
+	if m.private != nil {
+		return m.private
+	}
+	return m.env.mcpConn(m.key)
 }
 
 func newMCP(env *Env, b *flows.Build) (flows.Component, error) {
@@ -169,17 +182,14 @@ func newMCP(env *Env, b *flows.Build) (flows.Component, error) {
 	case p.URL == nil && len(p.Headers) > 0:
 		return nil, &flows.Error{Code: flows.Invalid, Path: "params.headers", Message: "headers are for a url (Streamable HTTP)"}
 	}
-	if p.Command != "" && !slices.Contains(env.MCPCommands, p.Command) {
-		allowed := "none"
-		if len(env.MCPCommands) > 0 {
-			allowed = strings.Join(env.MCPCommands, ", ")
+	if p.Command != "" {
+		if err := checkMCPCommand(env.MCPCommands, p.Command, p.Args); err != nil {
+			return nil, err
 		}
-		return nil, &flows.Error{Code: flows.Forbidden, Path: "params.command",
-			Message: fmt.Sprintf("this server does not run the command %q as an MCP server; it allows: %s (--mcp-commands, see docs/mcp.md)", p.Command, allowed)}
 	}
-	for name := range p.Env {
-		if !envName.MatchString(name) {
-			return nil, &flows.Error{Code: flows.Invalid, Path: "params.env", Message: fmt.Sprintf("%q is not an environment variable name", name)}
+	for _, name := range slices.Sorted(maps.Keys(p.Env)) {
+		if err := checkMCPEnv(env.MCPEnv, name); err != nil {
+			return nil, err
 		}
 	}
 	m := &MCP{env: env, command: p.Command, args: p.Args, envVars: p.Env, url: p.URL, headers: p.Headers, allow: p.Tools,
@@ -253,8 +263,7 @@ var badToolChars = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
 
 // list returns the server's allowed tools, named for the model.
 func (m *MCP) list(ctx context.Context, node string) ([]mcpTool, error) {
-	conn := m.env.mcpConn(m.key)
-	raw, err := conn.tools(ctx, m, node)
+	raw, err := m.conn().tools(ctx, m, node)
 	if err != nil {
 		return nil, err
 	}
@@ -275,6 +284,7 @@ func (m *MCP) list(ctx context.Context, node string) ([]mcpTool, error) {
 		if desc == "" {
 			desc = t.Title
 		}
+		desc = m.env.Secrets.Redact(desc) // it goes to the model, like a result
 		out = append(out, mcpTool{def: flows.ToolDef{Name: name, Description: desc, Parameters: schema}, remote: t.Name})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].def.Name < out[j].def.Name })
@@ -305,11 +315,13 @@ func (m *MCP) CallTool(ctx context.Context, s *flows.Step, name string, args jso
 	}
 	key := cacheKey("mcp", s.Version, map[string]any{"server": m.key, "tool": remote, "args": argv})
 	b, _, err := m.env.cached(ctx, s, key, m.ttl, func(ctx context.Context) ([]byte, error) {
-		text, err := m.env.mcpConn(m.key).call(ctx, m, s.Node, remote, argv)
+		text, err := m.conn().call(ctx, m, s.Node, remote, argv)
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(text)
+		// A secret the server echoes is redacted before the result is cached or handed
+		// to the model, as the http component does with responses.
+		return json.Marshal(m.env.Secrets.Redact(text))
 	})
 	if err != nil {
 		return nil, err
@@ -321,8 +333,13 @@ func (m *MCP) CallTool(ctx context.Context, s *flows.Step, name string, args jso
 	return text, nil
 }
 
-// mcpToolError is a tool's own error (isError): it goes back to the model.
+// mcpToolError is a tool's own error (isError): it goes back to the model. Its text is
+// redacted (newToolError), as a result is.
 type mcpToolError struct{ text string }
+
+func (m *MCP) toolError(text string) *mcpToolError {
+	return &mcpToolError{text: m.env.Secrets.Redact(text)}
+}
 
 func (e *mcpToolError) Error() string { return e.text }
 
@@ -357,17 +374,115 @@ func resultText(r *mcp.CallToolResult) string {
 
 // mcpConnection is this process's connection to one MCP server, shared by every node
 // and step that names the same server. It connects on first use and again after a
-// transport failure.
+// transport failure, and closes when it has been idle for Env.MCPIdle (a stdio
+// server's process stops then).
 type mcpConnection struct {
+	env     *Env
+	stdio   bool
 	mu      sync.Mutex
 	session *mcp.ClientSession
 	cached  []*mcp.Tool // the server's tools; nil: ask
 	stderr  *tailBuffer
+	idle    *time.Timer
+
+	// Read without mu by the pool (Env.mcpRoom), which never holds a connection's mu.
+	open atomic.Bool  // a session is open
+	busy atomic.Int32 // calls and listings under way
+	used atomic.Int64 // when the last one ended, unix nanoseconds
 }
 
+// DefaultMCPIdle and DefaultMCPServers bound the MCP connections a process keeps:
+// one idle that long is closed, and at most that many stdio servers run at once.
+const (
+	DefaultMCPIdle    = 5 * time.Minute
+	DefaultMCPServers = 32
+)
+
 func (e *Env) mcpConn(key string) *mcpConnection {
-	c, _ := e.mcps.LoadOrStore(key, &mcpConnection{})
+	if c, ok := e.mcps.Load(key); ok {
+		return c.(*mcpConnection)
+	}
+	c, _ := e.mcps.LoadOrStore(key, &mcpConnection{env: e})
 	return c.(*mcpConnection)
+}
+
+// begin marks the connection in use; end, no longer, and arms the idle timer.
+func (c *mcpConnection) begin() {
+	c.busy.Add(1)
+	c.mu.Lock()
+	if c.idle != nil {
+		c.idle.Stop()
+		c.idle = nil
+	}
+	c.mu.Unlock()
+}
+
+func (c *mcpConnection) end() {
+	c.used.Store(time.Now().UnixNano())
+	if c.busy.Add(-1) > 0 {
+		return
+	}
+	idle := c.env.MCPIdle
+	if idle == 0 {
+		idle = DefaultMCPIdle
+	}
+	if idle < 0 {
+		return
+	}
+	c.mu.Lock()
+	if c.session != nil && c.idle == nil {
+		c.idle = time.AfterFunc(idle, func() { c.closeIdle() })
+	}
+	c.mu.Unlock()
+}
+
+// closeIdle closes the session unless a call or listing is under way; it reports
+// whether it did.
+func (c *mcpConnection) closeIdle() bool {
+	c.mu.Lock()
+	if c.busy.Load() > 0 || c.session == nil {
+		c.mu.Unlock()
+		return false
+	}
+	s := c.session
+	c.session, c.cached, c.idle = nil, nil, nil
+	c.open.Store(false)
+	c.mu.Unlock()
+	_ = s.Close()
+	return true
+}
+
+// mcpRoom makes room for one more stdio server: when MCPServers are running, the one
+// idle the longest is stopped; when none is idle, the step fails and is retried.
+func (e *Env) mcpRoom(node string) error {
+	limit := e.MCPServers
+	if limit <= 0 {
+		limit = DefaultMCPServers
+	}
+	for range 3 {
+		var running int
+		var victim *mcpConnection
+		e.mcps.Range(func(_, v any) bool {
+			c := v.(*mcpConnection)
+			if !c.stdio || !c.open.Load() {
+				return true
+			}
+			running++
+			if c.busy.Load() == 0 && (victim == nil || c.used.Load() < victim.used.Load()) {
+				victim = c
+			}
+			return true
+		})
+		if running < limit {
+			return nil
+		}
+		if victim == nil {
+			break
+		}
+		victim.closeIdle()
+	}
+	return failStep(&flows.Error{Code: flows.Unavailable, Node: node,
+		Message: fmt.Sprintf("this process already runs %d stdio MCP servers, all of them busy; the step is retried", limit)})
 }
 
 // transportError fails the step (it is retried): the server could not be reached, or
@@ -376,18 +491,24 @@ func (c *mcpConnection) transportError(m *MCP, node string, s *mcp.ClientSession
 	c.mu.Lock()
 	if c.session == s {
 		c.session, c.cached = nil, nil
+		c.open.Store(false)
 	}
 	c.mu.Unlock()
 	if s != nil {
 		go s.Close()
 	}
 	msg := fmt.Sprintf("MCP server %s: %v", m.describe(), err)
-	if c.stderr != nil {
-		if tail := c.stderr.String(); tail != "" {
-			msg += "; its stderr ends: " + truncateText(tail, 300)
-		}
+	return failStep(&flows.Error{Code: flows.Unavailable, Node: node, Message: m.withStderr(c, msg)})
+}
+
+// withStderr adds the end of a stdio server's stderr to msg, and redacts the whole: a
+// server that prints its environment (a token the node passed) must not put it in an
+// error, a log line or an HTTP answer.
+func (m *MCP) withStderr(c *mcpConnection, msg string) string {
+	if tail := c.stderr.String(); m.command != "" && tail != "" {
+		msg += "; its stderr ends: " + truncateText(tail, 300)
 	}
-	return failStep(&flows.Error{Code: flows.Unavailable, Node: node, Message: msg})
+	return m.env.Secrets.Redact(msg)
 }
 
 // describe names the server without secrets.
@@ -407,12 +528,25 @@ func (m *MCP) describe() string {
 // connect returns the open session, connecting when there is none.
 func (c *mcpConnection) connect(ctx context.Context, m *MCP, node string) (*mcp.ClientSession, error) {
 	c.mu.Lock()
+	if s := c.session; s != nil {
+		c.mu.Unlock()
+		return s, nil
+	}
+	c.mu.Unlock()
+	if m.command != "" && m.private == nil {
+		// Without any connection's lock: making room may close another one.
+		if err := m.env.mcpRoom(node); err != nil {
+			return nil, err
+		}
+	}
+	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.session != nil {
 		return c.session, nil
 	}
 	var t mcp.Transport
 	if m.command != "" {
+		c.stdio = true
 		cmd := exec.Command(m.command, m.args...)
 		cmd.Env = childEnv()
 		for k, v := range m.envVars {
@@ -468,18 +602,18 @@ func (c *mcpConnection) connect(ctx context.Context, m *MCP, node string) (*mcp.
 			return nil, flows.Permanent(&flows.Error{Code: flows.Forbidden, Node: node, Path: "params.url", Message: fmt.Sprintf("MCP server %s: %v", m.describe(), err)})
 		}
 		msg := fmt.Sprintf("cannot connect to the MCP server %s: %v", m.describe(), err)
-		if tail := c.stderr.String(); m.command != "" && tail != "" {
-			msg += "; its stderr ends: " + truncateText(tail, 300)
-		}
-		return nil, failStep(&flows.Error{Code: flows.Unavailable, Node: node, Message: msg})
+		return nil, failStep(&flows.Error{Code: flows.Unavailable, Node: node, Message: m.withStderr(c, msg)})
 	}
 	c.session, c.cached = s, nil
+	c.open.Store(true)
 	return s, nil
 }
 
 // tools returns the server's tools, listed once per connection (and again when the
 // server says they changed).
 func (c *mcpConnection) tools(ctx context.Context, m *MCP, node string) ([]*mcp.Tool, error) {
+	c.begin()
+	defer c.end()
 	s, err := c.connect(ctx, m, node)
 	if err != nil {
 		return nil, err
@@ -517,6 +651,8 @@ func (c *mcpConnection) tools(ctx context.Context, m *MCP, node string) ([]*mcp.
 // refusal of the call are errors the model gets as the result; a broken connection
 // fails the step.
 func (c *mcpConnection) call(ctx context.Context, m *MCP, node, tool string, args any) (string, error) {
+	c.begin()
+	defer c.end()
 	s, err := c.connect(ctx, m, node)
 	if err != nil {
 		return "", err
@@ -530,9 +666,9 @@ func (c *mcpConnection) call(ctx context.Context, m *MCP, node, tool string, arg
 		case ctx.Err() != nil:
 			return "", ctx.Err()
 		case errors.As(err, &rpcErr):
-			return "", &mcpToolError{text: fmt.Sprintf("the MCP server refused the call: %s", rpcErr.Message)}
+			return "", m.toolError(fmt.Sprintf("the MCP server refused the call: %s", rpcErr.Message))
 		case cctx.Err() != nil:
-			return "", &mcpToolError{text: fmt.Sprintf("the tool did not answer within %s", m.timeout)}
+			return "", m.toolError(fmt.Sprintf("the tool did not answer within %s", m.timeout))
 		}
 		return "", c.transportError(m, node, s, err)
 	}
@@ -541,7 +677,7 @@ func (c *mcpConnection) call(ctx context.Context, m *MCP, node, tool string, arg
 		if text == "" {
 			text = "the tool failed"
 		}
-		return "", &mcpToolError{text: text}
+		return "", m.toolError(text)
 	}
 	return text, nil
 }
@@ -549,16 +685,25 @@ func (c *mcpConnection) call(ctx context.Context, m *MCP, node, tool string, arg
 // closeMCP closes every connection (stdio servers are stopped).
 func (e *Env) closeMCP() {
 	e.mcps.Range(func(k, v any) bool {
-		c := v.(*mcpConnection)
-		c.mu.Lock()
-		s := c.session
-		c.session, c.cached = nil, nil
-		c.mu.Unlock()
-		if s != nil {
-			_ = s.Close()
-		}
+		v.(*mcpConnection).close()
 		return true
 	})
+}
+
+// close closes the session, busy or not.
+func (c *mcpConnection) close() {
+	c.mu.Lock()
+	s := c.session
+	c.session, c.cached = nil, nil
+	if c.idle != nil {
+		c.idle.Stop()
+		c.idle = nil
+	}
+	c.open.Store(false)
+	c.mu.Unlock()
+	if s != nil {
+		_ = s.Close()
+	}
 }
 
 // childEnv is what a stdio MCP server inherits of the worker's environment: where
@@ -632,7 +777,12 @@ func (e *Env) MCPTools(ctx context.Context, params json.RawMessage) ([]flows.Too
 	if err != nil {
 		return nil, err
 	}
+	// The inspector's connection is its own and is closed when the listing is done: a
+	// server started for the editor must not outlive the request (nor count against
+	// the workers' servers).
 	m := c.(*MCP)
+	m.private = &mcpConnection{env: e}
+	defer m.private.close()
 	tools, err := m.list(ctx, "")
 	if err != nil {
 		return nil, err

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/nodes"
@@ -35,7 +38,8 @@ func jsonString(s string) string {
 // reach loopback.
 func mcpEnv(t *testing.T, srv *llmtest.Server) *nodes.Env {
 	env := srv.Env(0)
-	env.MCPCommands = []string{os.Args[0]}
+	env.MCPCommands = []nodes.MCPCommandLine{{Command: os.Args[0]}}
+	env.MCPEnv = []string{mcptest.StdioEnv}
 	env.HTTP = loopbackOK()
 	t.Cleanup(env.Close)
 	return env
@@ -133,7 +137,7 @@ func TestMCPAgentCallsToolsOverStreamableHTTP(t *testing.T) {
 	if !strings.HasPrefix(refusal, "error: ") || mcpSrv.Calls("add") != 0 {
 		t.Errorf("add with a string for a number: %q (%d calls), want an error for the model and no call", refusal, mcpSrv.Calls("add"))
 	}
-	if got := strings.Join(srv.Requests()[0].ToolNames(), ","); got != "add,die,fail,lookup_order,wait" {
+	if got := strings.Join(srv.Requests()[0].ToolNames(), ","); got != "add,die,fail,getenv,lookup_order,wait" {
 		t.Errorf("tools offered %s, want all of the server's", got)
 	}
 	if h := mcpSrv.Header("Authorization"); h != "Bearer tok-123" {
@@ -227,7 +231,8 @@ func TestMCPRefusesLiteralCredentialsInHeadersAndEnv(t *testing.T) {
 		doc := `{"sluice": 1, "id": "x", "nodes": [{"id": "in", "type": "input"}, {"id": "a", "type": "agent", "params": {"model": "m", "user": "go"}},
 			{"id": "t", "type": "mcp", "params": ` + params + `}],
 			"edges": [{"from": "in", "to": "a"}, {"from": "t", "port": "tool", "to": "a", "to_port": "tools"}]}`
-		return flows.Validate([]byte(doc), nodes.NewRegistry(&nodes.Env{MCPCommands: []string{"srv"}}), flows.DefaultLimits).Errors()
+		return flows.Validate([]byte(doc), nodes.NewRegistry(&nodes.Env{MCPCommands: []nodes.MCPCommandLine{{Command: "srv"}},
+			MCPEnv: []string{"GITHUB_PERSONAL_ACCESS_TOKEN", "OPENAI_API_KEY", "DB_PASSWORD", "GITHUB_TOKEN", "LOG_LEVEL", "MONKEY"}}), flows.DefaultLimits).Errors()
 	}
 	for _, tc := range []struct{ name, params, path string }{
 		{"an Authorization header", `{"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "hunter2"}}`, "nodes[2].params.headers.Authorization"},
@@ -266,4 +271,151 @@ func TestMCPToolsForTheInspector(t *testing.T) {
 	if _, err := env.MCPTools(context.Background(), json.RawMessage(`{"url": 7}`)); flows.ErrorCode(err) != flows.Invalid {
 		t.Errorf("bad params: %v, want invalid", err)
 	}
+}
+
+// secretEnv is mcpEnv that lets flows read SLUICE_SECRET_MCP_TOKEN (value secret) and
+// lets a node set the test server's token variable.
+func secretEnv(t *testing.T, srv *llmtest.Server, secret string) *nodes.Env {
+	env := mcpEnv(t, srv)
+	env.MCPEnv = append(env.MCPEnv, mcptest.TokenEnv)
+	env.LookupEnv = func(name string) (string, bool) {
+		if name == "SLUICE_SECRET_MCP_TOKEN" {
+			return secret, true
+		}
+		return "", false
+	}
+	return env
+}
+
+// A server that fails to start and prints the token it was given to stderr: the
+// error (what the inspector answers, what a run records and logs) has it redacted.
+func TestMCPServersStderrHasItsSecretsRedacted(t *testing.T) {
+	const secret = "tok-9f3a7c1e55d2"
+	env := secretEnv(t, llmtest.New(t), secret)
+	params := `{"command": ` + jsonString(os.Args[0]) + `, "env": {"` + mcptest.StdioEnv + `": "stderr", "` +
+		mcptest.TokenEnv + `": {"$env": "SLUICE_SECRET_MCP_TOKEN"}}, "timeout": "20s"}`
+	_, err := env.MCPTools(context.Background(), json.RawMessage(params))
+	if err == nil || !strings.Contains(err.Error(), "cannot log in with token [redacted:SLUICE_SECRET_MCP_TOKEN]") {
+		t.Errorf("the inspector's error %v; want the stderr with the token redacted", err)
+	}
+	if err != nil && strings.Contains(err.Error(), secret) {
+		t.Errorf("the inspector's error has the secret: %v", err)
+	}
+	a, s := mcpAgentStep(t, env, params, "")
+	_, err = a.Run(context.Background(), s)
+	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "[redacted:") {
+		t.Errorf("a step's error %v; want the stderr with the token redacted", err)
+	}
+}
+
+// A secret a tool returns reaches the model redacted, as the http component's responses
+// do (and the cache holds it redacted too).
+func TestMCPToolResultReachesTheModelWithSecretsRedacted(t *testing.T) {
+	const secret = "tok-1b7e44a09c3f"
+	srv := llmtest.New(t)
+	env := secretEnv(t, srv, secret)
+	answerWithResults(srv, llmtest.Call("c1", "getenv", `{"name": "`+mcptest.TokenEnv+`"}`))
+	params := stdioParams(`, "tools": ["getenv"]`)
+	params = strings.Replace(params, `"1"}`, `"1", "`+mcptest.TokenEnv+`": {"$env": "SLUICE_SECRET_MCP_TOKEN"}}`, 1)
+	a, s := mcpAgentStep(t, env, params, "10m")
+	res, err := a.Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	got := reqs[1].Last().Text()
+	if strings.Contains(got, secret) || got != mcptest.TokenEnv+"=[redacted:SLUICE_SECRET_MCP_TOKEN]" {
+		t.Errorf("the model got the tool result %q; want the token redacted", got)
+	}
+	if strings.Contains(res.Output.(string), secret) {
+		t.Errorf("output %q has the secret", res.Output)
+	}
+}
+
+// children counts this process's child processes (the stdio servers it started).
+func children(t *testing.T) int {
+	t.Helper()
+	self := strconv.Itoa(os.Getpid())
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	n := 0
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after the last ')'.
+		fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(fields) > 1 && fields[1] == self {
+			n++
+		}
+	}
+	return n
+}
+
+// waitChildren waits until this process has at most n children.
+func waitChildren(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for children(t) > n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d child processes, want at most %d", children(t), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The inspector starts a stdio server for one listing only: thirty listings of thirty
+// different servers leave no process behind.
+func TestMCPInspectorLeavesNoServerRunning(t *testing.T) {
+	env := &nodes.Env{MCPCommands: []nodes.MCPCommandLine{{Command: os.Args[0]}}, MCPEnv: []string{mcptest.StdioEnv, "MCPTEST_N"}}
+	t.Cleanup(env.Close)
+	before := children(t)
+	for i := range 30 {
+		params := `{"command": ` + jsonString(os.Args[0]) + `, "env": {"` + mcptest.StdioEnv + `": "1", "MCPTEST_N": "` + strconv.Itoa(i) + `"}}`
+		if _, err := env.MCPTools(context.Background(), json.RawMessage(params)); err != nil {
+			t.Fatal(err)
+		}
+		if n := children(t); n > before {
+			t.Fatalf("after listing %d: %d child processes, %d before", i+1, n, before)
+		}
+	}
+}
+
+// A worker's stdio servers are bounded (the one idle longest makes room) and stop once
+// idle.
+func TestMCPWorkerStdioServersAreBoundedAndReaped(t *testing.T) {
+	srv := llmtest.New(t)
+	env := mcpEnv(t, srv)
+	env.MCPEnv = append(env.MCPEnv, "MCPTEST_N")
+	env.MCPServers = 2
+	env.MCPIdle = time.Hour // this part: only the bound stops servers
+	before := children(t)
+	answerWithResults(srv, llmtest.Call("c1", "add", `{"a": 1, "b": 2}`))
+	for i := range 5 {
+		params := stdioParams(`, "tools": ["add"]`)
+		params = strings.Replace(params, `"1"}`, `"1", "MCPTEST_N": "`+strconv.Itoa(i)+`"}`, 1)
+		a, s := mcpAgentStep(t, env, params, "")
+		if res, err := a.Run(context.Background(), s); err != nil || res.Output != "3" {
+			t.Fatalf("server %d: %v %v", i, res, err)
+		}
+		if n := children(t) - before; n > 2 {
+			t.Fatalf("after server %d: %d stdio servers run, the bound is 2", i+1, n)
+		}
+	}
+	if n := children(t) - before; n != 2 {
+		t.Errorf("%d stdio servers run after five, want the bound, 2", n)
+	}
+
+	// Idle ones stop.
+	idle := mcpEnv(t, srv)
+	idle.MCPIdle = 20 * time.Millisecond
+	a, s := mcpAgentStep(t, idle, stdioParams(`, "tools": ["add"]`), "")
+	if _, err := a.Run(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	env.Close()
+	waitChildren(t, before)
 }

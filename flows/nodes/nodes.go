@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/sluicehq/sluice/flows"
 	"golang.org/x/sync/singleflight"
@@ -37,9 +38,18 @@ type Env struct {
 	// Ledger keeps what model calls spent, for budgets (store.Ledger); nil keeps it in
 	// this process only.
 	Ledger SpendLedger
-	// MCPCommands are the commands the mcp component may start as stdio MCP servers
-	// (exact match of its command); empty: none.
-	MCPCommands []string
+	// MCPCommands are the command lines the mcp component may start as stdio MCP
+	// servers (ParseMCPCommands, mcpallow.go); empty: none.
+	MCPCommands []MCPCommandLine
+	// MCPEnv are the environment variables an mcp node's env may set for its server
+	// (CheckMCPEnvNames); empty: none.
+	MCPEnv []string
+	// MCPIdle closes a connection to an MCP server (a stdio server's process stops)
+	// after it was not used for that long; 0: DefaultMCPIdle, negative: never.
+	MCPIdle time.Duration
+	// MCPServers is how many stdio MCP servers may run at once in this process; the one
+	// idle the longest makes room for a new one. 0: DefaultMCPServers.
+	MCPServers int
 	// Logger logs what components do (never secrets); nil discards.
 	Logger *slog.Logger
 	// Secrets is the rule for the environment variables {"$env": NAME} may name and the

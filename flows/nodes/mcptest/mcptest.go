@@ -18,8 +18,13 @@ import (
 )
 
 // StdioEnv is the environment variable that makes a test binary serve MCP on stdio
-// (ServeStdioIfAsked) instead of running its tests.
+// (ServeStdioIfAsked) instead of running its tests. With the value "stderr" it instead
+// prints its environment variable MCPTEST_TOKEN to stderr and exits with status 1, like a
+// server that fails to start and says why with what it was given.
 const StdioEnv = "MCPTEST_SERVE_STDIO"
+
+// TokenEnv is the variable the "stderr" mode prints (see StdioEnv).
+const TokenEnv = "MCPTEST_TOKEN"
 
 // Server is the test server's tools and what they were asked.
 type Server struct {
@@ -42,6 +47,11 @@ type OrderArgs struct {
 	ID string `json:"id" jsonschema:"the order id, e.g. A-1"`
 }
 
+// GetenvArgs are the arguments of "getenv".
+type GetenvArgs struct {
+	Name string `json:"name" jsonschema:"the variable's name"`
+}
+
 // Order is what "lookup_order" answers.
 type Order struct {
 	ID     string `json:"id"`
@@ -57,6 +67,8 @@ type Order struct {
 //	fail         {}     -> a tool error: "the order database is down"
 //	wait         {}     -> "released" once the test calls Release
 //	die          {}     -> the process exits with status 3 before answering
+//	getenv       {name} -> the value of the server's environment variable name (a
+//	                       server that echoes what it was given, a secret too)
 func New() *Server {
 	s := &Server{Server: mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1"}, nil),
 		calls: map[string]int{}, release: make(chan struct{}), waiting: make(chan struct{}, 100)}
@@ -85,6 +97,11 @@ func New() *Server {
 				return nil, nil, ctx.Err()
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "released"}}}, nil, nil
+		})
+	mcp.AddTool(s.Server, &mcp.Tool{Name: "getenv", Description: "Tells the value of one of the server's environment variables."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in GetenvArgs) (*mcp.CallToolResult, any, error) {
+			s.count("getenv")
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Name + "=" + os.Getenv(in.Name)}}}, nil, nil
 		})
 	mcp.AddTool(s.Server, &mcp.Tool{Name: "die", Description: "Kills the server's process."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
@@ -169,8 +186,12 @@ func (h *HTTP) Kill() {
 // test package's TestMain calls it first, so the test binary is also the MCP server
 // that stdio tests start.
 func ServeStdioIfAsked() {
-	if os.Getenv(StdioEnv) == "" {
+	switch os.Getenv(StdioEnv) {
+	case "":
 		return
+	case "stderr":
+		fmt.Fprintf(os.Stderr, "mcptest: cannot log in with token %s\n", os.Getenv(TokenEnv))
+		os.Exit(1)
 	}
 	err := New().Run(context.Background(), &mcp.StdioTransport{})
 	if err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
