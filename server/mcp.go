@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -42,18 +43,32 @@ func NewMCPServer(d MCPDeps) *mcp.Server {
 		d.Logger = slog.Default()
 	}
 	g := &gateway{lib: d.Library, eng: d.Engine, rdb: d.Redis, hub: d.Hub, log: d.Logger}
-	return newMCPServer(g, d.Version)
+	return newMCPServer(g, d.Version).srv
 }
 
-// mcpFlows keeps the MCP server's tools in step with the library.
+// mcpFlows keeps the MCP server's tools in step with the library, and knows the tool
+// calls under way, so that a call whose HTTP request is gone, or whose session is
+// deleted, cancels its run.
 type mcpFlows struct {
 	g     *gateway
 	srv   *mcp.Server
 	mu    sync.Mutex
 	known map[string]string // flow -> version offered
+
+	cmu      sync.Mutex
+	requests map[string]context.Context       // mcpRequestHeader value -> its HTTP request's context
+	calls    map[string]map[*mcpCall]struct{} // session id -> its calls under way
 }
 
-func newMCPServer(g *gateway, version string) *mcp.Server {
+// mcpCall is one tool call under way.
+type mcpCall struct{ cancel context.CancelFunc }
+
+// mcpRequestHeader links a tools/call to the HTTP request that carries it: the /mcp
+// handler sets it on every POST (replacing what a client sent) and the SDK hands the
+// request's headers to the tool handler.
+const mcpRequestHeader = "X-Sluice-Mcp-Request"
+
+func newMCPServer(g *gateway, version string) *mcpFlows {
 	if version == "" {
 		version = "dev"
 	}
@@ -61,7 +76,7 @@ func newMCPServer(g *gateway, version string) *mcp.Server {
 		Instructions: "Each tool runs a Sluice flow durably and returns the run's output. A run that needs a person's approval is reported as waiting, with where to approve it.",
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
-	m := &mcpFlows{g: g, srv: srv, known: map[string]string{}}
+	m := &mcpFlows{g: g, srv: srv, known: map[string]string{}, requests: map[string]context.Context{}, calls: map[string]map[*mcpCall]struct{}{}}
 	// The tools follow the library: before every listing (and a call of a tool not
 	// offered yet), flows added, changed, removed or no longer offered are brought up
 	// to date. A call of a known flow runs its saved file as it is now anyway.
@@ -79,7 +94,75 @@ func newMCPServer(g *gateway, version string) *mcp.Server {
 		}
 	})
 	m.sync(context.Background())
-	return srv
+	return m
+}
+
+// callContext is the context a tool call runs its flow under: cancelled when the client
+// cancels (the SDK's), when the HTTP request that carries the call is gone (a dropped
+// connection: the answer can no longer be delivered, as no event store keeps it for a
+// resumed stream), and when the call's session is deleted or closed.
+func (m *mcpFlows) callContext(ctx context.Context, req *mcp.CallToolRequest) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := func() bool { return false }
+	if req.Extra != nil && req.Extra.Header != nil {
+		m.cmu.Lock()
+		httpCtx := m.requests[req.Extra.Header.Get(mcpRequestHeader)]
+		m.cmu.Unlock()
+		if httpCtx != nil {
+			stop = context.AfterFunc(httpCtx, cancel)
+		}
+	}
+	sid := ""
+	if req.Session != nil {
+		sid = req.Session.ID()
+	}
+	call := &mcpCall{cancel: cancel}
+	m.cmu.Lock()
+	if m.calls[sid] == nil {
+		m.calls[sid] = map[*mcpCall]struct{}{}
+	}
+	m.calls[sid][call] = struct{}{}
+	m.cmu.Unlock()
+	return ctx, func() {
+		stop()
+		m.cmu.Lock()
+		delete(m.calls[sid], call)
+		if len(m.calls[sid]) == 0 {
+			delete(m.calls, sid)
+		}
+		m.cmu.Unlock()
+		cancel()
+	}
+}
+
+// cancelSession cancels the calls under way in a session (it is being deleted).
+func (m *mcpFlows) cancelSession(sid string) {
+	m.cmu.Lock()
+	defer m.cmu.Unlock()
+	for c := range m.calls[sid] {
+		c.cancel()
+	}
+}
+
+// track registers an HTTP request's context under id until the returned func is called.
+func (m *mcpFlows) track(id string, ctx context.Context) func() {
+	m.cmu.Lock()
+	m.requests[id] = ctx
+	m.cmu.Unlock()
+	return func() {
+		m.cmu.Lock()
+		delete(m.requests, id)
+		m.cmu.Unlock()
+	}
+}
+
+// sessions counts the open MCP sessions.
+func (m *mcpFlows) sessions() int {
+	n := 0
+	for range m.srv.Sessions() {
+		n++
+	}
+	return n
 }
 
 // offers reports whether flow is offered as a tool now.
@@ -146,6 +229,8 @@ func flowTool(p *flows.Plan) (*mcp.Tool, bool) {
 // handler runs the flow for a call.
 func (m *mcpFlows) handler(flow string, wrapped bool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, done := m.callContext(ctx, req)
+		defer done()
 		plan, err := m.g.plan(ctx, flow)
 		if err != nil {
 			return toolError(fmt.Sprintf("flow %s: %v", flow, err)), nil
@@ -263,14 +348,38 @@ func progressMessage(ev store.Event) string {
 }
 
 // mcpHandler serves the MCP server over Streamable HTTP (GET, POST and DELETE).
+//
+// Sluice's own checks (Host, Origin, the token) run before it, so the SDK's DNS
+// rebinding guard is off: it would refuse the Host names Sluice serves (app.localhost,
+// --allowed-hosts, any Host with a token behind a proxy on loopback). Idle sessions
+// close after MCPSessionIdle; past MCPSessions open sessions a new one gets 503.
 func (s *Server) mcpHandler() echo.HandlerFunc {
 	if s.mcp == nil {
 		return func(echo.Context) error {
 			return &flows.Error{Code: flows.Unavailable, Message: "this server offers no flows over MCP"}
 		}
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{Logger: s.log})
-	return echo.WrapHandler(h)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp.srv }, &mcp.StreamableHTTPOptions{
+		Logger: s.log, SessionTimeout: s.cfg.MCPSessionIdle, DisableLocalhostProtection: true, MaxRequestBodyBytes: s.cfg.BodyLimit})
+	return func(c echo.Context) error {
+		r := c.Request()
+		sid := r.Header.Get("Mcp-Session-Id")
+		switch r.Method {
+		case http.MethodPost:
+			if sid == "" && s.mcp.sessions() >= s.cfg.MCPSessions {
+				c.Response().Header().Set("Retry-After", "60")
+				return &flows.Error{Code: flows.Unavailable, Message: fmt.Sprintf("this server has %d MCP sessions open, its limit; "+
+					"end one (DELETE /mcp) or wait: a session idle for %s is closed", s.cfg.MCPSessions, s.cfg.MCPSessionIdle)}
+			}
+			id := rand.Text()
+			r.Header.Set(mcpRequestHeader, id)
+			defer s.mcp.track(id, r.Context())()
+		case http.MethodDelete:
+			s.mcp.cancelSession(sid)
+		}
+		h.ServeHTTP(c.Response(), r)
+		return nil
+	}
 }
 
 // MCPToolsRequest is the body of POST /api/mcp/tools: an mcp node's params.

@@ -20,7 +20,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/server/live"
@@ -68,6 +67,11 @@ type Config struct {
 	// HookConcurrency caps the webhook deliveries whose bodies are read at the same
 	// time (default 64); one more gets 503.
 	HookConcurrency int
+	// MCPSessions caps the open sessions of /mcp (default 1000): one more initialize
+	// gets 503. MCPSessionIdle closes a session no request used for that long (default
+	// 30m).
+	MCPSessions    int
+	MCPSessionIdle time.Duration
 }
 
 // MinTokenLength is the fewest characters a token may have.
@@ -163,7 +167,7 @@ type Server struct {
 	metrics *Metrics
 	hub     *live.Hub
 	limiter *failLimiter
-	mcp     *mcp.Server
+	mcp     *mcpFlows
 	tools   MCPToolLister
 	// csrfKey signs the pages' form tokens (protect.go).
 	csrfKey []byte
@@ -204,6 +208,12 @@ func New(cfg Config, d Deps) *Server {
 	}
 	if cfg.HookConcurrency <= 0 {
 		cfg.HookConcurrency = 64
+	}
+	if cfg.MCPSessions <= 0 {
+		cfg.MCPSessions = 1000
+	}
+	if cfg.MCPSessionIdle <= 0 {
+		cfg.MCPSessionIdle = 30 * time.Minute
 	}
 	if d.Metrics == nil {
 		d.Metrics = NewMetrics()

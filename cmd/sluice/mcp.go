@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,7 +19,7 @@ import (
 // cmdMCP serves the library's flows with "settings": {"mcp": true} as MCP tools on stdin
 // and stdout, for MCP clients that start their servers as commands (Claude Desktop,
 // IDEs, agent frameworks). Logs go to stderr: stdout is the protocol's.
-func cmdMCP(ctx context.Context, args []string, _, stderr io.Writer) error {
+func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL; empty starts the embedded Redis (env REDIS_URL)")
@@ -86,10 +87,11 @@ func cmdMCP(ctx context.Context, args []string, _, stderr io.Writer) error {
 
 	srv := server.NewMCPServer(server.MCPDeps{Library: lib, Engine: e, Redis: rdb, Hub: hub, Logger: log, Version: version})
 	log.Info("serving MCP on stdio", "flows", lib.Dir, "workers", *workers)
-	err = srv.Run(ctx, &mcp.StdioTransport{})
+	// A malformed line gets a JSON-RPC error reply; the session goes on (mcpstdio.go).
+	err = srv.Run(ctx, &server.StdioTransport{In: os.Stdin, Out: stdout})
 	stop()
 	bg.Wait()
-	if errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) {
 		return nil
 	}
 	return err

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,5 +87,75 @@ func TestSluiceMCPServesFlowsOnStdio(t *testing.T) {
 			t.Fatalf("progress notifications %q, want the run's steps", got)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A malformed line on stdin gets a JSON-RPC error reply (parse error or invalid
+// request, with the request's id when it has one) and `sluice mcp` goes on serving.
+func TestSluiceMCPAnswersMalformedLinesAndGoesOn(t *testing.T) {
+	cmd := exec.Command(binary, "mcp", "--flows", t.TempDir())
+	cmd.Env = append(os.Environ(), "REDIS_URL=")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	replies := bufio.NewScanner(stdout)
+	replies.Buffer(nil, 1<<20)
+	ask := func(line string) map[string]any {
+		t.Helper()
+		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
+			t.Fatalf("writing %.40q: %v (the server is gone?)", line, err)
+		}
+		if !replies.Scan() {
+			t.Fatalf("no reply to %.40q: %v (the server exited?)", line, replies.Err())
+		}
+		var m map[string]any
+		if err := json.Unmarshal(replies.Bytes(), &m); err != nil {
+			t.Fatalf("reply to %.40q is not JSON: %s", line, replies.Bytes())
+		}
+		return m
+	}
+	deep := strings.Repeat("[", 50000) + strings.Repeat("]", 50000)
+	deepObject := strings.Repeat(`{"a":`, 50000) + "1" + strings.Repeat("}", 50000)
+	for _, tc := range []struct {
+		line string
+		code float64
+		id   any
+	}{
+		{"garbage", -32700, nil},
+		{"{", -32700, nil},
+		{"42", -32600, nil},
+		{"[]", -32600, nil},
+		{`[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]`, -32600, nil},
+		{`{"jsonrpc": "1.0", "id": 5, "method": "tools/list"}`, -32600, float64(5)},
+		{`{"jsonrpc": "2.0", "id": "x", "method": 7}`, -32600, "x"},
+		{deep, -32700, nil},
+		{deepObject, -32700, nil},
+	} {
+		m := ask(tc.line)
+		e, _ := m["error"].(map[string]any)
+		if m["jsonrpc"] != "2.0" || e == nil || e["code"] != tc.code || m["id"] != tc.id {
+			t.Errorf("reply to %.40q: %v, want error %v with id %v", tc.line, m, tc.code, tc.id)
+		}
+		if _, ok := m["id"]; !ok {
+			t.Errorf("reply to %.40q has no id (JSON-RPC asks for null): %v", tc.line, m)
+		}
+	}
+	// Still serving: a session starts and answers.
+	init := ask(`{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}`)
+	if _, ok := init["result"]; !ok {
+		t.Fatalf("initialize after malformed lines: %v", init)
+	}
+	io.WriteString(stdin, `{"jsonrpc": "2.0", "method": "notifications/initialized"}`+"\n")
+	if list := ask(`{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}`); list["result"] == nil {
+		t.Errorf("tools/list after malformed lines: %v", list)
 	}
 }
