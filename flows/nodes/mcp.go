@@ -32,8 +32,8 @@ func mcpSpec(env *Env) flows.Spec {
 		Title:    "MCP server",
 		Category: "tools",
 		Description: "The tools of a Model Context Protocol server, offered to the agent this node is attached to: " +
-			"over stdio (a command the server allows with --mcp-commands, with args and an environment whose " +
-			"secrets are {\"$env\": \"NAME\"} references) or Streamable HTTP (a URL, headers with {\"$env\"} " +
+			"over stdio (a command line the server allows with --mcp-commands, with an environment of names it allows " +
+			"with --mcp-env, secrets as {\"$env\": \"NAME\"} references) or Streamable HTTP (a URL, headers with {\"$env\"} " +
 			"secrets, checked by the same SSRF guard as the http component). At each agent step the server's tools " +
 			"are listed (only those named in tools, when given) and their JSON schemas handed to the model, named " +
 			"tool_prefix + the tool's name. A tool's error and the server's refusal of a call reach the model as the " +
@@ -44,9 +44,9 @@ func mcpSpec(env *Env) flows.Spec {
 		Params: json.RawMessage(`{
 			"type": "object", "additionalProperties": false,
 			"properties": {
-				"command": {"type": "string", "minLength": 1, "description": "stdio: the server's command; the worker must allow it (--mcp-commands)."},
-				"args": {"type": "array", "items": {"type": "string"}, "description": "stdio: the command's arguments."},
-				"env": {"type": "object", "description": "stdio: the server's environment (it gets only PATH, HOME, LANG and TMPDIR of the worker's otherwise): a value, or {\"$env\": \"NAME\"} for a secret. A variable named like a credential (*TOKEN*, *SECRET*, *KEY*, *PASSWORD*, ...) takes only {\"$env\"}.",
+				"command": {"type": "string", "minLength": 1, "description": "stdio: the server's command; with args, it must be a command line the worker allows (--mcp-commands)."},
+				"args": {"type": "array", "items": {"type": "string"}, "description": "stdio: the command's arguments, exactly as the allowed line has them (a {placeholder} of the line takes any one argument that is not an option)."},
+				"env": {"type": "object", "description": "stdio: the server's environment besides PATH, HOME, LANG and TMPDIR of the worker's: names the worker allows (--mcp-env), each a value or {\"$env\": \"NAME\"} for a secret. A variable named like a credential (*TOKEN*, *SECRET*, *KEY*, *PASSWORD*, ...) takes only {\"$env\"}.",
 					"x-secret-keys": "` + mcpSecretKeys + `",
 					"additionalProperties": {"anyOf": [
 						{"type": "string"},
