@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -157,5 +158,28 @@ func TestSluiceMCPAnswersMalformedLinesAndGoesOn(t *testing.T) {
 	io.WriteString(stdin, `{"jsonrpc": "2.0", "method": "notifications/initialized"}`+"\n")
 	if list := ask(`{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}`); list["result"] == nil {
 		t.Errorf("tools/list after malformed lines: %v", list)
+	}
+}
+
+// The operator's allow-lists are checked at start: a launcher's line with a placeholder
+// and an environment name that runs code stop the command with exit 2 and say why.
+func TestMCPAllowListsAreCheckedAtStart(t *testing.T) {
+	flow := filepath.Join(t.TempDir(), "f.json")
+	b, _ := examples.Read("linear")
+	os.WriteFile(flow, b, 0o644)
+	for _, tc := range []struct{ flag, value, says string }{
+		{"--mcp-commands", "npx -y {package}", "shell on the worker"},
+		{"--mcp-commands", "github-mcp-server 'stdio", "not closed"},
+		{"--mcp-env", "LOG_LEVEL,NODE_OPTIONS", "NODE_OPTIONS cannot be allowed"},
+	} {
+		out, err := exec.Command(binary, "validate", tc.flag, tc.value, flow).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), tc.says) || !strings.Contains(string(out), tc.flag) {
+			t.Errorf("%s %q: %v %s; want exit 2 saying %q", tc.flag, tc.value, err, out, tc.says)
+		}
+	}
+	if out, err := exec.Command(binary, "validate", "--mcp-commands", "npx -y @modelcontextprotocol/server-github,srv {dir}",
+		"--mcp-env", "GITHUB_PERSONAL_ACCESS_TOKEN", flow).CombinedOutput(); err != nil {
+		t.Errorf("allowed lists: %v %s", err, out)
 	}
 }
