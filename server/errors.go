@@ -20,10 +20,19 @@ const codeRateLimited flows.Code = "rate_limited"
 // codeRequestTimeout is the code of a request whose body did not arrive in time.
 const codeRequestTimeout flows.Code = "request_timeout"
 
+// codeRunFailed and codeRunWaiting answer an OpenAI-compatible call whose run failed or
+// waits for a person: 400s, which no client retries (see runOutcome).
+const (
+	codeRunFailed  flows.Code = "run_failed"
+	codeRunWaiting flows.Code = "run_waiting"
+)
+
 // statusOf is the one map from error codes to HTTP status.
 var statusOf = map[flows.Code]int{
 	codeRateLimited:    http.StatusTooManyRequests,
 	codeRequestTimeout: http.StatusRequestTimeout,
+	codeRunFailed:      http.StatusBadRequest,
+	codeRunWaiting:     http.StatusBadRequest,
 	flows.Invalid:      http.StatusBadRequest,
 	flows.NotFound:     http.StatusNotFound,
 	flows.Conflict:     http.StatusConflict,

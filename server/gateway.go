@@ -70,17 +70,29 @@ func inputSchema(p *flows.Plan) json.RawMessage {
 // live events until the run finishes or waits for a person; it returns the run as it
 // then is. The run's id is returned as soon as it exists, also with an error.
 func (g *gateway) run(ctx context.Context, plan *flows.Plan, input json.RawMessage, onEvent func(store.Event)) (string, *store.Run, error) {
-	last := ""
-	if onEvent != nil && g.hub != nil {
-		var err error
+	id, last, err := g.start(ctx, plan, input, engine.StartOptions{}, onEvent != nil)
+	if err != nil {
+		return id, nil, err
+	}
+	r, err := g.follow(ctx, plan, id, last, onEvent)
+	return id, r, err
+}
+
+// start starts a run; with events, it also returns the flow's last event id before the
+// start, from which follow reads the run's events without missing one.
+func (g *gateway) start(ctx context.Context, plan *flows.Plan, input json.RawMessage, opts engine.StartOptions, events bool) (id, last string, err error) {
+	if events && g.hub != nil {
 		if last, err = g.rdb.LastEventID(ctx, plan.Flow); err != nil {
-			return "", nil, err
+			return "", "", err
 		}
 	}
-	id, err := g.eng.Start(ctx, plan, input, engine.StartOptions{})
-	if err != nil {
-		return "", nil, err
-	}
+	id, err = g.eng.Start(ctx, plan, input, opts)
+	return id, last, err
+}
+
+// follow calls onEvent (when not nil) with run id's events after last until the run
+// finishes or waits for a person, and returns the run as it then is.
+func (g *gateway) follow(ctx context.Context, plan *flows.Plan, id, last string, onEvent func(store.Event)) (*store.Run, error) {
 	type outcome struct {
 		r   *store.Run
 		err error
@@ -125,7 +137,7 @@ func (g *gateway) run(ctx context.Context, plan *flows.Plan, input json.RawMessa
 		select {
 		case s := <-done:
 			if s.err != nil || msgs == nil || settled == s.r.Status {
-				return id, s.r, s.err
+				return s.r, s.err
 			}
 			// The run's last events may still be on their way: take them until the
 			// event of its settling (the same commit wrote it after them).
@@ -135,14 +147,14 @@ func (g *gateway) run(ctx context.Context, plan *flows.Plan, input json.RawMessa
 				select {
 				case m := <-msgs:
 					if settles(deliver(m), s.r.Status) {
-						return id, s.r, nil
+						return s.r, nil
 					}
 				case <-dropped:
-					return id, s.r, nil
+					return s.r, nil
 				case <-drain.C:
-					return id, s.r, nil
+					return s.r, nil
 				case <-ctx.Done():
-					return id, s.r, nil
+					return s.r, nil
 				}
 			}
 		case <-dropped:

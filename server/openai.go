@@ -1,6 +1,10 @@
 package server
 
 import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,7 +12,9 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/openai/openai-go/v3"
 	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -47,13 +53,6 @@ type ChatMessage struct {
 	Name    string `json:"name,omitempty"`
 }
 
-// ChatUsage is a completion's token usage: the whole run's.
-type ChatUsage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-	TotalTokens      int64 `json:"total_tokens"`
-}
-
 // chatFlow reports whether a flow takes chat messages: its input schema has a
 // "messages" property of type array.
 func chatFlow(p *flows.Plan) bool {
@@ -88,20 +87,29 @@ func (s *Server) gateway() *gateway {
 
 // listModels serves GET /v1/models: the flows that take chat messages.
 func (s *Server) listModels(c echo.Context) error {
-	type model struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
-	}
 	out := struct {
-		Object string  `json:"object"`
-		Data   []model `json:"data"`
-	}{Object: "list", Data: []model{}}
+		Object string         `json:"object"`
+		Data   []openai.Model `json:"data"`
+	}{Object: "list", Data: []openai.Model{}}
 	for _, p := range s.gateway().flows(c.Request().Context(), chatFlow) {
-		out.Data = append(out.Data, model{ID: p.Flow, Object: "model", OwnedBy: "sluice"})
+		out.Data = append(out.Data, modelOf(p))
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// getModel serves GET /v1/models/{model}: a flow that takes chat messages.
+func (s *Server) getModel(c echo.Context) error {
+	id := c.Param("model")
+	if flows.ValidID(id) {
+		if p, err := s.gateway().plan(c.Request().Context(), id); err == nil && chatFlow(p) {
+			return c.JSON(http.StatusOK, modelOf(p))
+		}
+	}
+	return &flows.Error{Code: flows.NotFound, Path: "model", Message: fmt.Sprintf("no model %q: a model is the id of a flow that takes chat messages (GET /v1/models lists them)", id)}
+}
+
+func modelOf(p *flows.Plan) openai.Model {
+	return openai.Model{ID: p.Flow, Object: "model", OwnedBy: "sluice"}
 }
 
 // chatMessages turns the request's messages into the flow's input.
@@ -145,6 +153,13 @@ func chatMessages(in []ChatMessageIn) ([]ChatMessage, error) {
 
 // chatCompletions serves POST /v1/chat/completions: runs the flow named by model with
 // the messages and answers in the OpenAI format, streamed with stream: true.
+//
+// One call is one run. A run's outcome is final (the flow retried its own steps), so a
+// run that failed or waits for a person is answered with a status no OpenAI client
+// retries (400, see runOutcome); and a request seen again from the same caller — the
+// same Idempotency-Key, or without one the same body within ChatDedupe — is answered
+// from the run the first one started instead of starting another (the SDKs retry
+// timeouts and dropped connections whatever the status).
 func (s *Server) chatCompletions(c echo.Context) error {
 	var req ChatCompletionRequest
 	b, err := readBody(c)
@@ -172,28 +187,40 @@ func (s *Server) chatCompletions(c echo.Context) error {
 			Message: "this flow does not take chat messages: its input schema needs a \"messages\" property of type array (see docs/api.md)"}
 	}
 	input, _ := json.Marshal(map[string]any{"messages": msgs})
-	id := "chatcmpl-" + plan.Flow
+	runID, seen, err := s.dedupeChat(c, plan.Flow, b)
+	if err != nil {
+		return err
+	}
 	// From here on a run is started: a client that retried an error would start another.
 	c.Response().Header().Set("X-Should-Retry", "false")
 	created := time.Now().Unix()
+	last := ""
+	if !seen {
+		if runID, last, err = g.start(ctx, plan, input, engine.StartOptions{RunID: runID}, req.Stream); err != nil {
+			s.forgetChat(c, plan.Flow, b)
+			return err
+		}
+	} else if err := s.awaitRun(ctx, plan.Flow, runID); err != nil {
+		return err
+	}
+	c.Response().Header().Set("X-Sluice-Run", runID)
+	id := "chatcmpl-" + runID
 	if !req.Stream {
-		runID, run, err := g.run(ctx, plan, input, nil)
+		run, err := g.follow(ctx, plan, runID, last, nil)
 		if err != nil {
-			if runID != "" && ctx.Err() != nil {
+			if ctx.Err() != nil && !seen {
 				g.cancel(plan.Flow, runID)
 			}
 			return err
 		}
-		c.Response().Header().Set("X-Sluice-Run", run.ID)
 		if err := runOutcome(run); err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, map[string]any{
-			"id": "chatcmpl-" + run.ID, "object": "chat.completion", "created": created, "model": plan.Flow,
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "logprobs": nil,
-				"message": map[string]any{"role": "assistant", "content": answerText(run.Output()), "refusal": nil}}},
-			"usage": usageOf(run),
-		})
+		return c.JSONBlob(http.StatusOK, wireJSON(openai.ChatCompletion{
+			ID: id, Created: created, Model: plan.Flow, Usage: usageOf(run),
+			Choices: []openai.ChatCompletionChoice{{Index: 0, FinishReason: "stop",
+				Message: openai.ChatCompletionMessage{Role: "assistant", Content: answerText(run.Output())}}},
+		}))
 	}
 
 	w := c.Response()
@@ -201,64 +228,229 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	send := func(v any) {
-		b, _ := json.Marshal(v)
+	send := func(b []byte) {
 		fmt.Fprintf(w, "data: %s\n\n", b)
 		w.Flush()
 	}
-	chunk := func(delta map[string]any, finish any) map[string]any {
-		return map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": plan.Flow,
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
+	chunk := func(delta openai.ChatCompletionChunkChoiceDelta, finish string) []byte {
+		return wireJSON(openai.ChatCompletionChunk{ID: id, Created: created, Model: plan.Flow,
+			Choices: []openai.ChatCompletionChunkChoice{{Index: 0, Delta: delta, FinishReason: finish}}})
 	}
-	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	send(chunk(openai.ChatCompletionChunkChoiceDelta{Role: "assistant"}, ""))
 	var streamed strings.Builder
-	runID, run, err := g.run(ctx, plan, input, func(ev store.Event) {
-		if ev.Type != "token" {
-			return
+	var onEvent func(store.Event)
+	if !seen { // a retry joins the run late: it gets the answer whole
+		onEvent = func(ev store.Event) {
+			if ev.Type != "token" {
+				return
+			}
+			var d struct {
+				Text string `json:"text"`
+			}
+			if json.Unmarshal(ev.Data, &d) == nil && d.Text != "" {
+				streamed.WriteString(d.Text)
+				send(chunk(openai.ChatCompletionChunkChoiceDelta{Content: d.Text}, ""))
+			}
 		}
-		var d struct {
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(ev.Data, &d) == nil && d.Text != "" {
-			streamed.WriteString(d.Text)
-			send(chunk(map[string]any{"content": d.Text}, nil))
-		}
-	})
+	}
+	run, err := g.follow(ctx, plan, runID, last, onEvent)
 	if err == nil {
 		err = runOutcome(run)
 	}
 	if err != nil {
-		if runID != "" && ctx.Err() != nil {
-			g.cancel(plan.Flow, runID)
+		if ctx.Err() != nil {
+			if !seen {
+				g.cancel(plan.Flow, runID)
+			}
 			return nil
 		}
-		send(map[string]any{"error": map[string]any{"message": err.Error(), "type": "server_error", "code": string(flows.ErrorCode(err))}})
+		send(wireJSON(map[string]any{"error": map[string]any{"message": err.Error(), "type": "server_error", "code": string(flows.ErrorCode(err))}}))
 		return nil
 	}
 	// The answer is what the tokens said; whatever of it they did not say comes now.
 	// (A flow whose answer is not its streamed text gets it whole when nothing streamed.)
 	answer := answerText(run.Output())
 	if rest, ok := strings.CutPrefix(answer, streamed.String()); ok && rest != "" {
-		send(chunk(map[string]any{"content": rest}, nil))
+		send(chunk(openai.ChatCompletionChunkChoiceDelta{Content: rest}, ""))
 	} else if !ok && streamed.Len() == 0 {
-		send(chunk(map[string]any{"content": answer}, nil))
+		send(chunk(openai.ChatCompletionChunkChoiceDelta{Content: answer}, ""))
 	}
-	send(chunk(map[string]any{}, "stop"))
+	send(chunk(openai.ChatCompletionChunkChoiceDelta{}, "stop"))
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
-		send(map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": plan.Flow,
-			"choices": []any{}, "usage": usageOf(run)})
+		send(wireJSON(openai.ChatCompletionChunk{ID: id, Created: created, Model: plan.Flow,
+			Choices: []openai.ChatCompletionChunkChoice{}, Usage: usageOf(run)}))
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	w.Flush()
 	return nil
 }
 
-func usageOf(r *store.Run) ChatUsage {
-	return ChatUsage{PromptTokens: r.Usage.InputTokens, CompletionTokens: r.Usage.OutputTokens, TotalTokens: r.Usage.Total()}
+// dedupeKey is the hash a chat request is known by: its caller (the credential it sent
+// and its address) with its Idempotency-Key, or else its body.
+func dedupeKey(c echo.Context, body []byte) (key string, ttl time.Duration, byKey bool) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n", c.Request().Header.Get(echo.HeaderAuthorization), c.RealIP())
+	if k := c.Request().Header.Get("Idempotency-Key"); k != "" {
+		fmt.Fprintf(h, "key\n%s", k)
+		return hex.EncodeToString(h.Sum(nil)), idempotencyKeyTTL, true
+	}
+	fmt.Fprintf(h, "body\n%s", body)
+	return hex.EncodeToString(h.Sum(nil)), 0, false
+}
+
+// idempotencyKeyTTL is how long an Idempotency-Key names its run (as Stripe keeps keys).
+const idempotencyKeyTTL = 24 * time.Hour
+
+// dedupeChat returns the run a chat request is: a new run id, or (seen) the run an
+// earlier, identical request started. An Idempotency-Key sent with another body is
+// refused.
+func (s *Server) dedupeChat(c echo.Context, flow string, body []byte) (string, bool, error) {
+	runID := engine.NewRunID()
+	if s.rdb == nil {
+		return runID, false, nil
+	}
+	key, ttl, byKey := dedupeKey(c, body)
+	if !byKey {
+		ttl = s.cfg.ChatDedupe
+	}
+	if ttl <= 0 {
+		return runID, false, nil
+	}
+	sum := sha256.Sum256(body)
+	bodyHash := hex.EncodeToString(sum[:8])
+	prev, claimed, err := s.rdb.Claim(c.Request().Context(), flow, key, runID+" "+bodyHash, ttl)
+	if err != nil || claimed {
+		return runID, false, err
+	}
+	prevRun, prevBody, _ := strings.Cut(prev, " ")
+	if byKey && prevBody != bodyHash {
+		return "", false, &flows.Error{Code: flows.Invalid, Flow: flow, Path: "Idempotency-Key",
+			Message: fmt.Sprintf("this Idempotency-Key was used for another request (run %s): send a new key for a new request", prevRun)}
+	}
+	return prevRun, true, nil
+}
+
+// forgetChat drops a request's claim when its run could not be started, so that a retry
+// tries again instead of waiting for a run that never came.
+func (s *Server) forgetChat(c echo.Context, flow string, body []byte) {
+	if s.rdb == nil {
+		return
+	}
+	key, _, _ := dedupeKey(c, body)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
+	defer cancel()
+	if err := s.rdb.Unclaim(ctx, flow, key); err != nil {
+		s.log.Warn("cannot drop the dedupe claim of a chat request", "flow", flow, "error", err)
+	}
+}
+
+// awaitRun waits until run exists: the first of two identical requests claims its id
+// before it starts the run.
+func (s *Server) awaitRun(ctx context.Context, flow, run string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		_, err := s.runs().Info(ctx, flow, run)
+		if flows.ErrorCode(err) != flows.NotFound {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return &flows.Error{Code: flows.Unavailable, Flow: flow, Message: fmt.Sprintf("the same request started run %s, which has not appeared; try again", run)}
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// wireJSON is v as the OpenAI API sends it. The openai-go types that describe the wire
+// objects marshal every field, set or not; the API leaves out (or sends null) what is
+// not set, and clients read a zero-valued audio or function_call as one. So members
+// that are null, empty strings (but content) or objects with nothing set are dropped,
+// except the objects a client looks for even when empty (delta, message, usage).
+func wireJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte(`{"error": {"message": "internal error: the answer could not be encoded"}}`)
+	}
+	var tree any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&tree); err != nil {
+		return b
+	}
+	out, _ := json.Marshal(prune(tree))
+	return out
+}
+
+// keptEmpty are the members kept even with nothing set.
+var keptEmpty = map[string]bool{"delta": true, "message": true, "usage": true, "choices": true, "content": true}
+
+// prune drops the unset members of every object in v.
+func prune(v any) any {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		if list, ok := v.([]any); ok {
+			for i := range list {
+				list[i] = prune(list[i])
+			}
+		}
+		return v
+	}
+	for k, x := range obj {
+		x = prune(x)
+		obj[k] = x
+		if keptEmpty[k] {
+			continue
+		}
+		if unset(x) {
+			delete(obj, k)
+		}
+	}
+	return obj
+}
+
+// unset reports whether a pruned value says nothing: null, "", or an object of zeros.
+func unset(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case json.Number:
+		return false
+	case map[string]any:
+		for _, y := range x {
+			if !unset(y) && !isZero(y) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func isZero(v any) bool {
+	switch x := v.(type) {
+	case json.Number:
+		return x.String() == "0"
+	case bool:
+		return !x
+	case []any:
+		return len(x) == 0
+	}
+	return unset(v)
+}
+
+func usageOf(r *store.Run) openai.CompletionUsage {
+	return openai.CompletionUsage{PromptTokens: r.Usage.InputTokens, CompletionTokens: r.Usage.OutputTokens, TotalTokens: r.Usage.Total()}
 }
 
 // runOutcome is the error of a run that did not succeed: failed or cancelled (the
-// run's error), or waiting for a person (a conflict saying where to approve it).
+// run's error), or waiting for a person (saying where to approve it). Both are 400s
+// (codeRunFailed, codeRunWaiting): the OpenAI SDK retries 408, 409, 429 and 5xx unless
+// told X-Should-Retry: false, the Vercel AI SDK retries 408, 409, 429 and 5xx whatever it
+// is told, LangChain retries everything but 400 to 407 and 409; a retry cannot help a
+// run that failed after its own retries or waits for a person.
 func runOutcome(r *store.Run) error {
 	switch r.Status {
 	case store.StatusSucceeded:
@@ -268,9 +460,9 @@ func runOutcome(r *store.Run) error {
 		for n := range r.Waits {
 			nodes = append(nodes, n)
 		}
-		return &flows.Error{Code: flows.Conflict, Flow: r.Flow, Message: fmt.Sprintf(
+		return &flows.Error{Code: codeRunWaiting, Flow: r.Flow, Message: fmt.Sprintf(
 			"run %s waits for a person's approval (at %s): approve it in Sluice (/flows/%s/runs/%s) and read its output from GET /api/flows/%s/runs/%s",
 			r.ID, strings.Join(nodes, ", "), r.Flow, r.ID, r.Flow, r.ID)}
 	}
-	return &flows.Error{Code: flows.Unavailable, Flow: r.Flow, Node: r.ErrorNode, Message: fmt.Sprintf("run %s %s: %s", r.ID, r.Status, r.Error)}
+	return &flows.Error{Code: codeRunFailed, Flow: r.Flow, Node: r.ErrorNode, Message: fmt.Sprintf("run %s %s: %s", r.ID, r.Status, r.Error)}
 }

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/sluicehq/sluice/flows/nodes/llmtest"
+	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store/storetest"
 )
 
@@ -113,7 +115,7 @@ func TestOpenAICompatibleEndpointRunsAFlowAsAModel(t *testing.T) {
 	}
 }
 
-// A run that fails is an error the client does not retry (it would start another run).
+// A run that fails is an error no client retries (it would start another run): a 400.
 func TestOpenAICompatibleEndpointReportsAFailedRun(t *testing.T) {
 	model := llmtest.New(t)
 	model.Respond(func(llmtest.Request) llmtest.Reply {
@@ -122,11 +124,172 @@ func TestOpenAICompatibleEndpointReportsAFailedRun(t *testing.T) {
 	a := newAPIWith(t, storetest.Real(t), model.Env(0))
 	flow := a.saveFlow(chatFlow, nil)
 	r := a.do("POST", "/v1/chat/completions", map[string]any{"model": flow, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
-	if r.status != http.StatusServiceUnavailable || r.header.Get("X-Should-Retry") != "false" || !strings.Contains(string(r.body), "answered 401: bad key") {
+	if r.status != http.StatusBadRequest || r.header.Get("X-Should-Retry") != "false" || !strings.Contains(string(r.body), "answered 401: bad key") ||
+		!strings.Contains(string(r.body), `"code":"run_failed"`) {
 		t.Errorf("a failed run: %d %s (x-should-retry %q)", r.status, r.body, r.header.Get("X-Should-Retry"))
 	}
 }
 
 func asAPIError(err error, target **openai.Error) bool {
 	return err != nil && errors.As(err, target)
+}
+
+// runCount is how many runs flow has.
+func (a *api) runCount(flow string) int64 {
+	a.t.Helper()
+	var list server.RunList
+	a.must(http.StatusOK, "GET", "/api/flows/"+flow+"/runs", nil).into(a.t, &list)
+	return list.Total
+}
+
+// One call is one run: a request the client sends again (a retry after a timeout or a
+// dropped connection, whatever the status) joins the run the first one started — the
+// same body from the same caller within the window, or the same Idempotency-Key.
+func TestOpenAIRetriesOfOneCallJoinItsRun(t *testing.T) {
+	model := llmtest.New(t)
+	hold := make(chan struct{})
+	model.Respond(func(llmtest.Request) llmtest.Reply {
+		return llmtest.Reply{Content: "Shipped.", Hold: hold}
+	})
+	a := newAPIWith(t, storetest.Real(t), model.Env(0))
+	flow := a.saveFlow(chatFlow, nil)
+	body := map[string]any{"model": flow, "messages": []any{map[string]any{"role": "user", "content": "where is my order?"}}}
+	answers := make(chan res, 3)
+	for range 3 { // the first call and two retries while its run is under way
+		go func() { answers <- a.do("POST", "/v1/chat/completions", body) }()
+	}
+	<-model.Arrived()
+	close(hold)
+	var runs []string
+	for range 3 {
+		r := <-answers
+		if r.status != http.StatusOK || !strings.Contains(r.String(), "Shipped.") {
+			t.Errorf("answer %d %s", r.status, r.body)
+		}
+		runs = append(runs, r.header.Get("X-Sluice-Run"))
+	}
+	if runs[0] == "" || runs[0] != runs[1] || runs[1] != runs[2] {
+		t.Errorf("X-Sluice-Run of the three calls: %v, want one run", runs)
+	}
+	if n := a.runCount(flow); n != 1 {
+		t.Errorf("%d runs for one call and its retries, want 1", n)
+	}
+	if model.Calls() != 1 {
+		t.Errorf("the model was called %d times, want once", model.Calls())
+	}
+
+	// After it finished, a retry gets the same answer from the same run.
+	r := a.must(http.StatusOK, "POST", "/v1/chat/completions", body)
+	if r.header.Get("X-Sluice-Run") != runs[0] || !strings.Contains(r.String(), `"id":"chatcmpl-`+runs[0]+`"`) {
+		t.Errorf("a late retry: run %s, %s", r.header.Get("X-Sluice-Run"), r.body)
+	}
+
+	// An Idempotency-Key names the call: the same key joins, a new key is a new run,
+	// the same key with another body is refused.
+	keyed := map[string]any{"model": flow, "messages": []any{map[string]any{"role": "user", "content": "and my refund?"}}}
+	first := a.must(http.StatusOK, "POST", "/v1/chat/completions", keyed, "Idempotency-Key", "k-1").header.Get("X-Sluice-Run")
+	again := a.must(http.StatusOK, "POST", "/v1/chat/completions", keyed, "Idempotency-Key", "k-1").header.Get("X-Sluice-Run")
+	other := a.must(http.StatusOK, "POST", "/v1/chat/completions", keyed, "Idempotency-Key", "k-2").header.Get("X-Sluice-Run")
+	if first == "" || first != again || other == first {
+		t.Errorf("runs by key: k-1 %s then %s, k-2 %s", first, again, other)
+	}
+	e := a.must(http.StatusBadRequest, "POST", "/v1/chat/completions", body, "Idempotency-Key", "k-1").errorBody(t)
+	if e.Path != "Idempotency-Key" || !strings.Contains(e.Message, "another request") {
+		t.Errorf("a key used for another body: %+v", e)
+	}
+	if n := a.runCount(flow); n != 3 {
+		t.Errorf("%d runs, want 3 (the call, k-1, k-2)", n)
+	}
+}
+
+// A run that waits for an approval is answered with a status no client retries, once,
+// and its retries park no second approval.
+func TestOpenAIWaitingRunIsOneRunAnd400(t *testing.T) {
+	a := newAPI(t, storetest.Embedded(t)) // the dedupe claim on the embedded Redis too
+	flow := a.saveFlow(`{"sluice": 1, "id": "x", "nodes": [
+		{"id": "in", "type": "input", "params": {"schema": {"type": "object", "properties": {"messages": {"type": "array"}}}}},
+		{"id": "ok", "type": "approval", "params": {"prompt": "Send it?"}},
+		{"id": "out", "type": "output"}],
+		"edges": [{"from": "in", "to": "ok"}, {"from": "ok", "port": "approved", "to": "out"}]}`, nil)
+	body := map[string]any{"model": flow, "messages": []any{map[string]any{"role": "user", "content": "send the refund"}}}
+	for range 2 {
+		e := a.must(http.StatusBadRequest, "POST", "/v1/chat/completions", body).errorBody(t)
+		if e.Code != "run_waiting" || !strings.Contains(e.Message, "approval") {
+			t.Errorf("a waiting run: %+v", e)
+		}
+	}
+	if n := a.runCount(flow); n != 1 {
+		t.Errorf("%d runs, want 1", n)
+	}
+}
+
+// Streamed and whole completions carry their run: the id chatcmpl-<run>, the header
+// X-Sluice-Run; the wire objects hold only what is set; a model can be got by id; a
+// system message is taken.
+func TestOpenAIAnswersNameTheirRunAndModelsCanBeGotById(t *testing.T) {
+	model := llmtest.New(t)
+	model.Respond(func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "Hello there, friend."} })
+	a := newAPIWith(t, storetest.Real(t), model.Env(0))
+	flow := a.saveFlow(chatFlow, nil)
+	r := a.do("POST", "/v1/chat/completions", map[string]any{"model": flow, "stream": true,
+		"messages": []any{map[string]any{"role": "system", "content": "Be brief."}, map[string]any{"role": "user", "content": "hi"}}})
+	runID := r.header.Get("X-Sluice-Run")
+	if r.status != http.StatusOK || runID == "" {
+		t.Fatalf("stream: %d, X-Sluice-Run %q", r.status, runID)
+	}
+	chunks := 0
+	for _, line := range strings.Split(r.String(), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		chunks++
+		var ch map[string]any
+		if err := json.Unmarshal([]byte(data), &ch); err != nil {
+			t.Fatalf("chunk %s: %v", data, err)
+		}
+		if ch["id"] != "chatcmpl-"+runID || ch["object"] != "chat.completion.chunk" {
+			t.Errorf("chunk %s: want the id chatcmpl-%s", data, runID)
+		}
+		for _, unset := range []string{`"audio"`, `"function_call"`, `"moderation"`, `"obfuscation"`, `"finish_reason":""`} {
+			if strings.Contains(data, unset) {
+				t.Errorf("chunk %s has %s, which the API leaves out unset", data, unset)
+			}
+		}
+	}
+	if chunks < 3 {
+		t.Errorf("%d chunks", chunks)
+	}
+
+	c := openaiClient(a)
+	m, err := c.Models.Get(context.Background(), flow)
+	if err != nil || m.ID != flow || m.Object != "model" {
+		t.Errorf("GET /v1/models/%s: %+v %v", flow, m, err)
+	}
+	_, err = c.Models.Get(context.Background(), "no-such-flow")
+	var apiErr *openai.Error
+	if !asAPIError(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound {
+		t.Errorf("an unknown model: %v", err)
+	}
+}
+
+// The chat example takes the system message the AI SDK's system: and LangChain's
+// SystemMessage send: it joins the system prompt.
+func TestOpenAIChatExampleTakesASystemMessage(t *testing.T) {
+	model := llmtest.New(t)
+	model.Respond(func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "A log."} })
+	a := newAPIWith(t, storetest.Embedded(t), model.Env(0))
+	flow := a.saveFlow("chat", nil)
+	r := a.do("POST", "/v1/chat/completions", map[string]any{"model": flow,
+		"messages": []any{map[string]any{"role": "system", "content": "Answer in two words."}, map[string]any{"role": "user", "content": "What is a stream?"}}})
+	if r.status != http.StatusOK || !strings.Contains(r.String(), "A log.") {
+		t.Fatalf("the chat example with a system message: %d %s", r.status, r.body)
+	}
+	req := model.Requests()[0]
+	if sys := req.Messages[0].Text(); req.Messages[0].Role != "system" || !strings.HasSuffix(sys, "\nAnswer in two words.") {
+		t.Errorf("system prompt %q", sys)
+	}
+	if user := req.Last().Text(); user != "user: What is a stream?\nassistant:" {
+		t.Errorf("transcript %q", user)
+	}
 }

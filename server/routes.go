@@ -49,6 +49,7 @@ func (s *Server) routes() {
 	auth.POST("/mcp", mcpHandler)
 	auth.DELETE("/mcp", mcpHandler)
 	auth.GET("/v1/models", s.listModels)
+	auth.GET("/v1/models/:model", s.getModel)
 	auth.POST("/v1/chat/completions", s.chatCompletions, s.requireJSON(true))
 
 	// Every change through the API is a JSON request (protect.go).

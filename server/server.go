@@ -72,6 +72,10 @@ type Config struct {
 	// 30m).
 	MCPSessions    int
 	MCPSessionIdle time.Duration
+	// ChatDedupe is how long a request to /v1/chat/completions without an
+	// Idempotency-Key is known by its caller and body, so that a client's retry of it
+	// joins the run it started (default 2m; negative: never).
+	ChatDedupe time.Duration
 }
 
 // MinTokenLength is the fewest characters a token may have.
@@ -214,6 +218,9 @@ func New(cfg Config, d Deps) *Server {
 	}
 	if cfg.MCPSessionIdle <= 0 {
 		cfg.MCPSessionIdle = 30 * time.Minute
+	}
+	if cfg.ChatDedupe == 0 {
+		cfg.ChatDedupe = 2 * time.Minute
 	}
 	if d.Metrics == nil {
 		d.Metrics = NewMetrics()

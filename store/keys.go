@@ -192,3 +192,8 @@ func (k Keys) Spend(run string) string { return k.fwide + "spend:" + run }
 
 // SpendDay is the hash of what the flow spent on models on one UTC day (2006-01-02).
 func (k Keys) SpendDay(day string) string { return k.fwide + "spend-day:" + day }
+
+// Dedupe holds, for a while, the run a request to the OpenAI-compatible endpoint started,
+// by a hash of the request and its caller: a client's retry of it finds the run instead
+// of starting another.
+func (k Keys) Dedupe(hash string) string { return k.fwide + "dedupe:" + hash }
