@@ -220,7 +220,7 @@ func (s *Server) chatCompletions(c echo.Context) error {
 			ID: id, Created: created, Model: plan.Flow, Usage: usageOf(run),
 			Choices: []openai.ChatCompletionChoice{{Index: 0, FinishReason: "stop",
 				Message: openai.ChatCompletionMessage{Role: "assistant", Content: answerText(run.Output())}}},
-		}))
+		}, "usage"))
 	}
 
 	w := c.Response()
@@ -278,7 +278,7 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	send(chunk(openai.ChatCompletionChunkChoiceDelta{}, "stop"))
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 		send(wireJSON(openai.ChatCompletionChunk{ID: id, Created: created, Model: plan.Flow,
-			Choices: []openai.ChatCompletionChunkChoice{}, Usage: usageOf(run)}))
+			Choices: []openai.ChatCompletionChunkChoice{}, Usage: usageOf(run)}, "usage"))
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	w.Flush()
@@ -366,8 +366,9 @@ func (s *Server) awaitRun(ctx context.Context, flow, run string) error {
 // objects marshal every field, set or not; the API leaves out (or sends null) what is
 // not set, and clients read a zero-valued audio or function_call as one. So members
 // that are null, empty strings (but content) or objects with nothing set are dropped,
-// except the objects a client looks for even when empty (delta, message, usage).
-func wireJSON(v any) []byte {
+// except the objects a client looks for even when empty (delta, message, choices) and
+// those named in keep (a completion's usage, which a chunk has only at the end).
+func wireJSON(v any, keep ...string) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return []byte(`{"error": {"message": "internal error: the answer could not be encoded"}}`)
@@ -378,28 +379,29 @@ func wireJSON(v any) []byte {
 	if err := dec.Decode(&tree); err != nil {
 		return b
 	}
-	out, _ := json.Marshal(prune(tree))
+	kept := map[string]bool{"delta": true, "message": true, "choices": true, "content": true}
+	for _, k := range keep {
+		kept[k] = true
+	}
+	out, _ := json.Marshal(prune(tree, kept))
 	return out
 }
 
-// keptEmpty are the members kept even with nothing set.
-var keptEmpty = map[string]bool{"delta": true, "message": true, "usage": true, "choices": true, "content": true}
-
-// prune drops the unset members of every object in v.
-func prune(v any) any {
+// prune drops the unset members of every object in v but those in kept.
+func prune(v any, kept map[string]bool) any {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		if list, ok := v.([]any); ok {
 			for i := range list {
-				list[i] = prune(list[i])
+				list[i] = prune(list[i], kept)
 			}
 		}
 		return v
 	}
 	for k, x := range obj {
-		x = prune(x)
+		x = prune(x, kept)
 		obj[k] = x
-		if keptEmpty[k] {
+		if kept[k] {
 			continue
 		}
 		if unset(x) {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -251,7 +253,7 @@ func TestOpenAIAnswersNameTheirRunAndModelsCanBeGotById(t *testing.T) {
 		if ch["id"] != "chatcmpl-"+runID || ch["object"] != "chat.completion.chunk" {
 			t.Errorf("chunk %s: want the id chatcmpl-%s", data, runID)
 		}
-		for _, unset := range []string{`"audio"`, `"function_call"`, `"moderation"`, `"obfuscation"`, `"finish_reason":""`} {
+		for _, unset := range []string{`"audio"`, `"function_call"`, `"moderation"`, `"obfuscation"`, `"finish_reason":""`, `"usage"`} {
 			if strings.Contains(data, unset) {
 				t.Errorf("chunk %s has %s, which the API leaves out unset", data, unset)
 			}
@@ -291,5 +293,47 @@ func TestOpenAIChatExampleTakesASystemMessage(t *testing.T) {
 	}
 	if user := req.Last().Text(); user != "user: What is a stream?\nassistant:" {
 		t.Errorf("transcript %q", user)
+	}
+}
+
+// A run's events put every token a step streamed before the step's own event and the
+// run's end, so a stream of a fast reply comes in pieces (18 of 20 came whole when the
+// tokens reached Redis on a tick after the run had succeeded), and the run's event
+// stream reads in order.
+func TestOpenAIStreamOfAFastReplyComesInPieces(t *testing.T) {
+	model := llmtest.New(t)
+	model.Respond(func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "Order A-1 ships today from the Lyon warehouse."} })
+	a := newAPIWith(t, storetest.Real(t), model.Env(0))
+	flow := a.saveFlow(chatFlow, nil)
+	for i := range 10 {
+		r := a.must(http.StatusOK, "POST", "/v1/chat/completions", map[string]any{"model": flow, "stream": true,
+			"messages": []any{map[string]any{"role": "user", "content": fmt.Sprintf("question %d", i)}}})
+		if n := strings.Count(r.String(), `"content":"`) - 1; n < 3 { // less the first chunk's empty content
+			t.Errorf("call %d: the reply came in %d chunk(s):\n%s", i, n, r.body)
+		}
+		// The run's events, once all its tokens are there: none after the run's end.
+		run := r.header.Get("X-Sluice-Run")
+		pieces := len(llmtest.Pieces("Order A-1 ships today from the Lyon warehouse."))
+		var kinds []string
+		eventually(t, 10*time.Second, func() string {
+			evs, err := a.r.EventsAfter(context.Background(), flow, "0-0", 10000)
+			if err != nil {
+				return err.Error()
+			}
+			kinds = kinds[:0]
+			for _, ev := range evs {
+				if ev.Run == run {
+					kinds = append(kinds, ev.Type)
+				}
+			}
+			if n := strings.Count(strings.Join(kinds, ","), "token"); n != pieces {
+				return fmt.Sprintf("%d tokens of %d", n, pieces)
+			}
+			return ""
+		})
+		order := strings.Join(kinds, ",")
+		if last := strings.LastIndex(order, "token"); last < 0 || last > strings.LastIndex(order, "step") {
+			t.Errorf("call %d: events %s; want every token before the steps after it and the run's end", i, order)
+		}
 	}
 }

@@ -93,6 +93,7 @@ func (e *Engine) withAnnounce(next runFunc) runFunc {
 		var once sync.Once
 		announce := func() {
 			once.Do(func() {
+				j.emitted.Store(true)
 				e.events.emit(a.Ref(), a.Node, "start", map[string]any{"status": "running", "attempt": a.Deliveries})
 			})
 		}

@@ -83,6 +83,9 @@ func (w *Worker) runJob(j *job, received time.Time) (stepOutcome, flows.Usage, e
 	if !w.e.opts.NoFuse {
 		fused = w.fuse(j, c, b)
 	}
+	if j.emitted.Load() {
+		w.e.events.barrier() // its tokens go ahead of its commit's event
+	}
 	done := traceCommit(j, len(c.Steps))
 	out := w.commit(j.plan, c, b, fused, received)
 	done(out)

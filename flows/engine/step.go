@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/store"
@@ -48,6 +49,9 @@ type job struct {
 	join  *joined
 	step  *flows.Step
 	pin   *Pin // the node's output is pinned for this run: the component does not run
+	// emitted is set once the step emitted a live event (withAnnounce): its commit
+	// waits until those are in Redis (eventBatcher.barrier).
+	emitted atomic.Bool
 	// ctx and span are the step's trace span and the context under it (trace.go);
 	// nil while tracing is off.
 	ctx  context.Context
