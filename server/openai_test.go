@@ -302,7 +302,9 @@ func TestOpenAIChatExampleTakesASystemMessage(t *testing.T) {
 // stream reads in order.
 func TestOpenAIStreamOfAFastReplyComesInPieces(t *testing.T) {
 	model := llmtest.New(t)
-	model.Respond(func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "Order A-1 ships today from the Lyon warehouse."} })
+	model.Respond(func(llmtest.Request) llmtest.Reply {
+		return llmtest.Reply{Content: "Order A-1 ships today from the Lyon warehouse."}
+	})
 	a := newAPIWith(t, storetest.Real(t), model.Env(0))
 	flow := a.saveFlow(chatFlow, nil)
 	for i := range 10 {
