@@ -21,6 +21,8 @@ build: generate ui
 	$(GO) build -o $(BIN) ./cmd/sluice
 
 test: deps check-generated ui
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 	npm run --silent typecheck
 	npm test --silent
 	$(GO) run ./cmd/sluice components --markdown | diff -u docs/components.md - || { echo "docs/components.md is stale; run 'make docs' and commit it"; exit 1; }
@@ -61,6 +63,7 @@ docs:
 lint: deps
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 	npm run --silent typecheck
 
 clean:

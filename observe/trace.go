@@ -29,6 +29,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // ScopeName is the instrumentation scope of Sluice's own spans.
@@ -55,7 +56,7 @@ func Tracer() trace.Tracer {
 	if b := tracer.Load(); b != nil {
 		return b.t
 	}
-	return trace.NewNoopTracerProvider().Tracer(ScopeName)
+	return noop.NewTracerProvider().Tracer(ScopeName)
 }
 
 // Config configures Setup.

@@ -122,12 +122,6 @@ func (c *Commit) keysArgs() ([]string, []any) {
 	return keys, args
 }
 
-func bytesOrEmpty(b []byte) any {
-	if b == nil {
-		return ""
-	}
-	return b
-}
 
 // CommitBatch sends the commits in one pipeline and returns their results in order.
 // A commit whose result is unknown (the connection failed) carries an error; it is safe

@@ -56,7 +56,7 @@ Flags:
 	if len(args) == 0 || (args[0] != "kubernetes" && !strings.HasPrefix(args[0], "-")) {
 		fs.Usage()
 		if len(args) == 0 {
-			return &exitError{code: 2, err: errors.New("deploy: say what for: sluice deploy kubernetes FLOW.json...")}
+			return &exitError{code: 2, err: errors.New("deploy: say what for: sluice deploy kubernetes FLOW.json [FLOW.json ...]")}
 		}
 		return &exitError{code: 2, err: fmt.Errorf("deploy: unknown target %q; there is kubernetes", args[0])}
 	}

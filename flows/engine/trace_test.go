@@ -152,7 +152,7 @@ func TestStepSpansSayWhetherTheStepWasFusedAndWhichPartitionItRanOn(t *testing.T
 		}
 		attrs := map[string]string{}
 		for _, kv := range s.Attributes {
-			attrs[string(kv.Key)] = kv.Value.Emit()
+			attrs[string(kv.Key)] = kv.Value.String()
 		}
 		got[s.Name[5:]] = attrs["sluice.fused"]
 		if attrs["sluice.partition"] != strconv.Itoa(run.Part) {

@@ -49,7 +49,7 @@ func cacheSpans(t *testing.T, mem *tracetest.InMemoryExporter) []string {
 		}
 		a := map[string]string{}
 		for _, kv := range s.Attributes {
-			a[string(kv.Key)] = kv.Value.Emit()
+			a[string(kv.Key)] = kv.Value.String()
 		}
 		got = append(got, "hit="+a["sluice.cache.hit"]+" wait="+a["sluice.cache.singleflight_wait"])
 	}

@@ -70,8 +70,8 @@ func TestModelCallSpansRecordContentOnlyOnRequestAndNeverASecret(t *testing.T) {
 		attrs := map[string]string{}
 		all := ""
 		for _, kv := range spans[0].Attributes {
-			attrs[string(kv.Key)] = kv.Value.Emit()
-			all += kv.Value.Emit() + " "
+			attrs[string(kv.Key)] = kv.Value.String()
+			all += kv.Value.String() + " "
 		}
 		if attrs["gen_ai.system"] != "openai" || attrs["gen_ai.usage.input_tokens"] != "1000" || attrs["gen_ai.usage.output_tokens"] != "100" ||
 			attrs["gen_ai.usage.cache_read.input_tokens"] != "400" || attrs["gen_ai.response.finish_reasons"] != `["stop"]` {
@@ -96,8 +96,8 @@ func spanAttrs(s tracetest.SpanStub) (map[string]string, string) {
 	attrs := map[string]string{}
 	all := ""
 	for _, kv := range s.Attributes {
-		attrs[string(kv.Key)] = kv.Value.Emit()
-		all += kv.Value.Emit() + " "
+		attrs[string(kv.Key)] = kv.Value.String()
+		all += kv.Value.String() + " "
 	}
 	return attrs, all
 }
