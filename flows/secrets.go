@@ -412,3 +412,26 @@ func RedactEvent(data []byte) []byte {
 func RedactString(text string) string {
 	return processSecrets.Load().Redact(text)
 }
+
+// credentialRE finds what looks like an API key or token written out: OpenAI and
+// Anthropic keys, bearer tokens, GitHub and Slack tokens, AWS access key ids.
+var credentialRE = regexp.MustCompile(`(?i)(^|[^a-z0-9])(sk-[a-z0-9_-]{16,}|sk-ant-[a-z0-9_-]{10,}|bearer\s+[a-z0-9._~+/=-]{12,}|ghp_[a-z0-9]{20,}|xox[abp]-[a-z0-9-]{10,}|AKIA[0-9A-Z]{16})`)
+
+// LooksLikeCredential reports whether s holds what looks like an API key or token. It is
+// the one detector: validation reports such a string in a node's params as
+// literal_secret, and the Langflow importer leaves such text out of the flow.
+func LooksLikeCredential(s string) bool { return credentialRE.MatchString(s) }
+
+// RedactCredentials is s with every credential LooksLikeCredential finds replaced by
+// mark, for text that is kept (a name, a description) rather than dropped.
+func RedactCredentials(s, mark string) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range credentialRE.FindAllStringSubmatchIndex(s, -1) {
+		b.WriteString(s[last:m[4]])
+		b.WriteString(mark)
+		last = m[5]
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}

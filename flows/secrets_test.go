@@ -210,3 +210,21 @@ func TestTheEngineHooksRedactWithTheProcessRule(t *testing.T) {
 		t.Errorf("without a rule: %s", got)
 	}
 }
+
+func TestRedactCredentialsLeavesTheTextAroundThem(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"use sk-proj-Abcdefghijklmnopqrst1234 here", "use [x] here"},
+		{"Authorization: Bearer abcdefghijklmnop.qrs", "Authorization: [x]"},
+		{"sk-ant-api03-abcdefghij,ghp_abcdefghijklmnopqrstuvwx", "[x],[x]"},
+		{"AKIAABCDEFGHIJKLMNOP", "[x]"},
+		{"no key: sk-short, task-abcdefghijklmnopqrstu", "no key: sk-short, task-abcdefghijklmnopqrstu"},
+	} {
+		got := flows.RedactCredentials(tc.in, "[x]")
+		if got != tc.want || flows.LooksLikeCredential(got) {
+			t.Errorf("RedactCredentials(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if flows.LooksLikeCredential(tc.in) != (tc.in != tc.want) {
+			t.Errorf("LooksLikeCredential(%q) = %t", tc.in, flows.LooksLikeCredential(tc.in))
+		}
+	}
+}

@@ -263,8 +263,6 @@ func (c *checker) checkNodes() {
 	}
 }
 
-var literalSecretRE = regexp.MustCompile(`(?i)(^|[^a-z0-9])(sk-[a-z0-9_-]{16,}|sk-ant-[a-z0-9_-]{10,}|bearer\s+[a-z0-9._~+/=-]{12,}|ghp_[a-z0-9]{20,}|xox[abp]-[a-z0-9-]{10,}|AKIA[0-9A-Z]{16})`)
-
 // checkParams validates one node's params against its component's schema and limits.
 func (c *checker) checkParams(i int, spec *Spec) {
 	n := &c.doc.Nodes[i]
@@ -349,7 +347,7 @@ func (c *checker) scanStrings(i int) bool {
 			bad = true
 			return
 		}
-		if literalSecretRE.MatchString(s) {
+		if LooksLikeCredential(s) {
 			c.nodeProblem(i, CodeLiteralSecret, p, "looks like a secret written into the flow; put it in an environment variable and write {\"$env\": \"NAME\"}")
 			if c.secretPaths[i] == nil {
 				c.secretPaths[i] = map[string]bool{}

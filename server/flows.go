@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -387,8 +389,19 @@ func (s *Server) importLangflow(c echo.Context, export []byte) error {
 	if id != "" && !flows.ValidID(id) {
 		return &flows.Error{Code: flows.Invalid, Path: "id", Message: fmt.Sprintf("flow id %q: use lower-case letters, digits, '-' and '_'", id)}
 	}
-	res, err := langflow.Convert(export, langflow.Options{ID: id})
-	if err != nil {
+	// The conversion stops when the client goes away, and within a deadline anyway.
+	ctx, cancel := context.WithTimeout(c.Request().Context(), langflow.Timeout)
+	defer cancel()
+	res, err := langflow.Convert(ctx, export, langflow.Options{ID: id})
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return &flows.Error{Code: flows.TooLarge, Message: fmt.Sprintf("the Langflow export did not convert within %s: it is too large or too tangled to import", langflow.Timeout), Err: err}
+	case errors.Is(err, context.Canceled):
+		// The client has gone: no one reads the answer, and it is no failure of the server.
+		return &flows.Error{Code: flows.Invalid, Message: "the import stopped: the client went away", Err: err}
+	case errors.Is(err, langflow.ErrTooLarge):
+		return &flows.Error{Code: flows.TooLarge, Message: err.Error()}
+	case err != nil:
 		return &flows.Error{Code: flows.Invalid, Message: err.Error()}
 	}
 	var head struct {

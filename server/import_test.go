@@ -2,11 +2,14 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/langflow/langflowtest"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store/storetest"
 )
@@ -67,5 +70,64 @@ func TestImportAcceptsALangflowExport(t *testing.T) {
 	var d map[string]any
 	if err := json.Unmarshal(raw.body, &d); err != nil || !strings.Contains(string(raw.body), `"langflow:Chroma"`) {
 		t.Errorf("the partial flow's file: %s", raw.body)
+	}
+}
+
+// A 40 KB export of 22 text inputs in a chain, each fed by 4 identical edges, used to
+// keep the request converting 4^21 paths: it never answered.
+func TestImportOfAChainOfRepeatedEdgesAnswers(t *testing.T) {
+	a := newAPI(t, storetest.Embedded(t))
+	for i, export := range [][]byte{langflowtest.Chain(22, 4, true), langflowtest.Chain(200, 4, false)} {
+		id := fmt.Sprintf("%s-%d", storetest.FlowID(t), i)
+		var saved server.SavedFlow
+		a.must(http.StatusCreated, "POST", "/api/flows?id="+id, export).into(t, &saved)
+		if !saved.Published || len(saved.Problems.Errors()) > 0 {
+			t.Errorf("import of the chain: %+v", saved)
+		}
+	}
+	// An export with more nodes than a flow may hold is refused at once.
+	e := a.must(http.StatusRequestEntityTooLarge, "POST", "/api/flows?id="+storetest.FlowID(t)+"-big", langflowtest.Chain(flows.DefaultLimits.MaxNodes, 1, true)).errorBody(t)
+	if e.Code != flows.TooLarge || !strings.Contains(e.Message, "at most") {
+		t.Errorf("error = %+v", e)
+	}
+}
+
+// A credential in an export reaches neither the saved file nor any answer: not the
+// flow, not the report of the import, not the problems of a refused one.
+func TestImportNeverCopiesACredential(t *testing.T) {
+	const key = "sk-proj-Zyxwvutsrqponmlkjihg9876"
+	a := newAPI(t, storetest.Embedded(t))
+	noKey := func(where string, b []byte) {
+		t.Helper()
+		if strings.Contains(strings.ToLower(string(b)), strings.ToLower(key)) {
+			t.Errorf("%s holds the key: %s", where, b)
+		}
+	}
+	id := storetest.FlowID(t)
+	r := a.must(http.StatusCreated, "POST", "/api/flows?id="+id, langflowtest.Credentials(key, false))
+	noKey("the answer of the import", r.body)
+	var saved server.SavedFlow
+	r.into(t, &saved)
+	if !saved.Published || !strings.Contains(r.String(), "field template holds what looks like a credential; it was not copied") {
+		t.Errorf("import = %s, want it published, with the dropped key reported", r.body)
+	}
+	file, err := a.lib.Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noKey("the saved file", file)
+
+	partial := storetest.FlowID(t) + "-partial"
+	r = a.must(http.StatusBadRequest, "POST", "/api/flows?id="+partial, langflowtest.Credentials(key, true))
+	noKey("the refusal of an import with gaps", r.body)
+	r = a.must(http.StatusCreated, "POST", "/api/flows?partial=true&id="+partial, langflowtest.Credentials(key, true))
+	noKey("the answer of a partial import", r.body)
+	file, err = a.lib.Load(partial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noKey("the saved file of a partial import", file)
+	if !strings.Contains(string(file), `"langflow:Memory"`) {
+		t.Errorf("no placeholder in %s", file)
 	}
 }

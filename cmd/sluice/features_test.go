@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/langflow/langflowtest"
 	"github.com/sluicehq/sluice/store/storetest"
 )
 
@@ -156,6 +157,66 @@ func TestImportLangflowCommand(t *testing.T) {
 	cmd = exec.Command(binary, "import", "langflow", filepath.Join("..", "..", "flows", "examples", "linear.json"))
 	if err := cmd.Run(); err == nil {
 		t.Error("a Sluice flow was accepted as a Langflow export")
+	}
+}
+
+// The CLI's import of a chain of text inputs fed by 4 identical edges each used to run
+// for good (4^21 paths); it converts and validates.
+func TestImportLangflowCommandConvertsAChainOfRepeatedEdges(t *testing.T) {
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "chain.json"), filepath.Join(dir, "flow.json")
+	if err := os.WriteFile(in, langflowtest.Chain(22, 4, true), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := exec.Command(binary, "import", "langflow", in, "-o", out).CombinedOutput(); err != nil {
+		t.Fatalf("import: %v\n%s", err, msg)
+	}
+	if msg, err := exec.Command(binary, "validate", out).CombinedOutput(); err != nil {
+		t.Errorf("the imported chain does not validate: %v\n%s", err, msg)
+	}
+}
+
+// A credential in an export is not printed, not written, and is reported, whether the
+// flow converts fully or with placeholders (--partial), to a file or to standard output.
+func TestImportLangflowCommandNeverCopiesACredential(t *testing.T) {
+	const key = "sk-proj-Qwertyuiopasdfghjklz5678"
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name     string
+		unmapped bool
+		args     []string
+	}{
+		{"full conversion to a file", false, []string{"-o", "flow.json"}},
+		{"full conversion to standard output", false, nil},
+		{"partial conversion to a file", true, []string{"--partial", "-o", "flow.json"}},
+		{"partial conversion to standard output", true, []string{"--partial"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sub := t.TempDir()
+			in := filepath.Join(dir, fmt.Sprintf("export-%t.json", tc.unmapped))
+			if err := os.WriteFile(in, langflowtest.Credentials(key, tc.unmapped), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(binary, append([]string{"import", "langflow"}, append(tc.args, in)...)...)
+			cmd.Dir = sub
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("import: %v\n%s", err, stderr.String())
+			}
+			file, _ := os.ReadFile(filepath.Join(sub, "flow.json"))
+			for where, b := range map[string][]byte{"standard output": stdout.Bytes(), "standard error": stderr.Bytes(), "the file": file} {
+				if bytes.Contains(bytes.ToLower(b), bytes.ToLower([]byte(key))) {
+					t.Errorf("%s holds the key:\n%s", where, b)
+				}
+			}
+			if !strings.Contains(stderr.String(), "note: Prompt-p (Prompt): field template holds what looks like a credential; it was not copied") {
+				t.Errorf("the dropped key is not reported:\n%s", stderr.String())
+			}
+			if len(file)+stdout.Len() == 0 {
+				t.Error("no flow written")
+			}
+		})
 	}
 }
 

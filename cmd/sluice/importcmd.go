@@ -12,7 +12,7 @@ import (
 	"github.com/sluicehq/sluice/flows/langflow"
 )
 
-func cmdImport(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := fs.String("o", "", "write the Sluice flow to this file (default: standard output)")
@@ -49,7 +49,13 @@ Flags:
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	res, err := langflow.Convert(data, langflow.Options{ID: *id})
+	// The conversion stops at Ctrl-C, and within a deadline anyway.
+	cctx, cancel := context.WithTimeout(ctx, langflow.Timeout)
+	defer cancel()
+	res, err := langflow.Convert(cctx, data, langflow.Options{ID: *id})
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &exitError{code: 1, err: fmt.Errorf("%s: the export did not convert within %s: it is too large or too tangled to import", pos[1], langflow.Timeout)}
+	}
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("%s: %v", pos[1], err)}
 	}

@@ -1,12 +1,15 @@
 package langflow
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sluicehq/sluice/flows"
 )
@@ -31,12 +34,17 @@ func (g Gap) String() string { return fmt.Sprintf("%s (%s): %s", g.Node, g.Type,
 // Note is something the conversion did that a person should know: a key not copied, a
 // provider to configure, a setting Sluice does not have.
 type Note struct {
-	Node    string `json:"node"`
+	Node    string `json:"node"` // "" for a note about the export as a whole
 	Type    string `json:"type"`
 	Message string `json:"message"`
 }
 
-func (n Note) String() string { return fmt.Sprintf("%s (%s): %s", n.Node, n.Type, n.Message) }
+func (n Note) String() string {
+	if n.Node == "" {
+		return n.Message // about the export as a whole
+	}
+	return fmt.Sprintf("%s (%s): %s", n.Node, n.Type, n.Message)
+}
 
 // Result is a converted flow.
 type Result struct {
@@ -51,29 +59,95 @@ type Result struct {
 // so a flow with one does not validate until the node is replaced.
 const PlaceholderPrefix = "langflow:"
 
-// Convert converts a Langflow export. The error is for an export it cannot read; gaps
-// are in the result.
-func Convert(data []byte, o Options) (*Result, error) {
+// Timeout is how long the CLI and the server let one import take. A conversion is
+// linear in the export and takes milliseconds; the deadline is what stops one anyway
+// should some export still find a slow path, instead of a request that never answers.
+const Timeout = 10 * time.Second
+
+// ErrTooLarge is the error of an export whose converted flow could not be a flow
+// document: more nodes than a flow may have, or text past the size of a document.
+var ErrTooLarge = errors.New("too large for a Sluice flow")
+
+// Convert converts a Langflow export. The error is for an export it cannot read, one
+// too large for a flow (ErrTooLarge), or ctx's error when ctx ends first: the
+// conversion checks ctx as it walks the export. Gaps are in the result.
+func Convert(ctx context.Context, data []byte, o Options) (res *Result, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("the conversion stopped: %w", err)
+	}
 	ex, err := decode(data)
 	if err != nil {
 		return nil, err
 	}
-	c := &conv{ex: ex, byID: map[string]*lfNode{}, in: map[string][]lfEdge{}, out: map[string][]lfEdge{},
+	c := &conv{ctx: ctx, ex: ex, byID: map[string]*lfNode{}, in: map[string][]lfEdge{}, out: map[string][]lfEdge{},
 		ids: map[string]string{}, used: map[string]bool{}, role: map[string]role{}, guard: map[string]guard{},
-		state: map[string]flows.StateKey{}, index: map[string]int{}}
+		state: map[string]flows.StateKey{}, index: map[string]int{}, depsOf: map[string][]choice{},
+		noted: map[string]bool{}}
+	defer func() {
+		if r := recover(); r != nil {
+			s, ok := r.(stopped)
+			if !ok {
+				panic(r)
+			}
+			res, err = nil, s.err
+		}
+	}()
+	nodes := 0
 	for i := range ex.Data.Nodes {
 		n := &ex.Data.Nodes[i]
 		c.byID[n.ID] = n
 		c.index[n.ID] = i
+		if !n.isNote() {
+			nodes++
+		}
 	}
+	if limit := flows.DefaultLimits.MaxNodes; nodes > limit {
+		return nil, fmt.Errorf("the export has %d nodes and a Sluice flow holds at most %d: %w", nodes, limit, ErrTooLarge)
+	}
+	// An edge listed twice carries the same value into the same field: keeping one copy
+	// keeps every walk over the edges linear, and the converted templates free of repeats.
+	type edgeKey struct{ source, output, target, field string }
+	seen := map[edgeKey]bool{}
 	for _, e := range ex.Data.Edges {
+		c.step()
 		if c.byID[e.Source] == nil || c.byID[e.Target] == nil {
 			continue // a dangling edge carries nothing
 		}
+		k := edgeKey{e.Source, e.output(), e.Target, e.fieldName()}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
 		c.in[e.Target] = append(c.in[e.Target], e)
 		c.out[e.Source] = append(c.out[e.Source], e)
 	}
 	return c.convert(o)
+}
+
+// stopped ends a conversion from inside its walks; Convert recovers it and returns err.
+type stopped struct{ err error }
+
+// step counts one step of a walk over the export, and every 256 steps stops the
+// conversion if its context has ended. The walks take a bounded number of steps per
+// node and edge; the context bounds the time all the same.
+func (c *conv) step() {
+	c.steps++
+	if c.steps%256 == 0 {
+		if err := c.ctx.Err(); err != nil {
+			panic(stopped{fmt.Errorf("the conversion stopped: %w", err)})
+		}
+	}
+}
+
+// grow counts n bytes of text the conversion writes into the flow. A prompt that names
+// a variable many times copies its value each time: the total is bounded by what a
+// flow document may hold.
+func (c *conv) grow(n *lfNode, bytes int) {
+	c.written += bytes
+	c.step()
+	if limit := flows.DefaultLimits.MaxBytes; c.written > limit {
+		panic(stopped{fmt.Errorf("node %s: the converted flow would hold more than %d bytes of text, the size limit of a flow document: %w", n.ID, limit, ErrTooLarge)})
+	}
 }
 
 type role int
@@ -92,16 +166,23 @@ const (
 )
 
 type conv struct {
-	ex    *export
-	byID  map[string]*lfNode
-	index map[string]int
-	in    map[string][]lfEdge // by target
-	out   map[string][]lfEdge // by source
-	ids   map[string]string   // Langflow id -> Sluice id
-	used  map[string]bool
-	role  map[string]role
-	guard map[string]guard
-	entry string // Langflow id of the input node, "" when one is made up
+	ctx   context.Context
+	steps int // taken by the walks, see step
+	// written is the bytes of text written into the flow so far, see grow.
+	written int
+	ex      *export
+	byID    map[string]*lfNode
+	index   map[string]int
+	in      map[string][]lfEdge // by target
+	out     map[string][]lfEdge // by source
+	ids     map[string]string   // Langflow id -> Sluice id
+	used    map[string]bool
+	role    map[string]role
+	guard   map[string]guard
+	entry   string // Langflow id of the input node, "" when one is made up
+	// depsOf are the control-flow nodes each node waits for (deps), computed once.
+	depsOf map[string][]choice
+	noted  map[string]bool // node and field of the credentials already reported
 
 	nodes []flows.Node
 	edges []flows.Edge
@@ -206,9 +287,12 @@ func (c *conv) usedAsValue(n *lfNode) bool {
 func (c *conv) classify() {
 	for i := range c.ex.Data.Nodes {
 		n := &c.ex.Data.Nodes[i]
-		if n.Type == "noteNode" || n.Data.Type == "note" || n.Data.Type == "Note" {
+		if n.isNote() {
 			c.role[n.ID] = roleSkip
 			continue
+		}
+		if flows.LooksLikeCredential(n.Data.Node.DisplayName) {
+			c.note(n, "its name looks like a credential; it was not copied (the node is named after its type)")
 		}
 		if c.entry == "" && n.kindName() == "ChatInput" && !n.Data.Node.Edited {
 			c.entry = n.ID
@@ -357,17 +441,54 @@ func (r ref) jq() string {
 	return "." + r.key
 }
 
-// escapeTemplate makes text literal in a Go template.
+// escapeTemplate makes s print as itself in a Go template, whatever it holds: every run
+// of two or more "{" becomes an action that prints the run ({{"{{"}}), and so does a
+// "{" at the end, which would otherwise open an action with the first "{" of whatever
+// the converted template puts next. Braces closing ("}}") are text to text/template
+// outside an action, and there is none in escaped text.
 func escapeTemplate(s string) string {
-	return strings.ReplaceAll(s, "{{", `{{"{{"}}`)
+	if !strings.Contains(s, "{") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if s[i] != '{' {
+			j := strings.IndexByte(s[i:], '{')
+			if j < 0 {
+				j = len(s) - i
+			}
+			b.WriteString(s[i : i+j])
+			i += j
+			continue
+		}
+		j := i
+		for j < len(s) && s[j] == '{' {
+			j++
+		}
+		if j-i >= 2 || j == len(s) {
+			b.WriteString(`{{"` + s[i:j] + `"}}`)
+		} else {
+			b.WriteByte('{')
+		}
+		i = j
+	}
+	return b.String()
 }
 
-// valueOf is the value an edge carries: ok is false for a model or a tool.
-func (c *conv) valueOf(e lfEdge, depth int) (ref, bool) {
+// valueOf is the value an edge carries: ok is false for a model or a tool. A value passed
+// on by outputs, aliases and routers is followed back along one edge at a time, each
+// node at most once (a cycle of them carries nothing).
+func (c *conv) valueOf(e lfEdge) (ref, bool) {
+	return c.valueVia(e, map[string]bool{})
+}
+
+func (c *conv) valueVia(e lfEdge, visited map[string]bool) (ref, bool) {
+	c.step()
 	src := c.byID[e.Source]
-	if depth > 20 {
+	if visited[src.ID] {
 		return ref{}, false
 	}
+	visited[src.ID] = true
 	switch c.role[src.ID] {
 	case roleEntry, roleConst:
 		return ref{key: c.ids[src.ID]}, true
@@ -391,18 +512,18 @@ func (c *conv) valueOf(e lfEdge, depth int) (ref, bool) {
 		for _, field := range []string{"message", "input_text"} {
 			for _, in := range c.in[src.ID] {
 				if in.fieldName() == field {
-					return c.valueOf(in, depth+1)
+					return c.valueVia(in, visited)
 				}
 			}
 		}
-		return ref{literal: src.str("input_text"), isLit: true}, true
+		return ref{literal: c.literal(src, "input_text"), isLit: true}, true
 	case roleOutput, roleAlias:
 		for _, in := range c.in[src.ID] {
 			if in.fieldName() == "input_value" {
-				return c.valueOf(in, depth+1)
+				return c.valueVia(in, visited)
 			}
 		}
-		return ref{literal: src.str("input_value"), isLit: true}, true
+		return ref{literal: c.literal(src, "input_value"), isLit: true}, true
 	}
 	return ref{}, false
 }
@@ -411,42 +532,35 @@ func (c *conv) valueOf(e lfEdge, depth int) (ref, bool) {
 func (c *conv) text(n *lfNode, field string) string {
 	var parts []string
 	for _, e := range c.in[n.ID] {
+		c.step()
 		if e.fieldName() != field {
 			continue
 		}
-		if r, ok := c.valueOf(e, 0); ok {
-			parts = append(parts, r.template())
+		if r, ok := c.valueOf(e); ok {
+			t := r.template()
+			c.grow(n, len(t))
+			parts = append(parts, t)
 		}
 	}
 	if len(parts) > 0 {
 		return strings.Join(parts, "\n")
 	}
-	return escapeTemplate(c.literal(n, field))
+	t := escapeTemplate(c.literal(n, field))
+	c.grow(n, len(t))
+	return t
 }
 
 // jqOf is a field of n as jq: the value wired into it, else its literal value.
 func (c *conv) jqOf(n *lfNode, field string) string {
 	for _, e := range c.in[n.ID] {
 		if e.fieldName() == field {
-			if r, ok := c.valueOf(e, 0); ok {
+			if r, ok := c.valueOf(e); ok {
 				return r.jq()
 			}
 		}
 	}
 	b, _ := json.Marshal(c.literal(n, field))
 	return string(b)
-}
-
-var credentialRE = regexp.MustCompile(`(?i)(^|[^a-z0-9])(sk-[a-z0-9_-]{16,}|sk-ant-[a-z0-9_-]{10,}|bearer\s+[a-z0-9._~+/=-]{12,}|ghp_[a-z0-9]{20,}|xox[abp]-[a-z0-9-]{10,}|AKIA[0-9A-Z]{16})`)
-
-// literal is a field's own value, with credentials left out.
-func (c *conv) literal(n *lfNode, field string) string {
-	s := n.str(field)
-	if credentialRE.MatchString(s) {
-		c.note(n, "field %s holds what looks like a credential; it was not copied", field)
-		return ""
-	}
-	return s
 }
 
 // choice is a node a node waits for, and the router port it needs ("" for a node that
@@ -483,13 +597,20 @@ func routerPort(output string) string {
 	return "true"
 }
 
-// deps are the control-flow nodes n waits for, with the router port for routers.
+// deps are the control-flow nodes n waits for, with the router port for routers. The
+// walk passes through outputs and aliases, each at most once, so it is linear in the
+// edges however many paths lead through them; it is done once per node.
 func (c *conv) deps(n *lfNode) []choice {
+	if d, ok := c.depsOf[n.ID]; ok {
+		return d
+	}
 	seen := map[choice]bool{}
+	visited := map[string]bool{}
 	var out []choice
-	var add func(e lfEdge, depth int)
-	add = func(e lfEdge, depth int) {
-		if depth > 20 || e.fieldName() == "tools" {
+	var add func(e lfEdge)
+	add = func(e lfEdge) {
+		c.step()
+		if e.fieldName() == "tools" {
 			return
 		}
 		src := c.byID[e.Source]
@@ -503,8 +624,12 @@ func (c *conv) deps(n *lfNode) []choice {
 		case roleRouter:
 			ch = choice{router: src.ID, port: routerPort(e.output())}
 		case roleAlias, roleOutput:
+			if visited[src.ID] {
+				return
+			}
+			visited[src.ID] = true
 			for _, in := range c.in[src.ID] {
-				add(in, depth+1)
+				add(in)
 			}
 			return
 		default:
@@ -516,8 +641,9 @@ func (c *conv) deps(n *lfNode) []choice {
 		}
 	}
 	for _, e := range c.in[n.ID] {
-		add(e, 0)
+		add(e)
 	}
+	c.depsOf[n.ID] = out
 	return out
 }
 
@@ -533,6 +659,10 @@ func (c *conv) convert(o Options) (*Result, error) {
 	c.classify()
 	c.assignIDs()
 	c.constants()
+	if flows.LooksLikeCredential(c.ex.Name) {
+		c.notes = append(c.notes, Note{Message: "the export's name looks like a credential; it was not copied"})
+		c.ex.Name = ""
+	}
 	id := o.ID
 	if id == "" {
 		id = strings.Trim(idChars.ReplaceAllString(strings.ToLower(c.ex.Name), "-"), "-")
@@ -595,6 +725,7 @@ func (c *conv) convert(o Options) (*Result, error) {
 	for len(sorted) < len(steps) {
 		var next *lfNode
 		for _, n := range steps {
+			c.step()
 			if ready[n.ID] && (next == nil || less(n, next)) {
 				next = n
 			}
@@ -711,6 +842,7 @@ func (c *conv) convert(o Options) (*Result, error) {
 	for i := range c.gaps {
 		c.gaps[i].Placeholder = c.ids[c.gaps[i].Node]
 	}
+	c.scrub(&doc)
 	b, err := doc.Marshal()
 	if err != nil {
 		return nil, err

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/flows"
 )
 
 // export is a Langflow flow export as far as the conversion reads it.
@@ -182,11 +184,18 @@ func (n *lfNode) value(name string) json.RawMessage {
 	return f.Value
 }
 
+// title is the node's display name; one that looks like a credential is not used (the
+// node's id and label come from the title).
 func (n *lfNode) title() string {
-	if n.Data.Node.DisplayName != "" {
-		return n.Data.Node.DisplayName
+	if d := n.Data.Node.DisplayName; d != "" && !flows.LooksLikeCredential(d) {
+		return d
 	}
 	return n.Data.Type
+}
+
+// isNote reports whether n is a sticky note.
+func (n *lfNode) isNote() bool {
+	return n.Type == "noteNode" || n.Data.Type == "note" || n.Data.Type == "Note"
 }
 
 func (n *lfNode) kindName() string {

@@ -41,7 +41,7 @@ func convert(t *testing.T, name string) *langflow.Result {
 	if !langflow.IsExport(b) {
 		t.Fatalf("%s is not recognised as a Langflow export", name)
 	}
-	r, err := langflow.Convert(b, langflow.Options{})
+	r, err := langflow.Convert(context.Background(), b, langflow.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestASluiceDocumentIsNotTakenForAnExport(t *testing.T) {
 	if langflow.IsExport([]byte(`{"sluice": 1, "id": "x", "nodes": [], "edges": []}`)) {
 		t.Error("a Sluice document is taken for a Langflow export")
 	}
-	if _, err := langflow.Convert([]byte(`{"name": "x"}`), langflow.Options{}); err == nil {
+	if _, err := langflow.Convert(context.Background(), []byte(`{"name": "x"}`), langflow.Options{}); err == nil {
 		t.Error("an object without data converted")
 	}
 }

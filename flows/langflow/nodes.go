@@ -99,12 +99,21 @@ func (c *conv) constants() {
 }
 
 // prompt converts a Langflow prompt template ({var} placeholders, {{ and }} for literal
-// braces) into a Go template over the state.
+// braces) into a Go template over the state. Everything but the placeholders is text:
+// it is gathered into one run between two placeholders and escaped as a whole, so that
+// no brace, however the export arranges them, opens an action.
 func (c *conv) prompt(n *lfNode) string {
-	tmpl := n.str("template")
-	var b strings.Builder
-	lit := func(s string) { b.WriteString(escapeTemplate(s)) }
+	tmpl := c.literal(n, "template")
+	var b, text strings.Builder
+	lit := func(s string) { text.WriteString(s) }
+	flush := func() {
+		t := escapeTemplate(text.String())
+		text.Reset()
+		c.grow(n, len(t))
+		b.WriteString(t)
+	}
 	for i := 0; i < len(tmpl); {
+		c.step()
 		switch {
 		case strings.HasPrefix(tmpl[i:], "{{"):
 			lit("{")
@@ -123,6 +132,7 @@ func (c *conv) prompt(n *lfNode) string {
 				i++
 				continue
 			}
+			flush()
 			b.WriteString(c.text(n, name))
 			i += end + 1
 		default:
@@ -134,6 +144,7 @@ func (c *conv) prompt(n *lfNode) string {
 			i = j
 		}
 	}
+	flush()
 	return b.String()
 }
 
@@ -142,9 +153,9 @@ var varRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // modelParams are the model settings of model node m, for node n that uses it.
 func (c *conv) modelParams(n, m *lfNode) map[string]any {
 	p := map[string]any{"provider": "default"}
-	if name := m.str("model_name"); name != "" {
+	if name := c.literal(m, "model_name"); name != "" {
 		p["model"] = name
-	} else if name := m.str("model"); name != "" {
+	} else if name := c.literal(m, "model"); name != "" {
 		p["model"] = name
 	} else {
 		p["model"] = ""
@@ -157,14 +168,14 @@ func (c *conv) modelParams(n, m *lfNode) map[string]any {
 		p["max_tokens"] = int64(t)
 	}
 	if f, ok := m.field("api_key"); ok && len(f.Value) > 0 && string(f.Value) != `""` && string(f.Value) != "null" {
-		if f.LoadFromDB {
-			c.note(m, "the API key comes from Langflow's global variable %s; Sluice takes the model's key from the server's provider: set %s (or name a provider from --providers); the key was not copied", m.str("api_key"), "OPENAI_API_KEY")
+		if v := m.str("api_key"); f.LoadFromDB && !flows.LooksLikeCredential(v) {
+			c.note(m, "the API key comes from Langflow's global variable %s; Sluice takes the model's key from the server's provider: set %s (or name a provider from --providers); the key was not copied", v, "OPENAI_API_KEY")
 		} else {
 			c.note(m, "the API key was not copied: Sluice takes the model's key from the server's provider (OPENAI_API_KEY, or a provider from --providers)")
 		}
 	}
 	field := openAICompatible[m.kindName()]
-	if base := m.str(field); field != "" && base != "" && !strings.HasPrefix(base, "https://api.openai.com") {
+	if base := c.literal(m, field); field != "" && base != "" && !strings.HasPrefix(base, "https://api.openai.com") {
 		c.note(m, "the model is served at %s: configure a provider with that base_url (docs/llm-providers.md) and name it in node %q, or set OPENAI_BASE_URL", base, c.ids[n.ID])
 	}
 	return p
@@ -263,19 +274,23 @@ func (c *conv) httpParams(n *lfNode) map[string]any {
 	if p["method"] == "" {
 		p["method"] = "GET"
 	}
-	u := ""
+	u, raw := "", "" // the URL template, and the literal URL it escapes
 	for _, f := range []string{"url_input", "url", "urls"} {
 		if c.wired(n, f) {
 			u = c.text(n, f)
 			break
 		}
 		if s := c.literal(n, f); s != "" {
-			u = escapeTemplate(s)
+			u, raw = escapeTemplate(s), s
 			break
 		}
 		var list []string
 		if json.Unmarshal(n.value(f), &list) == nil && len(list) > 0 {
-			u = escapeTemplate(list[0])
+			if flows.LooksLikeCredential(list[0]) {
+				c.dropped(n, "field "+f)
+				break
+			}
+			u, raw = escapeTemplate(list[0]), list[0]
 			if len(list) > 1 {
 				c.note(n, "the request had %d URLs; the http node sends the first, %s", len(list), list[0])
 			}
@@ -285,16 +300,22 @@ func (c *conv) httpParams(n *lfNode) map[string]any {
 	if q := keyValues(n.value("query_params")); len(q) > 0 {
 		v := url.Values{}
 		for _, kv := range q {
+			if secretHeaderRE.MatchString(kv[0]) || flows.LooksLikeCredential(kv[0]+" "+kv[1]) {
+				c.dropped(n, "query parameter "+kv[0])
+				continue
+			}
 			v.Add(kv[0], kv[1])
 		}
-		sep := "?"
-		if strings.Contains(u, "?") {
-			sep = "&"
+		if len(v) > 0 {
+			sep := "?"
+			if strings.Contains(u, "?") {
+				sep = "&"
+			}
+			u += sep + escapeTemplate(v.Encode())
 		}
-		u += sep + escapeTemplate(v.Encode())
 	}
 	p["url"] = u
-	if pu, err := url.Parse(strings.ReplaceAll(u, `{{"{{"}}`, "")); err == nil {
+	if pu, err := url.Parse(raw); raw != "" && err == nil {
 		h := pu.Hostname()
 		if h == "localhost" || strings.HasPrefix(h, "127.") || strings.HasPrefix(h, "10.") || strings.HasPrefix(h, "192.168.") {
 			c.note(n, "%s is an internal address: Sluice refuses it unless the server's HTTP allow-list (--http-allow) admits it", h)
@@ -304,7 +325,7 @@ func (c *conv) httpParams(n *lfNode) map[string]any {
 		headers := map[string]any{}
 		for _, kv := range hs {
 			k, v := kv[0], kv[1]
-			if secretHeaderRE.MatchString(k) || credentialRE.MatchString(v) {
+			if secretHeaderRE.MatchString(k) || flows.LooksLikeCredential(v) {
 				env := "SLUICE_SECRET_" + strings.ToUpper(strings.Trim(idChars.ReplaceAllString(strings.ToLower(id+"_"+k), "_"), "_"))
 				ref := map[string]any{"$env": env}
 				if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
@@ -321,6 +342,10 @@ func (c *conv) httpParams(n *lfNode) map[string]any {
 	if body := keyValues(n.value("body")); len(body) > 0 {
 		obj := map[string]any{}
 		for _, kv := range body {
+			if flows.LooksLikeCredential(kv[0] + " " + kv[1]) {
+				c.dropped(n, "body field "+kv[0])
+				continue
+			}
 			obj[kv[0]] = kv[1]
 		}
 		b, _ := json.Marshal(obj)
