@@ -184,7 +184,6 @@ type conv struct {
 	depsOf map[string][]choice
 	noted  map[string]bool // node and field of the credentials already reported
 
-	nodes []flows.Node
 	edges []flows.Edge
 	state map[string]flows.StateKey
 	gaps  []Gap
