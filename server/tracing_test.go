@@ -19,7 +19,7 @@ import (
 )
 
 // traceInMemory turns tracing on as observe.Setup does for a process (the global tracer
-// provider and W3C propagator otelecho uses, and Sluice's own tracer), keeping the spans
+// provider and W3C propagator otelhttp uses, and Sluice's own tracer), keeping the spans
 // in memory. Call it before newAPI: the server adds its tracing middleware only while
 // tracing is on.
 func traceInMemory(t *testing.T) *tracetest.InMemoryExporter {
@@ -101,6 +101,39 @@ func TestAnIncomingTraceparentBecomesTheParentOfTheRunItStarts(t *testing.T) {
 		if req.SpanKind != trace.SpanKindServer || req.SpanContext.TraceID() != caller.TraceID() || req.Parent.SpanID() != caller.SpanID() || !req.Parent.IsRemote() {
 			t.Errorf("%s: the run's parent is span %q (kind %s, trace %s, parent %s), want the request's server span, a child of the caller's %s",
 				c.name, req.Name, req.SpanKind, req.SpanContext.TraceID(), req.Parent.SpanID(), caller.SpanID())
+		}
+	}
+}
+
+// A request's server span has the stable HTTP semantic conventions, as the client spans
+// of the http component and the model calls have (otelecho mixed in the old names:
+// http.method, http.status_code, http.target), with the route Echo matched in its name
+// and as http.route.
+func TestServerSpansUseTheStableHTTPConventions(t *testing.T) {
+	mem := traceInMemory(t)
+	a := newAPI(t, storetest.Embedded(t))
+	flow := a.saveFlow("linear", nil)
+	a.must(http.StatusNotFound, "GET", "/api/flows/"+flow+"/runs/rnope", nil)
+	var span *tracetest.SpanStub
+	eventually(t, 10*time.Second, func() string {
+		for _, s := range mem.GetSpans() {
+			if s.Name == "GET /api/flows/:flow/runs/:run" {
+				span = &s
+				return ""
+			}
+		}
+		return "no span named GET /api/flows/:flow/runs/:run"
+	})
+	attrs := map[string]string{}
+	for _, kv := range span.Attributes {
+		attrs[string(kv.Key)] = kv.Value.String()
+	}
+	if attrs["http.request.method"] != "GET" || attrs["http.response.status_code"] != "404" || attrs["http.route"] != "/api/flows/:flow/runs/:run" {
+		t.Errorf("span attributes %v; want http.request.method, http.response.status_code 404 and http.route", attrs)
+	}
+	for _, old := range []string{"http.method", "http.status_code", "http.target", "net.host.name", "http.scheme"} {
+		if _, ok := attrs[old]; ok {
+			t.Errorf("span attribute %s (the old conventions) is there: %v", old, attrs)
 		}
 	}
 }
