@@ -28,7 +28,14 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}"
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=go /out/sluice /usr/local/bin/sluice
 USER 65532:65532
+# Without SLUICE_TOKEN, serve makes a token on its first start and keeps it here (mount
+# a volume on /home/nonroot/.sluice to keep it across containers); `docker exec
+# CONTAINER sluice token` prints it. With SLUICE_TOKEN set, that one is used.
+ENV SLUICE_TOKEN_FILE=/home/nonroot/.sluice/token
 # serve's --addr in the manifests, and the workers' --metrics-addr.
 EXPOSE 8080 9090
+# The image has no shell or curl: the binary probes itself. A worker's container probes
+# its --metrics-addr instead (SLUICE_HEALTH_ADDR=127.0.0.1:9090).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 CMD ["/usr/local/bin/sluice", "health"]
 ENTRYPOINT ["/usr/local/bin/sluice"]
 CMD ["serve", "--addr", ":8080"]

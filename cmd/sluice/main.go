@@ -55,6 +55,8 @@ func commands() []command {
 		{"components", "list the components flows can use (--markdown, --json)", cmdComponents},
 		{"deploy", "print Kubernetes manifests for flows (deploy kubernetes FLOW.json...)", cmdDeploy},
 		{"bench", "measure Sluice against a bare go-redis loop", cmdBench},
+		{"health", "probe a serve's /healthz: exit 0 when healthy (the image's HEALTHCHECK)", cmdHealth},
+		{"token", "print the token serve keeps in its --token-file", cmdToken},
 		{"version", "print the version", cmdVersion},
 	}
 }

@@ -27,7 +27,8 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	partitions := addPartitionsFlag(fs)
 	workers := fs.Int("workers", 1, "in-process workers for the library's flows; 0 serves only the UI and API (workers run elsewhere)")
 	cf := addComponentFlags(fs)
-	token := fs.String("token", "", "bearer token every route but health needs (env SLUICE_TOKEN); required unless --addr is loopback")
+	token := fs.String("token", "", "bearer token every route but health needs (env SLUICE_TOKEN); required unless --addr is loopback or --token-file is given")
+	tokenFile := fs.String("token-file", envOr("SLUICE_TOKEN_FILE", ""), "without SLUICE_TOKEN, read the token from this file, or make a random one there on the first start (`sluice token` prints it); the image sets it (env SLUICE_TOKEN_FILE)")
 	cors := fs.String("cors", envOr("SLUICE_CORS_ORIGINS", ""), "comma-separated origins allowed to call the API from a browser; empty: CORS off (env SLUICE_CORS_ORIGINS)")
 	dispatch := fs.Bool("dispatch", true, "deliver result webhooks from this process")
 	schedule := fs.Bool("schedule", true, "start the runs of the library's flows' schedules from this process (any number of processes may: each tick runs once)")
@@ -63,6 +64,16 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	// The token comes from the environment unless given: a flag shows in ps.
 	if *token == "" {
 		*token = os.Getenv("SLUICE_TOKEN")
+	}
+	if *token == "" && *tokenFile != "" {
+		var made bool
+		if *token, made, err = tokenFromFile(*tokenFile); err != nil {
+			return &exitError{code: 2, err: err}
+		}
+		if made {
+			log.Warn("no SLUICE_TOKEN: made a random token and kept it in the token file; `sluice token` prints it (in a container: docker exec CONTAINER sluice token); open the editor once with ?token=TOKEN",
+				"file", *tokenFile)
+		}
 	}
 	rt, err := time.ParseDuration(*readTimeout)
 	if err != nil || rt <= 0 {
