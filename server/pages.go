@@ -480,7 +480,7 @@ func (s *Server) runPage(c echo.Context) error {
 		}
 		d := &pages.CheckpointDetail{ID: cp.ID, Node: cp.Node, Kind: cp.Kind, Step: cp.Step, Update: pretty(cp.Update),
 			Output: pretty(cp.Output), State: pretty(cp.State), Worker: cp.Worker, Attempt: cp.Attempt, Error: cp.Error, Pinned: cp.Pinned}
-		if cp.Kind == "error" && cp.Parent != "" {
+		if cp.Parent != "" && cp.Kind != "input" {
 			d.ParentLink = fmt.Sprintf("/flows/%s/runs/%s?checkpoint=%s", flow, runID, url.QueryEscape(cp.Parent))
 		}
 		if len(cp.State) > 0 && cp.Kind != "turn" {

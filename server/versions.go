@@ -114,10 +114,14 @@ func (s *Server) rollback(c echo.Context) error {
 	if cur, err := s.versions().CurrentPlan(ctx, flow); err == nil {
 		out.Previous = cur.Version
 	}
-	_, lerr := s.library.Load(flow)
+	src := plan.Source
+	file, lerr := s.library.Load(flow)
 	switch {
 	case lerr == nil:
-		if err := s.library.Save(flow, plan.Source); err != nil {
+		// The notes on the canvas stay (docs/versions.md): the draft's when there is one.
+		draft, _ := s.library.LoadDraft(flow)
+		src = flows.KeepNotes(plan.Source, draft, file)
+		if err := s.library.Save(flow, src); err != nil {
 			return err
 		}
 		out.FileWritten = true
@@ -129,7 +133,7 @@ func (s *Server) rollback(c echo.Context) error {
 		return lerr
 	}
 	if s.sync != nil && out.FileWritten {
-		if _, _, err := s.sync.PublishNote(ctx, flow, plan.Source, req.Message); err != nil {
+		if _, _, err := s.sync.PublishNote(ctx, flow, src, req.Message); err != nil {
 			return err
 		}
 		out.Published = true

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/storetest"
 )
 
@@ -258,4 +259,60 @@ func TestRunsFilterByTriggerAndNameTheScheduleThatStartedThem(t *testing.T) {
 			t.Errorf("the page of run %s says started by %q, want %q", run, got, want)
 		}
 	}
+}
+
+// Notes are layout, not part of a version: a rollback brings back what the version runs
+// and keeps the notes the canvas has now, the draft's when there is one, else the file's.
+func TestARollbackKeepsTheNotesOnTheCanvas(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		a := newAPI(t, r)
+		id, v1doc := a.flowDoc("linear", nil)
+		var v1, v2 server.SavedFlow
+		a.must(http.StatusCreated, "PUT", "/api/flows/"+id, v1doc).into(t, &v1)
+		var d map[string]any
+		json.Unmarshal(v1doc, &d)
+		d["nodes"].([]any)[3].(map[string]any)["params"] = map[string]any{"value": "{shouted: .greeting}"}
+		d["notes"] = []any{map[string]any{"id": "n1", "text": "Shouts since v2.", "position": map[string]any{"x": 0, "y": 200}}}
+		v2doc, _ := json.Marshal(d)
+		a.must(http.StatusOK, "PUT", "/api/flows/"+id, v2doc).into(t, &v2)
+
+		notes := func(doc []byte) string {
+			t.Helper()
+			var d struct {
+				Notes []struct{ Text string } `json:"notes"`
+			}
+			if err := json.Unmarshal(doc, &d); err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, n := range d.Notes {
+				out = append(out, n.Text)
+			}
+			return strings.Join(out, " | ")
+		}
+		// Without a draft: the saved file's note stays.
+		a.must(200, "POST", "/api/flows/"+id+"/rollback", map[string]string{"version": v1.Version}).into(t, new(server.RolledBack))
+		file := a.must(200, "GET", "/api/flows/"+id, nil).body
+		if got := notes(file); got != "Shouts since v2." {
+			t.Errorf("after rolling back with no draft the notes are %q, want the saved file's", got)
+		}
+		var h engine.VersionHistory
+		a.must(200, "GET", "/api/flows/"+id+"/versions", nil).into(t, &h)
+		if h.Current != v1.Version {
+			t.Errorf("current %.12s, want v1 %.12s: the notes changed the version", h.Current, v1.Version)
+		}
+		if r := a.settle(id, a.start(id, map[string]any{"input": map[string]any{"name": "Cy"}})); string(r.Output) != `{"greeting":"HELLO, CY!"}` {
+			t.Errorf("a run after rollback: %+v", r)
+		}
+
+		// With a draft: the draft's notes, the ones the editor showed, stay; the draft goes.
+		d["notes"] = append(d["notes"].([]any), map[string]any{"id": "n2", "text": "Written in the draft."})
+		draft, _ := json.Marshal(d)
+		a.must(200, "PUT", "/api/flows/"+id+"/draft", draft)
+		a.must(200, "POST", "/api/flows/"+id+"/rollback", map[string]string{"version": v2.Version}).into(t, new(server.RolledBack))
+		if got := notes(a.must(200, "GET", "/api/flows/"+id, nil).body); got != "Shouts since v2. | Written in the draft." {
+			t.Errorf("after rolling back from a draft the notes are %q, want the draft's", got)
+		}
+		a.must(http.StatusNotFound, "GET", "/api/flows/"+id+"/draft", nil)
+	})
 }

@@ -51,10 +51,10 @@ func (r *Redis) ForgetWorkers(ctx context.Context, consumers []string) error {
 
 // LiveConsumerWindow is how recently a consumer must have said it is alive for it to
 // count as a live worker: every worker records itself in workersKey (WorkerAlive) at
-// least every 10 s. A consumer that never recorded itself (a worker of an older
-// Sluice) counts as live where Redis says it tried to read lately (≥ 7.2 reports a
-// consumer's last attempt, blocking reads included), and on Redis 7.0 as long as it
-// exists.
+// least every 10 s. A consumer with no record (a worker of an older Sluice, or one whose
+// record the sweepers forgot once it stopped) counts as live where Redis saw it within
+// the window: ≥ 7.2 reports a consumer's last attempt to read, blocking reads included;
+// 7.0 only when it last got an entry.
 const LiveConsumerWindow = 60 * time.Second
 
 // unreadGrace is how long an activation may sit in a stream with no consumer before the
@@ -183,8 +183,13 @@ func anyLive(res any, alive, known map[string]bool) bool {
 			}
 			continue
 		}
-		if !has["inactive"] || time.Duration(fields["idle"])*time.Millisecond < LiveConsumerWindow {
-			return true // Redis 7.0 (no "inactive"), or seen lately
+		// No record: Redis's idle time says. On 7.0 (no "inactive") that is since the
+		// consumer last got an entry, so a worker that stopped cleanly, whose consumer
+		// stays in the group, stops counting after the window instead of for as long as
+		// the consumer stays; a live one of an older Sluice idle that long on 7.0 counts
+		// as gone, which only shows the hint. A server that reports no idle time: served.
+		if !has["idle"] || time.Duration(fields["idle"])*time.Millisecond < LiveConsumerWindow {
+			return true
 		}
 	}
 	return false

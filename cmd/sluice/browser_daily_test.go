@@ -429,6 +429,30 @@ func TestBrowserDebugAFailedStepAndRetryIt(t *testing.T) {
 	b.waitText("#run-status", "succeeded")
 	b.waitFor("stock done", `document.querySelector('[data-node="stock"]').dataset.status === "done"`)
 	b.waitText("#run-output", `"stock": 7`)
+	// Bug 7 (issue 27): the run succeeded, so its summary shows no error, not even the
+	// one it had before the retry; and not after a reload either.
+	if got := evaluate[string](b, `[...document.querySelectorAll("#run-summary .error")].map(e => e.innerText).join(" | ")`); got != "" {
+		t.Errorf("the summary of the run that succeeded after its retry shows the error %q", got)
+	}
+	runID := evaluate[string](b, `document.querySelector("#run-summary-id").innerText`)
+	b.open("/flows/" + flowID + "?run=" + runID)
+	b.waitText("#run-status", "succeeded")
+	if got := evaluate[string](b, `[...document.querySelectorAll("#run-summary .error")].map(e => e.innerText).join(" | ")`); got != "" {
+		t.Errorf("reopened, the summary of the run that succeeded after its retry shows the error %q", got)
+	}
+
+	// Bug 11 (issue 27): a step that succeeded shows the state it received too, in the
+	// editor and on the run page.
+	b.click(`.react-flow__node[data-id="out"]`)
+	outPanel := `[aria-label="checkpoints of out"]`
+	b.waitText(outPanel, "State it received")
+	b.waitText(outPanel+" .received", `"stock": 7`)
+	b.open("/flows/" + flowID + "/runs/" + runID)
+	b.click(`#timeline li[data-node="out"] a`)
+	b.waitText("#checkpoint", "The state it received")
+	b.click("#checkpoint a.received")
+	b.waitFor("the state stock left", `document.querySelector("#timeline li.selected")?.dataset.node === "stock"`)
+	b.waitText("#checkpoint", `"stock": 7`)
 }
 
 // exampleDoc reads an example flow under another id, as a document to edit.

@@ -245,6 +245,9 @@ func TestVersionsRollbackAndSchedulesCommands(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	os.WriteFile(path, bytes.Replace(b, []byte(`"Linear pipeline"`), []byte(`"Linear, renamed"`), 1), 0o644)
 	v2 := publish()
+	// A note on the canvas after v2: layout, so the rollback keeps it (issue 27).
+	b, _ = os.ReadFile(path)
+	os.WriteFile(path, bytes.Replace(b, []byte(`"nodes":`), []byte(`"notes": [{"id": "n1", "text": "Renamed on Friday."}], "nodes":`), 1), 0o644)
 	sluice := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(binary, args...)
@@ -269,6 +272,8 @@ func TestVersionsRollbackAndSchedulesCommands(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); !bytes.Contains(b, []byte(`"Linear pipeline"`)) {
 		t.Errorf("the file was not rolled back: %s", b)
+	} else if !bytes.Contains(b, []byte("Renamed on Friday.")) {
+		t.Errorf("the rollback dropped the note on the canvas: %s", b)
 	}
 	if out := sluice("schedules", id); !strings.Contains(out, "0 6 * * * (UTC)  on") || strings.Count(out, "next ") != 3 {
 		t.Errorf("schedules:\n%s", out)

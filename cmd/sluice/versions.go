@@ -212,8 +212,10 @@ Flags:
 	}
 	lib := &store.Library{Dir: *dir}
 	wrote := false
-	if _, err := lib.Load(flow); err == nil {
-		if err := lib.Save(flow, p.Source); err != nil {
+	if file, err := lib.Load(flow); err == nil {
+		// The notes on the canvas stay, as the editor's rollback keeps them (docs/versions.md).
+		draft, _ := lib.LoadDraft(flow)
+		if err := lib.Save(flow, flows.KeepNotes(p.Source, draft, file)); err != nil {
 			return err
 		}
 		wrote = true

@@ -7,6 +7,7 @@ import { finished } from "../flow/runview";
 import type { FlowDocument } from "../flow/types";
 import type { TestRunState } from "./testrun";
 import { PinnedNote } from "./PinsPanel";
+import { TextArea } from "./TextArea";
 
 interface Props {
   doc: FlowDocument;
@@ -106,13 +107,13 @@ export function ChatPanel({ doc, state, canRun, onSend, onOpen }: Props) {
           void send();
         }}
       >
-        <textarea
+        <TextArea
           id="chat-text"
           rows={2}
           value={text}
           placeholder={canRun ? "Message (Enter sends, Shift+Enter a new line)" : "Fix the flow's problems to chat with it"}
           disabled={!canRun}
-          onChange={(e) => setText(e.target.value)}
+          onText={setText}
           onKeyDown={(e) => {
             if (e.key === "Enter" && !e.shiftKey) {
               e.preventDefault();

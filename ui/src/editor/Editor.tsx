@@ -21,8 +21,8 @@ import { connectionOf, toCanvasEdges, toCanvasNodes, type CanvasNode } from "../
 import { checkConnection, type Connection } from "../flow/connect";
 import { clipText, copy, parseClip, paste, type Clip } from "../flow/clipboard";
 import { validId } from "../flow/ids";
-import { DEFAULT_SIZE, freeSpot, layout, READABLE_ZOOM, readableViewport, type Size } from "../flow/layout";
-import { plainKeyAction } from "../flow/shortcuts";
+import { DEFAULT_SIZE, freeSpot, layout, nearestFreeSpot, READABLE_ZOOM, readableViewport, type Size } from "../flow/layout";
+import { keyAction } from "../flow/shortcuts";
 import { KeyboardHelp } from "./KeyboardHelp";
 import { addNode, connect, moveNodes, removeItems } from "../flow/ops";
 import { mapProblems } from "../flow/problems";
@@ -38,11 +38,11 @@ import { ChatPanel } from "./ChatPanel";
 import { Autosave } from "./autosave";
 import { FlowNodeView } from "./FlowNodeView";
 import { NoteEditsContext, NoteView, type NoteEdits } from "./NoteView";
-import { addNote, moveNotes, noteIdOf, removeNotes, toCanvasNotes, updateNote, type CanvasNote } from "../flow/notes";
+import { addNote, moveNotes, noteCanvasId, noteIdOf, removeNotes, toCanvasNotes, updateNote, type CanvasNote } from "../flow/notes";
 import { Inspector } from "./Inspector";
 import { Palette } from "./Palette";
 import { ProblemsPanel } from "./ProblemsPanel";
-import { noWorkerAt, RunPanel } from "./RunPanel";
+import { initialInput, noWorkerAt, parseRunInput, RunPanel } from "./RunPanel";
 import { EditorStore } from "./store";
 import { TestRun } from "./testrun";
 import { activePins, pinsToSend } from "../flow/pins";
@@ -118,6 +118,9 @@ function Editor({ data }: { data: EditorData }) {
   }, [pinStore]);
   const [isNew, setIsNew] = useState(data.isNew);
   const [tab, setTab] = useState<Tab>("inspect");
+  // The Test run tab's input, kept here so that it outlives the tab and Ctrl+Enter can run with it.
+  const [runInput, setRunInput] = useState(() => initialInput(data.flow));
+  const [runInputTyped, setRunInputTyped] = useState(false);
   const [toast, setToast] = useState<{ text: string; kind: "ok" | "warn" | "error" } | undefined>();
   const [saving, setSaving] = useState(false);
   const [note, setNote] = useState("");
@@ -139,6 +142,11 @@ function Editor({ data }: { data: EditorData }) {
   const pinned = useMemo(() => activePins(pins, doc), [pins, doc]);
   const pinsCtx = useMemo<PinsContextValue>(() => ({ store: pinStore, pins, doc, select: (node) => store.select([node]) }), [pinStore, pins, doc, store]);
   const pmap = useMemo(() => mapProblems(validation.problems, doc), [validation.problems, doc]);
+  const inputParams = JSON.stringify(doc.nodes.find((n) => n.type === "input")?.params ?? null);
+  useEffect(() => {
+    if (!runInputTyped) setRunInput(initialInput(store.get().doc));
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [inputParams]);
 
   useEffect(() => {
     if (!isNew) testRun.watch(doc.id);
@@ -155,15 +163,18 @@ function Editor({ data }: { data: EditorData }) {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [testRun]);
 
-  const openRun = useCallback(
-    (run: string) => {
-      const url = new URL(location.href);
-      url.searchParams.set("run", run);
-      history.replaceState(null, "", url);
-      void testRun.open(run, store.get().doc);
-    },
-    [testRun, store],
-  );
+  const openRun = useCallback((run: string) => void testRun.open(run, store.get().doc), [testRun, store]);
+
+  // The URL names the run the canvas shows (?run=RUN), whichever way it came: a reload
+  // shows that run, not the one the page was first opened on.
+  const shownRun = rs.view?.run;
+  useEffect(() => {
+    if (!shownRun || isNew) return;
+    const url = new URL(location.href);
+    if (url.searchParams.get("run") === shownRun) return;
+    url.searchParams.set("run", shownRun);
+    history.replaceState(history.state, "", url);
+  }, [shownRun, isNew]);
 
   const say = useCallback((text: string, kind: "ok" | "warn" | "error" = "ok") => setToast({ text, kind }), []);
 
@@ -322,7 +333,7 @@ function Editor({ data }: { data: EditorData }) {
       let pos: Position;
       if (at) {
         const p = rf.screenToFlowPosition(at);
-        pos = { x: p.x - 100, y: p.y - 30 };
+        pos = nearestFreeSpot(store.get().doc, (id) => store.get().sizes.get(id), { x: p.x - 100, y: p.y - 30 });
       } else {
         const r = canvasRef.current?.getBoundingClientRect();
         const p = rf.screenToFlowPosition(r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : { x: 400, y: 300 });
@@ -571,42 +582,68 @@ function Editor({ data }: { data: EditorData }) {
     store.edit((d) => removeNotes(removeItems(d, selectedNodes, selectedEdges), notes));
   }, [store]);
 
-  // Keyboard: save, undo/redo, and the plain keys of flow/shortcuts.ts; copy and paste come
-  // as clipboard events (above); the canvas handles Delete itself.
+  /** Ctrl/Cmd+Enter: a test run with the Test run tab's input, or why there is none. */
+  const runFromKeyboard = useCallback(() => {
+    setTab("run");
+    const parsed = parseRunInput(runInput);
+    const v = testRun.get().view;
+    if (parsed.error !== undefined) say(`Not run: the input is not JSON: ${parsed.error}`, "error");
+    else if (pmap.errors > 0 || store.get().doc.nodes.length === 0) say(pmap.errors > 0 ? `Not run: fix the flow's ${plural(pmap.errors, "error")} first (see Problems)` : "Not run: the flow has no nodes yet", "error");
+    else if (testRun.get().starting || (v && !finished(v.status))) say("Not run: a run is under way (cancel it in the Test run tab)", "error");
+    else void run(parsed.input);
+  }, [runInput, pmap.errors, store, testRun, say, run]);
+
+  // Keyboard: the keys of flow/shortcuts.ts; copy and paste come as clipboard events
+  // (above); the canvas handles Delete itself. A key a field handled (Enter in the chat)
+  // is not the editor's.
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
-      const mod = e.metaKey || e.ctrlKey;
-      if (view) return;
-      const k = e.key.toLowerCase();
+      if (e.defaultPrevented) return;
       const t = e.target as HTMLElement | null;
       const typing = !!t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable);
-      if (!mod) {
-        if (e.altKey || (typing && e.key !== "Escape")) return;
-        const action = plainKeyAction(e.key);
-        if (action === "help") setHelp(true);
-        else if (action === "close") setHelp(false);
-        else if (action === "note") addNoteHere();
-        else if (action === "layout") autoLayout();
-        else if (action === "fit") void rf.fitView({ padding: 0.2, duration: 200 });
-        if (action && action !== "close") e.preventDefault();
-        return;
-      }
-      if (k === "s") {
-        e.preventDefault();
-        void save();
-      } else if (typing) {
-        return;
-      } else if (k === "z" && !e.shiftKey) {
-        e.preventDefault();
-        store.undo();
-      } else if ((k === "z" && e.shiftKey) || k === "y") {
-        e.preventDefault();
-        store.redo();
+      const action = keyAction(e, typing);
+      if (!action) return;
+      if (view && action !== "help" && action !== "escape" && action !== "fit") return; // a version shown read-only
+      e.preventDefault();
+      switch (action) {
+        case "save":
+          void save();
+          break;
+        case "run":
+          runFromKeyboard();
+          break;
+        case "undo":
+          store.undo();
+          break;
+        case "redo":
+          store.redo();
+          break;
+        case "selectAll": {
+          const d = store.get().doc;
+          store.select([...d.nodes.map((n) => n.id), ...(d.notes ?? []).map((n) => noteCanvasId(n.id))]);
+          break;
+        }
+        case "escape":
+          if (help) setHelp(false);
+          else store.select([]);
+          break;
+        case "help":
+          setHelp(true);
+          break;
+        case "note":
+          addNoteHere();
+          break;
+        case "layout":
+          autoLayout();
+          break;
+        case "fit":
+          void rf.fitView({ padding: 0.2, duration: 200 });
+          break;
       }
     };
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
-  }, [save, store, addNoteHere, autoLayout, rf, view]);
+  }, [save, store, addNoteHere, autoLayout, rf, view, help, runFromKeyboard]);
 
   // Unsaved changes: the browser asks before leaving the page. A new flow nobody has
   // edited yet (blank, or an example as it is) loses nothing.
@@ -873,6 +910,11 @@ function Editor({ data }: { data: EditorData }) {
                 canRun={pmap.errors === 0 && doc.nodes.length > 0}
                 blocked={pmap.errors > 0 ? `This flow cannot run: fix its ${plural(pmap.errors, "error")} (see Problems). Your changes are kept as a draft; ${st.published ? "runs started elsewhere use the last saved version" : "it has never been saved valid, so nothing runs it yet"}.` : undefined}
                 runLabel={dirty || hasDraft ? "Save and run" : "Run"}
+                input={runInput}
+                onInput={(text) => {
+                  setRunInput(text);
+                  setRunInputTyped(true);
+                }}
                 onRun={(input) => void run(input)}
                 onCancel={() => void testRun.cancel()}
                 onResume={(node, d) => void testRun.resume(node, d)}

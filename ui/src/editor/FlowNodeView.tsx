@@ -79,8 +79,20 @@ function FlowNodeViewInner({ data, selected }: NodeProps<CanvasNode>) {
           )}
         </div>
       )}
-      {run?.text && <div className="flow-node-stream">{run.text.length > 160 ? "…" + run.text.slice(-160) : run.text}</div>}
-      {run?.error && <div className="flow-node-problem">{run.error}</div>}
+      {/* One line each, the latest of the text and the error in full in the Test run tab:
+          a run makes a node taller by RUN_ROOM at most (flow/layout.ts), so it never grows
+          over the node below. */}
+      {run?.error ? (
+        <div className="flow-node-problem flow-node-error" title={run.error}>
+          {run.error}
+        </div>
+      ) : (
+        run?.text && (
+          <div className="flow-node-stream" title={run.text.length > 400 ? "…" + run.text.slice(-400) : run.text}>
+            <span>{run.text.length > 160 ? "…" + run.text.slice(-160) : run.text}</span>
+          </div>
+        )
+      )}
       {(mark || (queue && (queue.pending + queue.lag > 0 || queue.dead > 0))) && (
         <div className="flow-node-badges">
           {mark && (

@@ -15,6 +15,7 @@ import type { FlowDocument, FlowNode, Note, NoteColor, Problem, Registry } from 
 import { FieldRow, ParamField } from "./fields";
 import { MCPTools } from "./MCPTools";
 import type { EditorStore } from "./store";
+import { TextArea } from "./TextArea";
 
 interface Props {
   store: EditorStore;
@@ -117,7 +118,7 @@ function NodeInspector({ store, doc, reg, node, problems }: { store: EditorStore
         <ParamField field={{ ...duration, label: "Timeout", description: "Deadline of one step; default the flow's step_timeout." }} value={node.timeout} problems={problemsOf(undefined, "timeout")} onChange={(v) => setF("timeout", v as string | undefined)} onBlur={seal} />
         <ParamField field={fieldOf("concurrency", { type: "integer", minimum: 1, maximum: 1024, description: "Steps of this node one worker runs at once (default 16)." }, false)} value={node.concurrency} problems={problemsOf(undefined, "concurrency")} onChange={(v) => setF("concurrency", v as number | undefined)} onBlur={seal} />
         <FieldRow label="Description" problems={[]}>
-          <textarea aria-label="Description" rows={2} value={node.description ?? ""} onChange={(e) => setF("description", e.target.value)} onBlur={seal} />
+          <TextArea aria-label="Description" rows={2} value={node.description ?? ""} onText={(text) => setF("description", text)} onBlur={seal} />
         </FieldRow>
       </details>
       <h3>Ports</h3>
@@ -268,7 +269,7 @@ function NoteInspector({ store, note }: { store: EditorStore; note: Note }) {
       </h2>
       <p className="muted small">Notes are layout, like positions: they never change the flow’s version and nothing runs them.</p>
       <FieldRow label="Text" problems={[]}>
-        <textarea aria-label="Note text" rows={5} value={note.text} onChange={(e) => store.edit((d) => updateNote(d, note.id, { text: e.target.value }), `note:${note.id}.text`)} onBlur={() => store.seal()} />
+        <TextArea aria-label="Note text" rows={5} value={note.text} onText={(text) => store.edit((d) => updateNote(d, note.id, { text }), `note:${note.id}.text`)} onBlur={() => store.seal()} />
       </FieldRow>
       <FieldRow label="Colour" problems={[]}>
         <select aria-label="Note colour" value={note.color ?? "yellow"} onChange={(e) => store.edit((d) => updateNote(d, note.id, { color: e.target.value as NoteColor }))}>
@@ -308,7 +309,7 @@ function FlowInspector({ store, doc, isNew }: { store: EditorStore; doc: FlowDoc
         <input aria-label="Flow name" value={doc.name ?? ""} onChange={(e) => set({ name: e.target.value }, "flow.name")} onBlur={() => store.seal()} />
       </FieldRow>
       <FieldRow label="Description" problems={[]}>
-        <textarea aria-label="Flow description" rows={3} value={doc.description ?? ""} onChange={(e) => set({ description: e.target.value }, "flow.description")} onBlur={() => store.seal()} />
+        <TextArea aria-label="Flow description" rows={3} value={doc.description ?? ""} onText={(text) => set({ description: text }, "flow.description")} onBlur={() => store.seal()} />
       </FieldRow>
       <FlowSettings store={store} doc={doc} />
       <ParamField field={{ ...state, label: "State" }} value={doc.state} problems={[]} onChange={(v) => store.edit((d) => { const n = { ...d }; if (v === undefined) delete n.state; else n.state = v as FlowDocument["state"] & object; return n; }, "flow.state")} onBlur={() => store.seal()} />

@@ -3,6 +3,7 @@
 import { NodeResizer, type NodeProps } from "@xyflow/react";
 import { createContext, memo, useContext } from "react";
 import type { CanvasNote } from "../flow/notes";
+import { TextArea } from "./TextArea";
 
 export interface NoteEdits {
   text(id: string, text: string): void;
@@ -27,12 +28,12 @@ function NoteViewInner({ data, selected }: NodeProps<CanvasNote>) {
       <div className="note-handle" title="Drag to move the note">
         note
       </div>
-      <textarea
+      <TextArea
         className="note-text nodrag nowheel"
         aria-label={`note ${note.id}`}
         placeholder="Write a note…"
         value={note.text}
-        onChange={(e) => edits?.text(note.id, e.target.value)}
+        onText={(text) => edits?.text(note.id, text)}
         onBlur={() => edits?.seal()}
       />
     </div>

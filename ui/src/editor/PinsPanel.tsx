@@ -6,6 +6,7 @@ import type { Checkpoint } from "../api/types";
 import { canPin, editPin, isPinnedFrom, jsonText, pinOf, pinSource, pinsToSend, type Pins, type StoredPin } from "../flow/pins";
 import type { FlowDocument } from "../flow/types";
 import type { PinStore } from "./pins";
+import { TextArea } from "./TextArea";
 
 export interface PinsContextValue {
   store: PinStore;
@@ -90,11 +91,11 @@ function PinEditor({ pin, onSave }: { pin: StoredPin; onSave: (p: StoredPin) => 
     >
       <label>
         Output
-        <textarea className="code" data-field="output" rows={rows(output)} spellCheck={false} value={output} onChange={(e) => setOutput(e.target.value)} />
+        <TextArea className="code" data-field="output" rows={rows(output)} spellCheck={false} value={output} onText={setOutput} />
       </label>
       <label>
         Update (merged into the state)
-        <textarea className="code" data-field="update" rows={rows(update)} spellCheck={false} value={update} onChange={(e) => setUpdate(e.target.value)} />
+        <TextArea className="code" data-field="update" rows={rows(update)} spellCheck={false} value={update} onText={setUpdate} />
       </label>
       {pin.ports && <p className="muted small">chooses the ports {pin.ports.join(", ")}</p>}
       {error && <p className="field-problem">{error}</p>}

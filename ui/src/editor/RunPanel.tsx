@@ -6,11 +6,12 @@ import type { Checkpoint, DeadLetter, Run } from "../api/types";
 import { checkpointTitle, turnNumbers } from "../flow/checkpoints";
 import { formatTime } from "../flow/time";
 import type { Change } from "../flow/diff";
-import { finished, formatCost, formatDuration, runUsage, type RunView } from "../flow/runview";
+import { finished, formatCost, formatDuration, runError, runUsage, type RunView } from "../flow/runview";
 import { exampleInput } from "../flow/schema";
 import type { FlowDocument, JSONSchema } from "../flow/types";
 import type { TestRunState } from "./testrun";
 import { PinButton, PinnedList } from "./PinsPanel";
+import { TextArea } from "./TextArea";
 
 interface Props {
   doc: FlowDocument;
@@ -20,6 +21,9 @@ interface Props {
   /** Why the flow cannot run, shown by the run button. */
   blocked?: string | undefined;
   runLabel: string;
+  /** The input field's text, kept by the editor (Ctrl+Enter runs with it from anywhere). */
+  input: string;
+  onInput: (text: string) => void;
   onRun: (input: unknown) => void;
   onCancel: () => void;
   onResume: (node: string, decision: { decision: "approve" | "reject"; value?: unknown; comment?: string }) => void;
@@ -28,43 +32,38 @@ interface Props {
   onOpen: (run: string) => void;
 }
 
-function initialInput(doc: FlowDocument): string {
+/** The input a test run starts with: the input node's example, else a skeleton of its schema. */
+export function initialInput(doc: FlowDocument): string {
   const input = doc.nodes.find((n) => n.type === "input");
   return JSON.stringify(exampleInput(input?.params?.example, input?.params?.schema as JSONSchema | undefined), null, 2);
 }
 
-export function RunPanel({ doc, state, selectedNode, canRun, blocked, runLabel, onRun, onCancel, onResume, onSelect, onOpen }: Props) {
-  const [text, setText] = useState(() => initialInput(doc));
-  const [touched, setTouched] = useState(false);
-  const inputNode = doc.nodes.find((n) => n.type === "input");
-  useEffect(() => {
-    if (!touched) setText(initialInput(doc));
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [JSON.stringify(inputNode?.params ?? null)]);
-  let parseError: string | undefined;
-  let input: unknown;
+/** The run input the field's text holds (empty: {}), or why it is not JSON. */
+export function parseRunInput(text: string): { input: unknown; error?: undefined } | { input?: undefined; error: string } {
   try {
-    input = text.trim() === "" ? {} : JSON.parse(text);
+    return { input: text.trim() === "" ? {} : (JSON.parse(text) as unknown) };
   } catch (e) {
-    parseError = (e as Error).message;
+    return { error: (e as Error).message };
   }
+}
+
+export function RunPanel({ doc, state, selectedNode, canRun, blocked, runLabel, input: text, onInput, onRun, onCancel, onResume, onSelect, onOpen }: Props) {
+  const { input, error: parseError } = parseRunInput(text);
   const { view, run, error, starting } = state;
   const active = !!view && !finished(view.status);
   return (
     <div className="run-panel">
       <RunPicker recent={state.recent} current={view?.run} onOpen={onOpen} />
       <label htmlFor="run-input">Input (JSON)</label>
-      <textarea
+      <TextArea
         id="run-input"
         className="code"
         rows={Math.min(Math.max(text.split("\n").length, 3), 10)}
         spellCheck={false}
         value={text}
-        onChange={(e) => {
-          setText(e.target.value);
-          setTouched(true);
-        }}
+        onText={onInput}
         aria-invalid={!!parseError}
+        title="Ctrl+Enter runs the flow with this input"
       />
       {parseError && <p className="field-problem">not JSON: {parseError}</p>}
       <div className="actions">
@@ -152,7 +151,7 @@ function RunSummary({ flow, view, run }: { flow: string; view: RunView; run: Run
         {run && run.usage.input_tokens + run.usage.output_tokens > 0 && ` · ${run.usage.input_tokens}/${run.usage.output_tokens} tokens`}
         {costOfRun(view, run) && <span id="run-cost">{` · ${costOfRun(view, run)}`}</span>}
       </p>
-      {(view.error || run?.error) && <p className="error">{run?.error ?? view.error}</p>}
+      {runError(view, run) && <p className="error">{runError(view, run)}</p>}
       {noWorkerAt(view).length > 0 && (
         <p className="run-blocked" id="no-worker-note">
           Queued — no worker serves this flow’s version: nothing reads {noWorkerAt(view).join(", ")}. Start one with <code>sluice worker {flow}.json</code> (or <code>sluice serve</code> with workers); the run then goes on.
@@ -219,7 +218,7 @@ function Approval({ node, prompt, data, onResume }: { node: string; prompt: stri
       <p className="approval-prompt">{prompt}</p>
       <label>
         Data to review (edit it to approve with changes)
-        <textarea className="code" rows={5} value={value} onChange={(e) => setValue(e.target.value)} aria-invalid={bad} />
+        <TextArea className="code" rows={5} value={value} onText={setValue} aria-invalid={bad} />
       </label>
       {bad && <p className="field-problem">an edited value is a JSON object</p>}
       <label>
@@ -358,10 +357,18 @@ function FailedStep({ flow, run, attempts, dead, onChange }: { flow: string; run
 function CheckpointDetail({ flow, run, ckpt, title, open }: { flow: string; run: string; ckpt: Checkpoint; title: string; open: boolean }) {
   const [full, setFull] = useState<Checkpoint | undefined>();
   const [changes, setChanges] = useState<Change[] | undefined>();
+  const [received, setReceived] = useState<{ state: unknown } | undefined>();
   const [isOpen, setOpen] = useState(open);
   useEffect(() => {
     if (!isOpen || full) return;
     void api.checkpoint(flow, run, ckpt.id).then(setFull).catch(() => undefined);
+    if (ckpt.parent) {
+      // The state the step started from: its parent checkpoint's (what a failed step shows too).
+      void api
+        .checkpoint(flow, run, ckpt.parent)
+        .then((c) => setReceived({ state: c.state }))
+        .catch(() => undefined);
+    }
     if (ckpt.parent && ckpt.kind !== "turn") {
       void api.diff(flow, run, ckpt.id).then(setChanges).catch(() => undefined);
     }
@@ -373,6 +380,12 @@ function CheckpointDetail({ flow, run, ckpt, title, open }: { flow: string; run:
       {full && (
         <div className="checkpoint-body">
           <PinButton run={run} ckpt={full} />
+          {received && received.state !== undefined && (
+            <>
+              <h4>State it received</h4>
+              <pre className="code received">{JSON.stringify(received.state, null, 2)}</pre>
+            </>
+          )}
           {full.update !== undefined && <Json title="Update" value={full.update} />}
           {full.output !== undefined && <Json title="Output" value={full.output} />}
           {changes && (

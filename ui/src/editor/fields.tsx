@@ -2,6 +2,7 @@
 // (half-written JSON, say) and written to the document as soon as it is one.
 import { useEffect, useId, useState } from "react";
 import { formatField, parseField, placeholderOf, type Field } from "../flow/schema";
+import { TextArea } from "./TextArea";
 
 interface FieldProps {
   field: Field;
@@ -67,7 +68,7 @@ function DraftText({ field, value, onChange, onBlur, id, invalid, listId }: { fi
   return (
     <>
       {field.multiline || field.kind === "strings" ? (
-        <textarea {...common} rows={rowsFor(draft, field)} onChange={(e) => change(e.target.value)} />
+        <TextArea {...common} rows={rowsFor(draft, field)} onText={change} />
       ) : (
         <input
           {...common}
@@ -165,13 +166,13 @@ function RoutesEditor({ value, onChange, onBlur, name }: { value: unknown; onCha
       {entries.map(([k, v], i) => (
         <div className="route-row" key={i}>
           <RouteName index={i} name={k} others={names.filter((_, j) => j !== i)} onCommit={(next) => write(entries.map(([kk, vv], j) => (j === i ? [next, vv] : [kk, vv])))} onBlur={onBlur} />
-          <textarea
+          <TextArea
             className="code"
             rows={1}
             spellCheck={false}
             aria-label={`route ${k} condition (jq)`}
             value={typeof v === "string" ? v : ""}
-            onChange={(e) => write(entries.map(([kk, vv], j) => (j === i ? [kk, e.target.value] : [kk, vv])))}
+            onText={(text) => write(entries.map(([kk, vv], j) => (j === i ? [kk, text] : [kk, vv])))}
             onBlur={onBlur}
           />
           <button type="button" className="icon" aria-label={`remove route ${k}`} onClick={() => write(entries.filter((_, j) => j !== i))}>

@@ -11,6 +11,13 @@ export interface Size {
 
 export const DEFAULT_SIZE: Size = { width: 200, height: 80 };
 
+/**
+ * How much taller a node gets at most while a run shows on it: its status line and one
+ * line of streamed text (or of its error). Auto-layout and the places new nodes land
+ * leave this room under every node, so that a run never draws a node over the one below.
+ */
+export const RUN_ROOM = 48;
+
 /** Edges to an agent's tools port: they attach a tool, they are no step. */
 function isToolEdge(e: FlowDocument["edges"][number]): boolean {
   return e.to_port === "tools";
@@ -32,7 +39,7 @@ export function layout(doc: FlowDocument, sizes: (id: string) => Size | undefine
     const s = size(n.id);
     // An agent with tools keeps room below it for them.
     const tools = [...toolOf.values()].filter((a) => a === n.id).length;
-    g.setNode(n.id, { width: s.width, height: s.height + (tools > 0 ? tools * (DEFAULT_SIZE.height + 24) + 24 : 0) });
+    g.setNode(n.id, { width: s.width, height: s.height + RUN_ROOM + (tools > 0 ? tools * (DEFAULT_SIZE.height + RUN_ROOM + 24) + 24 : 0) });
   }
   doc.edges.forEach((e, i) => {
     if (!isToolEdge(e) && g.hasNode(e.from) && g.hasNode(e.to)) g.setEdge(e.from, e.to, {}, String(i));
@@ -47,9 +54,9 @@ export function layout(doc: FlowDocument, sizes: (id: string) => Size | undefine
   for (const [tool, agent] of toolOf) {
     const a = out.get(agent);
     if (!a) continue;
-    const y = below.get(agent) ?? a.y + size(agent).height + 48;
+    const y = below.get(agent) ?? a.y + size(agent).height + RUN_ROOM + 24;
     out.set(tool, { x: a.x, y });
-    below.set(agent, y + size(tool).height + 24);
+    below.set(agent, y + size(tool).height + RUN_ROOM + 24);
   }
   return out;
 }
@@ -90,8 +97,15 @@ export function readableViewport(
   return { x: Math.round(x), y: Math.round(y), zoom };
 }
 
+/** Whether two nodes, each with the room a run takes under it, come closer than gap. */
 function overlaps(a: Position, as: Size, b: Position, bs: Size, gap: number): boolean {
-  return a.x < b.x + bs.width + gap && b.x < a.x + as.width + gap && a.y < b.y + bs.height + gap && b.y < a.y + as.height + gap;
+  return a.x < b.x + bs.width + gap && b.x < a.x + as.width + gap && a.y < b.y + bs.height + RUN_ROOM + gap && b.y < a.y + as.height + RUN_ROOM + gap;
+}
+
+type Placed = { p: Position; s: Size };
+
+function placedNodes(doc: FlowDocument, sizes: (id: string) => Size | undefined): Placed[] {
+  return doc.nodes.filter((n) => n.position).map((n) => ({ p: n.position!, s: sizes(n.id) ?? DEFAULT_SIZE }));
 }
 
 /**
@@ -100,7 +114,7 @@ function overlaps(a: Position, as: Size, b: Position, bs: Size, gap: number): bo
  * not on top of it).
  */
 export function freeSpot(doc: FlowDocument, sizes: (id: string) => Size | undefined, want: Position, size: Size = DEFAULT_SIZE, gap = 24): Position {
-  const placed = doc.nodes.filter((n) => n.position).map((n) => ({ p: n.position!, s: sizes(n.id) ?? DEFAULT_SIZE }));
+  const placed = placedNodes(doc, sizes);
   let at = { ...want };
   for (let i = 0; i <= placed.length; i++) {
     const hit = placed.find((o) => overlaps(at, size, o.p, o.s, gap));
@@ -108,4 +122,33 @@ export function freeSpot(doc: FlowDocument, sizes: (id: string) => Size | undefi
     at = { x: hit.p.x + hit.s.width + gap, y: at.y };
   }
   return at;
+}
+
+/**
+ * The free place nearest to want for a node dropped there: want itself when it covers
+ * nothing, else just beside (right, left, above or below) what it would cover, whichever
+ * is closest to where it was dropped.
+ */
+export function nearestFreeSpot(doc: FlowDocument, sizes: (id: string) => Size | undefined, want: Position, size: Size = DEFAULT_SIZE, gap = 24): Position {
+  const placed = placedNodes(doc, sizes);
+  const far = (p: Position) => Math.hypot(p.x - want.x, p.y - want.y);
+  const tried = new Set<string>();
+  const frontier: Position[] = [{ ...want }];
+  // Each spot tried is beside a node it would cover; a few per node reach a free one.
+  for (let i = 0; i < 8 * placed.length + 8 && frontier.length > 0; i++) {
+    frontier.sort((a, b) => far(a) - far(b));
+    const at = frontier.shift()!;
+    const key = `${at.x},${at.y}`;
+    if (tried.has(key)) continue;
+    tried.add(key);
+    const hit = placed.find((o) => overlaps(at, size, o.p, o.s, gap));
+    if (!hit) return at;
+    frontier.push(
+      { x: hit.p.x + hit.s.width + gap, y: at.y },
+      { x: hit.p.x - size.width - gap, y: at.y },
+      { x: at.x, y: hit.p.y + hit.s.height + RUN_ROOM + gap },
+      { x: at.x, y: hit.p.y - size.height - RUN_ROOM - gap },
+    );
+  }
+  return freeSpot(doc, sizes, want, size, gap);
 }

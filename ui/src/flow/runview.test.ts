@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Checkpoint, LiveEvent } from "../api/types";
 import { flow } from "./fixtures.test-util";
-import { applyEvent, formatCost, formatDuration, laterID, markNoWorker, newRunView, reconcile, runUsage, toolNodeOf, type RunView } from "./runview";
+import { applyEvent, formatCost, formatDuration, laterID, markNoWorker, newRunView, reconcile, runError, runUsage, toolNodeOf, type RunView } from "./runview";
 
 const doc = flow(
   [["in", "input"], ["r", "router"], ["a", "transform"], ["b", "transform"], ["out", "output"]],
@@ -101,6 +101,23 @@ describe("failed attempts and tool calls", () => {
   it("keeps a step done when a later attempt committed", () => {
     const v = reconcile(newRunView("r1", doc), "succeeded", [ck("2-0", "a", "error", { attempt: 1, error: "boom" }), ck("3-0", "a", "step", { attempt: 2 })]);
     expect(v.nodes.a).toMatchObject({ status: "done", steps: 1 });
+  });
+  it("has no error once a retried dead letter brought the run home, though last_error stays", () => {
+    const dead = [ck("2-0", "a", "error", { attempt: 1, error: "boom" }), ck("3-0", "a", "error", { attempt: 2, error: "boom" })];
+    const failed = reconcile(newRunView("r1", doc), "failed", dead, 'node "a": boom', doc);
+    expect(runError(failed, { error: 'node "a": boom' })).toBe('node "a": boom');
+    // The retry: the run goes on and succeeds; its hash has no error, only last_error.
+    const run = { error: undefined, last_error: 'node "a": boom' };
+    const running = reconcile(failed, "running", dead, run.error, doc);
+    expect(runError(running, run)).toBeUndefined();
+    const done = reconcile(running, "succeeded", [...dead, ck("4-0", "a", "step", { attempt: 1 })], run.error, doc);
+    expect(done.error).toBeUndefined();
+    expect(runError(done, run)).toBeUndefined();
+    expect(done.nodes.a).toMatchObject({ status: "done" });
+  });
+  it("shows the error of a cancelled run", () => {
+    const v = reconcile(newRunView("r1", doc), "cancelled", [], "cancelled", doc);
+    expect(runError(v, { error: "cancelled" })).toBe("cancelled");
   });
   it("orders stream ids by time, then sequence", () => {
     expect(laterID("10-10", "10-9")).toBe(true);

@@ -1,7 +1,7 @@
 // A test run as the canvas shows it: each node's status, duration, tokens and streamed
 // text, folded from the live events of the run. Pure functions: the editor keeps the
 // view and feeds it events.
-import type { Checkpoint, LiveEvent, RunStatus, Usage } from "../api/types";
+import type { Checkpoint, LiveEvent, Run, RunStatus, Usage } from "../api/types";
 import { fromPort } from "./edges";
 import type { FlowDocument } from "./types";
 
@@ -214,7 +214,11 @@ export function reconcile(view: RunView, status: RunStatus, ckpts: Checkpoint[],
     const upd: NodeRun = { ...cur, steps, tokens, durationMs: last.duration_ms, checkpoint: last.id, status: waiting ? "waiting" : cur.status };
     if (last.pinned) upd.pinned = true;
     else delete upd.pinned;
-    if (!waiting && cur.status !== "failed" && finished(status)) upd.status = "done";
+    // A step committed after the node's last failed attempt: a retry brought it home.
+    const lastFail = failed.get(node);
+    const recovered = lastFail !== undefined && laterID(last.id, lastFail.id);
+    if (recovered) delete upd.error;
+    if (!waiting && (cur.status !== "failed" || recovered) && finished(status)) upd.status = "done";
     nodes[node] = upd;
   }
   for (const [node, c] of failed) {
@@ -233,8 +237,21 @@ export function reconcile(view: RunView, status: RunStatus, ckpts: Checkpoint[],
     }
   }
   const out: RunView = { ...view, status, nodes };
+  // The run's error is the one it has now: a retried dead letter clears it.
   if (error) out.error = error;
+  else delete out.error;
   return out;
+}
+
+/**
+ * The error a run's summary shows: only a run that failed or was cancelled has one. A run
+ * that went on after its dead letter was retried keeps what it last failed with
+ * (last_error), and may keep it in a view folded before the retry; it is no error of the
+ * run's now.
+ */
+export function runError(view: RunView, run: Pick<Run, "error"> | undefined): string | undefined {
+  if (view.status !== "failed" && view.status !== "cancelled") return undefined;
+  return run?.error || view.error || undefined;
 }
 
 /** Marks the nodes where the run waits for a worker nobody runs (and only those). */
