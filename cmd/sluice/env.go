@@ -103,6 +103,7 @@ func attach(ctx context.Context, env *nodes.Env, rdb *store.Redis, e *engine.Eng
 	env.Cache = store.NewCache(rdb)
 	env.Limiter = limiter{store.NewLimiter(rdb)}
 	env.Ledger = store.NewLedger(rdb)
+	attachBlocks(env, rdb) // blocks.go
 	sub := e.NewSubflows()
 	sub.Bind(ctx, lib, workers...)
 	env.Subflows = sub

@@ -45,6 +45,9 @@ type Env struct {
 	// Secrets is the rule for the environment variables {"$env": NAME} may name and the
 	// redaction of their values (nil: SLUICE_SECRET_* only, read with LookupEnv).
 	Secrets *flows.Secrets
+	// Memory keeps conversations and the long-term store (store.Memory); nil makes the
+	// memory components' steps fail.
+	Memory Memory
 	// Observer hears about model calls and cached calls, for metrics; nil: nobody.
 	Observer Observer
 	// LookupEnv reads the environment variables that {"$env": NAME} references name
@@ -131,6 +134,8 @@ func Register(reg *flows.Registry, env *Env) {
 		dataSpec(),
 		subflowSpec(env),
 		mcpSpec(env),
+		memorySpec(env),
+		memoryStoreSpec(env),
 	} {
 		reg.Register(s)
 	}
