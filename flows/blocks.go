@@ -77,3 +77,23 @@ type VectorHit struct {
 	Metadata map[string]any `json:"metadata,omitempty"`
 	Score    float64        `json:"score"`
 }
+
+// FileRefKey is the key of a file reference in the state: {"$file": ID, "name", ...}.
+const FileRefKey = "$file"
+
+// Ref is what a run's state holds for the file: its id under "$file", and what a
+// person or a model wants to know without opening it.
+func (i FileInfo) Ref() map[string]any {
+	return map[string]any{FileRefKey: i.ID, "name": i.Name, "content_type": i.ContentType, "size": i.Size,
+		"sha256": i.SHA256, "expires": i.Expires.Format(time.RFC3339)}
+}
+
+// FileRefID is the file id of a file reference ({"$file": ID, ...}).
+func FileRefID(v any) (string, bool) {
+	o, ok := v.(map[string]any)
+	if !ok {
+		return "", false
+	}
+	id, ok := o[FileRefKey].(string)
+	return id, ok && id != ""
+}

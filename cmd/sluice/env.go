@@ -23,6 +23,7 @@ type componentFlags struct {
 	httpAllow   string
 	mcpCommands string
 	secrets     string
+	blocks      *blockFlags // blocks.go
 }
 
 // addComponentFlags registers --providers, --http-allow and --mcp-commands on fs.
@@ -36,6 +37,7 @@ func addComponentFlags(fs *flag.FlagSet) *componentFlags {
 		"commands the mcp component may start as stdio MCP servers, comma-separated, e.g. npx,/usr/local/bin/github-mcp-server (env SLUICE_MCP_COMMANDS); none by default")
 	fs.StringVar(&f.secrets, "secrets", envOr("SLUICE_SECRETS", ""),
 		"environment variables flows may read with {\"$env\": NAME} besides SLUICE_SECRET_*, comma-separated (env SLUICE_SECRETS); Sluice's own settings never")
+	f.blocks = addBlockFlags(fs)
 	return f
 }
 
@@ -90,7 +92,8 @@ func (f *componentFlags) env(log *slog.Logger) (*nodes.Env, error) {
 	// The engine's hooks redact every step's result and live events with this rule.
 	flows.UseSecrets(secrets)
 	log.Debug("components", "providers", strings.Join(names, "; "), "http_allow", f.httpAllow, "secrets", f.secrets)
-	return &nodes.Env{Providers: providers, HTTP: &nodes.HTTPPolicy{Allow: allow}, Secrets: secrets, Logger: log, MCPCommands: splitList(f.mcpCommands)}, nil
+	env := &nodes.Env{Providers: providers, HTTP: &nodes.HTTPPolicy{Allow: allow}, Secrets: secrets, Logger: log, MCPCommands: splitList(f.mcpCommands)}
+	return env, f.blocks.bind(env)
 }
 
 // registry is the component registry of the binary, built with env (nil: defaults).
@@ -103,7 +106,7 @@ func attach(ctx context.Context, env *nodes.Env, rdb *store.Redis, e *engine.Eng
 	env.Cache = store.NewCache(rdb)
 	env.Limiter = limiter{store.NewLimiter(rdb)}
 	env.Ledger = store.NewLedger(rdb)
-	attachBlocks(env, rdb) // blocks.go
+	attachBlocks(ctx, env, rdb) // blocks.go
 	sub := e.NewSubflows()
 	sub.Bind(ctx, lib, workers...)
 	env.Subflows = sub

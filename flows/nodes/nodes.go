@@ -48,6 +48,9 @@ type Env struct {
 	// Memory keeps conversations and the long-term store (store.Memory); nil makes the
 	// memory components' steps fail.
 	Memory Memory
+	// Files keeps the files runs take by reference (store.Files); nil makes the file
+	// component's steps fail.
+	Files Files
 	// Observer hears about model calls and cached calls, for metrics; nil: nobody.
 	Observer Observer
 	// LookupEnv reads the environment variables that {"$env": NAME} references name
@@ -136,6 +139,9 @@ func Register(reg *flows.Registry, env *Env) {
 		mcpSpec(env),
 		memorySpec(env),
 		memoryStoreSpec(env),
+		fileSpec(env),
+		urlSpec(env),
+		splitTextSpec(),
 	} {
 		reg.Register(s)
 	}
