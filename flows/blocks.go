@@ -1,6 +1,10 @@
 package flows
 
-import "time"
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+)
 
 // The values the building blocks (memory, files, vector collections) pass between the
 // components that use them and the store that keeps them in Redis. They live here so
@@ -60,6 +64,8 @@ type VectorDoc struct {
 // VectorQuery is a similarity search in a vector collection.
 type VectorQuery struct {
 	Vector []float32
+	// Model embedded the query: a collection of another model's embeddings refuses it.
+	Model string
 	// K is how many chunks to return at most.
 	K int
 	// Filter keeps only chunks whose metadata has these values: each key's value is
@@ -96,4 +102,73 @@ func FileRefID(v any) (string, bool) {
 	}
 	id, ok := o[FileRefKey].(string)
 	return id, ok && id != ""
+}
+
+// MatchFilter reports whether metadata has every key of filter with its value, or one
+// of the values a list gives (a list matches a list only when they are equal). Numbers
+// compare by value (1 and 1.0 are equal); objects by their JSON.
+func MatchFilter(metadata, filter map[string]any) bool {
+	for k, want := range filter {
+		got, ok := metadata[k]
+		if !ok {
+			return false
+		}
+		if list, isList := want.([]any); isList {
+			if _, gotList := got.([]any); !gotList {
+				found := false
+				for _, w := range list {
+					if sameValue(got, w) {
+						found = true
+						break
+					}
+				}
+				if !found {
+					return false
+				}
+				continue
+			}
+		}
+		if !sameValue(got, want) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameValue compares two JSON values.
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case nil:
+		return b == nil
+	}
+	if fa, ok := number(a); ok {
+		fb, ok := number(b)
+		return ok && fa == fb
+	}
+	ja, err1 := json.Marshal(normalize(a))
+	jb, err2 := json.Marshal(normalize(b))
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	}
+	return 0, false
 }

@@ -65,9 +65,11 @@ func (b *blockFlags) bind(env *nodes.Env) error {
 }
 
 // attachBlocks gives the building blocks what they keep in Redis: conversations and the
-// long-term store (memory, memory_store), files (file; large ones in the object store).
+// long-term store (memory, memory_store), the vector collections (vector_store), files
+// (file; large ones in the object store).
 func attachBlocks(ctx context.Context, env *nodes.Env, rdb *store.Redis) {
 	env.Memory = store.NewMemory(rdb)
+	env.Vectors = store.NewVectors(rdb)
 	var opts store.FilesOptions
 	if v, ok := blockSettings.Load(env); ok {
 		opts = v.(store.FilesOptions)

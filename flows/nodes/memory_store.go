@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -281,54 +280,13 @@ func queryWords(q string) []string {
 	return out
 }
 
-// matchesFilter reports whether value (an object) has every field of filter with its
-// value, or one of the values a list gives.
+// matchesFilter reports whether value is an object with filter's fields and values.
 func matchesFilter(value any, filter map[string]any) bool {
 	if len(filter) == 0 {
 		return true
 	}
 	o, ok := value.(map[string]any)
-	if !ok {
-		return false
-	}
-	for k, want := range filter {
-		got, ok := o[k]
-		if !ok {
-			return false
-		}
-		if !valueIn(got, want) {
-			return false
-		}
-	}
-	return true
-}
-
-// valueIn compares JSON values by their canonical JSON: want, or any item of want when
-// it is a list (and got is not one).
-func valueIn(got, want any) bool {
-	g, _ := json.Marshal(flows.JSONValue(got))
-	if list, ok := want.([]any); ok {
-		if _, gotList := got.([]any); !gotList {
-			for _, w := range list {
-				b, _ := json.Marshal(flows.JSONValue(w))
-				if jsonEqual(g, b) {
-					return true
-				}
-			}
-			return false
-		}
-	}
-	b, _ := json.Marshal(flows.JSONValue(want))
-	return jsonEqual(g, b)
-}
-
-// jsonEqual compares two JSON texts as values (1 and 1.0 are equal).
-func jsonEqual(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	return reflect.DeepEqual(x, y)
+	return ok && flows.MatchFilter(o, filter)
 }
 
 // ToolDef describes the node; an agent offers its tools (Tools) instead.

@@ -51,6 +51,9 @@ type Env struct {
 	// Files keeps the files runs take by reference (store.Files); nil makes the file
 	// component's steps fail.
 	Files Files
+	// Vectors are the vector store's collections (store.Vectors); nil makes the
+	// vector_store component's steps fail.
+	Vectors Vectors
 	// Observer hears about model calls and cached calls, for metrics; nil: nobody.
 	Observer Observer
 	// LookupEnv reads the environment variables that {"$env": NAME} references name
@@ -142,6 +145,8 @@ func Register(reg *flows.Registry, env *Env) {
 		fileSpec(env),
 		urlSpec(env),
 		splitTextSpec(),
+		embedSpec(env),
+		vectorStoreSpec(env),
 	} {
 		reg.Register(s)
 	}
