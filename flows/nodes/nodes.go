@@ -147,6 +147,9 @@ func Register(reg *flows.Registry, env *Env) {
 		splitTextSpec(),
 		embedSpec(env),
 		vectorStoreSpec(env),
+		calculatorSpec(),
+		webSearchSpec(env),
+		datetimeSpec(),
 	} {
 		reg.Register(s)
 	}
