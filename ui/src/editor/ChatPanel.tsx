@@ -79,7 +79,9 @@ export function ChatPanel({ doc, state, canRun, onSend, onOpen }: Props) {
   return (
     <div className="chat-panel">
       <div className="chat-head">
-        <span className="muted small">Each message runs the flow with the conversation so far.</span>
+        <span className="muted small">
+          {takesSession(doc) ? "Each message runs the flow with the conversation so far and its session, which a flow with memory remembers." : "Each message runs the flow with the conversation so far."}
+        </span>
         <button type="button" onClick={restart} disabled={messages.length === 0 || !!pending} id="chat-new" title={`session ${session}`}>
           New conversation
         </button>
