@@ -59,6 +59,12 @@ func fileName(c echo.Context) (string, error) {
 // X-File-Name, its type in Content-Type. The answer is the reference a run's input
 // carries ({"$file": ID, ...}).
 func (s *Server) uploadFile(c echo.Context) error {
+	// First: what a form or another site's page can send (no X-File-Name) is 415, as
+	// every API change that is not a JSON request is.
+	name, err := fileName(c)
+	if err != nil {
+		return err
+	}
 	fs, err := s.fileStore()
 	if err != nil {
 		return err
@@ -68,10 +74,6 @@ func (s *Server) uploadFile(c echo.Context) error {
 		return err
 	}
 	if err := s.flowExists(flow); err != nil {
-		return err
-	}
-	name, err := fileName(c)
-	if err != nil {
 		return err
 	}
 	limit := fs.Options().MaxBytes

@@ -116,6 +116,7 @@ type MemoryNode struct {
 	ttl       time.Duration
 	as        string
 	def       flows.ToolDef
+	budget    budget
 }
 
 type summarizeConfig struct {
@@ -145,7 +146,7 @@ func newMemory(env *Env, b *flows.Build) (flows.Component, error) {
 	if err := b.Decode(&p); err != nil {
 		return nil, err
 	}
-	m := &MemoryNode{env: env, op: p.Operation, shared: p.Shared, max: p.MaxMessages, maxTokens: p.MaxTokens, ttl: p.TTL.D(), as: p.As}
+	m := &MemoryNode{env: env, op: p.Operation, shared: p.Shared, max: p.MaxMessages, maxTokens: p.MaxTokens, ttl: p.TTL.D(), as: p.As, budget: newBudget(b)}
 	var err error
 	if m.session, err = flows.ParseTemplate(p.Session); err != nil {
 		return nil, &flows.Error{Code: flows.Invalid, Path: "params.session", Err: err}
@@ -358,7 +359,7 @@ func (m *MemoryNode) summarise(ctx context.Context, s *flows.Step, previous stri
 		{Role: "system", Content: "You summarise a conversation so that it can go on without its earlier messages. " + instructions},
 		{Role: "user", Content: b.String()},
 	}}
-	reply, _, err := m.env.chat(ctx, s, req, chatOptions{component: "memory"})
+	reply, _, err := m.env.chat(ctx, s, req, chatOptions{component: "memory", budget: m.budget})
 	if err != nil {
 		return "", flows.Usage{}, err
 	}
