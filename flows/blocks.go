@@ -27,6 +27,9 @@ type History struct {
 	Summary  string           `json:"summary,omitempty"`
 	Through  int64            `json:"through,omitempty"`
 	Messages []HistoryMessage `json:"messages"`
+	// Total is how many messages the session holds after its summary (Messages may be
+	// only the newest of them).
+	Total int64 `json:"total"`
 }
 
 // StoreItem is one item of the long-term store: a JSON value under a key in a

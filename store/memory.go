@@ -72,15 +72,21 @@ func (m *Memory) AppendHistory(ctx context.Context, scope, session string, msgs 
 	return nil
 }
 
-// LoadHistory returns a session's summary and messages, and keeps them for ttl (0:
-// as they are) from now: a conversation people come back to stays.
-func (m *Memory) LoadHistory(ctx context.Context, scope, session string, ttl time.Duration) (*flows.History, error) {
+// LoadHistory returns a session's summary and its messages (the newest last ones, or
+// all with last 0), and keeps them for ttl (0: as they are) from now: a conversation
+// people come back to stays.
+func (m *Memory) LoadHistory(ctx context.Context, scope, session string, last int, ttl time.Duration) (*flows.History, error) {
 	if err := checkScope(scope); err != nil {
 		return nil, err
 	}
 	k := SessionKeys(scope, session)
 	pipe := m.r.Client.Pipeline()
-	list := pipe.LRange(ctx, k.Messages(), 0, -1)
+	start := int64(0)
+	if last > 0 {
+		start = -int64(last)
+	}
+	list := pipe.LRange(ctx, k.Messages(), start, -1)
+	total := pipe.LLen(ctx, k.Messages())
 	meta := pipe.HMGet(ctx, k.Meta(), "summary", "through")
 	if ttl > 0 {
 		pipe.PExpire(ctx, k.Messages(), ttl)
@@ -89,7 +95,7 @@ func (m *Memory) LoadHistory(ctx context.Context, scope, session string, ttl tim
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("memory: load: %w", err)
 	}
-	h := &flows.History{Messages: make([]flows.HistoryMessage, 0, len(list.Val()))}
+	h := &flows.History{Messages: make([]flows.HistoryMessage, 0, len(list.Val())), Total: total.Val()}
 	if v := meta.Val(); len(v) == 2 {
 		h.Summary, _ = v[0].(string)
 		if s, ok := v[1].(string); ok {

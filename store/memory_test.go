@@ -34,7 +34,10 @@ func TestHistorySummaryIsStoredOnceAndKeepsNewerMessages(t *testing.T) {
 		if ok, _ := m.Summarize(ctx, scope, session, "late", 2, time.Hour); ok {
 			t.Error("a summary covering no more than the stored one was stored")
 		}
-		h, err := m.LoadHistory(ctx, scope, session, 0)
+		if h, err := m.LoadHistory(ctx, scope, session, 1, 0); err != nil || len(h.Messages) != 1 || h.Messages[0].Content != "four" || h.Total != 2 {
+			t.Errorf("the newest message: %+v, %v", h, err)
+		}
+		h, err := m.LoadHistory(ctx, scope, session, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,9 +17,9 @@ import (
 type Memory interface {
 	// AppendHistory appends messages to a session and keeps it ttl (0: for ever).
 	AppendHistory(ctx context.Context, scope, session string, msgs []flows.HistoryMessage, ttl time.Duration) error
-	// LoadHistory returns a session's summary and messages; ttl > 0 keeps them that long
-	// from now.
-	LoadHistory(ctx context.Context, scope, session string, ttl time.Duration) (*flows.History, error)
+	// LoadHistory returns a session's summary and its newest last messages (0: all);
+	// ttl > 0 keeps them that long from now.
+	LoadHistory(ctx context.Context, scope, session string, last int, ttl time.Duration) (*flows.History, error)
 	// Summarize replaces the messages up to through by summary; false when a summary as
 	// recent was stored meanwhile.
 	Summarize(ctx context.Context, scope, session, summary string, through int64, ttl time.Duration) (bool, error)
@@ -273,7 +273,13 @@ const summaryPrefix = "Summary of the conversation so far: "
 // load returns the window of recent messages, summarising first when the session has
 // grown past summarize.after.
 func (m *MemoryNode) load(ctx context.Context, s *flows.Step, scope, session string) ([]any, flows.Usage, error) {
-	h, err := m.env.Memory.LoadHistory(ctx, scope, session, m.ttl)
+	// Only the window is read, unless the session may need summarising: then all of it
+	// (a summarised session holds little more than its window).
+	last := m.max
+	if m.summarize != nil {
+		last = 0
+	}
+	h, err := m.env.Memory.LoadHistory(ctx, scope, session, last, m.ttl)
 	if err != nil {
 		return nil, flows.Usage{}, err
 	}
@@ -393,7 +399,7 @@ func (m *MemoryNode) Call(ctx context.Context, s *flows.Step, args json.RawMessa
 	if err != nil {
 		return nil, failStep(err)
 	}
-	h, err := m.env.Memory.LoadHistory(ctx, scopeOf(s.Flow, m.shared), session, m.ttl)
+	h, err := m.env.Memory.LoadHistory(ctx, scopeOf(s.Flow, m.shared), session, 0, m.ttl)
 	if err != nil {
 		return nil, failStep(err)
 	}
