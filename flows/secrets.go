@@ -61,13 +61,19 @@ type SecretsConfig struct {
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // settingNames are the environment variables Sluice reads as its configuration.
-var settingNames = map[string]bool{"REDIS_URL": true, "OPENAI_API_KEY": true, "OPENAI_BASE_URL": true}
+// The object store's credentials (for files kept outside Redis) are among them.
+var settingNames = map[string]bool{"REDIS_URL": true, "OPENAI_API_KEY": true, "OPENAI_BASE_URL": true,
+	"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true, "MINIO_ROOT_USER": true, "MINIO_ROOT_PASSWORD": true}
 
 // secretSetting reports whether a setting's value is a secret, redacted like those flows
 // read. (REDIS_URL is not: no component sees it, and redacting a URL would only mangle
 // outputs that mention it.)
 func secretSetting(name string) bool {
-	return name == "SLUICE_TOKEN" || strings.HasPrefix(name, "SLUICE_HOOK_SECRET_") || name == "OPENAI_API_KEY"
+	switch name {
+	case "SLUICE_TOKEN", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "MINIO_ROOT_PASSWORD":
+		return true
+	}
+	return strings.HasPrefix(name, "SLUICE_HOOK_SECRET_")
 }
 
 // NewSecrets builds the rule. It refuses an allow-list entry that is not a variable name

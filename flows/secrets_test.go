@@ -58,7 +58,7 @@ func TestFlowsReadOnlyTheSecretsTheOperatorAllows(t *testing.T) {
 		t.Errorf("refusal %q does not say it is Sluice's own setting", err)
 	}
 	// Sluice's own settings cannot be allowed, even by name.
-	for _, name := range []string{"SLUICE_TOKEN", "SLUICE_HOOK_SECRET_TRIAGE", "REDIS_URL", "OPENAI_API_KEY", "ACME_LLM_KEY", "not a name"} {
+	for _, name := range []string{"SLUICE_TOKEN", "SLUICE_HOOK_SECRET_TRIAGE", "REDIS_URL", "OPENAI_API_KEY", "ACME_LLM_KEY", "AWS_SECRET_ACCESS_KEY", "MINIO_ROOT_PASSWORD", "not a name"} {
 		if _, err := flows.NewSecrets(flows.SecretsConfig{Allow: []string{name}, Reserved: []string{"ACME_LLM_KEY"}}); err == nil {
 			t.Errorf("allowing %q was accepted", name)
 		}

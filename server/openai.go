@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/labstack/echo/v4"
 	"github.com/openai/openai-go/v3"
@@ -23,6 +24,10 @@ import (
 // input node's schema has a "messages" property of type array (the chat's messages).
 // The run's input is {"messages": [{"role", "content"}, ...]}; the answer is the run's
 // output (see answerText); a streamed answer is the run's token events as they come.
+// A conversation that a flow remembers (a memory node keyed by {{.session_id}}) goes on
+// across requests when the client names it: the body's "session_id" (an extra field the
+// OpenAI SDKs send with extra_body) or the X-Session-Id header becomes the run input's
+// session_id, and the answer says it back in X-Session-Id.
 
 // ChatCompletionRequest is the part of an OpenAI chat completion request Sluice reads;
 // sampling settings, tools and the like are the flow's business and are ignored.
@@ -31,6 +36,28 @@ type ChatCompletionRequest struct {
 	Messages      []ChatMessageIn   `json:"messages"`
 	Stream        bool              `json:"stream"`
 	StreamOptions *ChatStreamOption `json:"stream_options"`
+	// SessionID names the conversation for flows that remember one (not OpenAI's).
+	SessionID string `json:"session_id"`
+}
+
+// SessionHeader carries a conversation's session id in a request and its answer.
+const SessionHeader = "X-Session-Id"
+
+// maxSessionID is the longest session id, as the memory component takes it.
+const maxSessionID = 256
+
+// sessionOf is the request's session id: the body's, else the header's ("" for none).
+func sessionOf(c echo.Context, req *ChatCompletionRequest) (string, error) {
+	id := req.SessionID
+	path := "session_id"
+	if id == "" {
+		id, path = c.Request().Header.Get(SessionHeader), SessionHeader
+	}
+	id = strings.TrimSpace(id)
+	if len(id) > maxSessionID || strings.ContainsFunc(id, unicode.IsControl) {
+		return "", &flows.Error{Code: flows.Invalid, Path: path, Message: fmt.Sprintf("a session id is 1 to %d characters without control characters", maxSessionID)}
+	}
+	return id, nil
 }
 
 // ChatStreamOption asks for usage at the end of a stream.
@@ -186,8 +213,20 @@ func (s *Server) chatCompletions(c echo.Context) error {
 		return &flows.Error{Code: flows.NotFound, Flow: plan.Flow, Path: "model",
 			Message: "this flow does not take chat messages: its input schema needs a \"messages\" property of type array (see docs/api.md)"}
 	}
-	input, _ := json.Marshal(map[string]any{"messages": msgs})
-	runID, seen, err := s.dedupeChat(c, plan.Flow, b)
+	session, err := sessionOf(c, &req)
+	if err != nil {
+		return err
+	}
+	in := map[string]any{"messages": msgs}
+	if session != "" {
+		in["session_id"] = session
+		c.Response().Header().Set(SessionHeader, session)
+	}
+	input, _ := json.Marshal(in)
+	// A conversation's session is part of what makes two requests the same one (its id
+	// may come in a header, outside the body).
+	same := append(b[:len(b):len(b)], "\nsession:"+session...)
+	runID, seen, err := s.dedupeChat(c, plan.Flow, same)
 	if err != nil {
 		return err
 	}
@@ -197,7 +236,7 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	last := ""
 	if !seen {
 		if runID, last, err = g.start(ctx, plan, input, engine.StartOptions{RunID: runID}, req.Stream); err != nil {
-			s.forgetChat(c, plan.Flow, b)
+			s.forgetChat(c, plan.Flow, same)
 			return err
 		}
 	} else if err := s.awaitRun(ctx, plan.Flow, runID); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/sluicehq/sluice/flows/nodes/llmtest"
 	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/storetest"
 )
 
@@ -337,5 +338,78 @@ func TestOpenAIStreamOfAFastReplyComesInPieces(t *testing.T) {
 		if last := strings.LastIndex(order, "token"); last < 0 || last > strings.LastIndex(order, "step") {
 			t.Errorf("call %d: events %s; want every token before the steps after it and the run's end", i, order)
 		}
+	}
+}
+
+// memoryChatFlow remembers its conversation by session id: it loads the history, answers
+// the last message with it, and appends both.
+const memoryChatFlow = `{"sluice": 1, "id": "memchat",
+  "nodes": [
+    {"id": "in", "type": "input", "params": {"schema": {"type": "object", "required": ["messages", "session_id"], "properties": {"messages": {"type": "array"}, "session_id": {"type": "string"}}}}},
+    {"id": "last", "type": "transform", "params": {"expr": "{message: .messages[-1].content}"}},
+    {"id": "recall", "type": "memory", "params": {"session": "{{.session_id}}"}},
+    {"id": "ask", "type": "llm", "params": {"model": "m", "history": ".history", "user": "{{.message}}", "as": "reply"}},
+    {"id": "remember", "type": "memory", "params": {"operation": "append", "session": "{{.session_id}}",
+      "messages": "[{role: \"user\", content: .message}, {role: \"assistant\", content: .reply}]"}},
+    {"id": "out", "type": "output", "params": {"value": "{reply}"}}
+  ],
+  "edges": [{"from": "in", "to": "last"}, {"from": "last", "to": "recall"}, {"from": "recall", "to": "ask"},
+            {"from": "ask", "to": "remember"}, {"from": "remember", "to": "out"}]}`
+
+// A client that names its session (in the body or the X-Session-Id header) continues
+// the conversation across requests, sending only its new message; another session
+// starts afresh.
+func TestChatCompletionsContinueASessionAcrossRuns(t *testing.T) {
+	model := llmtest.New(t)
+	var n atomic.Int32
+	model.Respond(func(llmtest.Request) llmtest.Reply {
+		return llmtest.Text([]string{"Hello Ada.", "Your name is Ada.", "I do not know your name."}[min(int(n.Add(1))-1, 2)])
+	})
+	r := storetest.Real(t)
+	env := model.Env(0)
+	env.Memory = store.NewMemory(r)
+	a := newAPIWith(t, r, env)
+	flow := a.saveFlow(memoryChatFlow, nil)
+	c := openaiClient(a)
+	ctx := context.Background()
+	session := storetest.FlowID(t)
+	ask := func(text string, opt option.RequestOption) string {
+		t.Helper()
+		var header http.Header
+		res, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: flow,
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(text)}}, opt,
+			option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+				resp, err := next(req)
+				if resp != nil {
+					header = resp.Header
+				}
+				return resp, err
+			}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := header.Get("X-Session-Id"); got != session && got != session+"-other" {
+			t.Errorf("the answer's X-Session-Id is %q", got)
+		}
+		return res.Choices[0].Message.Content
+	}
+	ask("I am Ada.", option.WithJSONSet("session_id", session))
+	if got := ask("What is my name?", option.WithHeader("X-Session-Id", session)); got != "Your name is Ada." {
+		t.Errorf("second answer %q", got)
+	}
+	var seen []string
+	for _, m := range model.Requests()[1].Messages {
+		seen = append(seen, m.Role+": "+m.Text())
+	}
+	if want := "user: I am Ada.|assistant: Hello Ada.|user: What is my name?"; strings.Join(seen, "|") != want {
+		t.Errorf("the second run's model saw %q, want the first exchange from memory then the question %q", strings.Join(seen, "|"), want)
+	}
+	ask("What is my name?", option.WithJSONSet("session_id", session+"-other"))
+	if got := len(model.Requests()[2].Messages); got != 1 {
+		t.Errorf("another session's model saw %d messages, want only the question", got)
+	}
+	res := a.do("POST", "/v1/chat/completions", `{"model": "`+flow+`", "messages": [{"role": "user", "content": "hi"}], "session_id": "`+strings.Repeat("x", 300)+`"}`)
+	if res.status != http.StatusBadRequest || !strings.Contains(res.String(), "session_id") {
+		t.Errorf("a 300-character session id: %d %s", res.status, res)
 	}
 }

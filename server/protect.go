@@ -15,7 +15,9 @@ package server
 //     or without. A browser sends that type cross-origin only after a CORS preflight,
 //     which Sluice answers only for the --cors origins; the types a page may send
 //     without one (multipart/form-data, application/x-www-form-urlencoded, text/plain)
-//     get 415.
+//     get 415. The one write whose body is not JSON, a file upload (files.go), needs an
+//     X-File-Name header instead, which no form sets and a page sends cross-origin only
+//     after a preflight: without it, 415 too.
 //   - The server-rendered pages' forms carry a CSRF token (csrfToken, checkCSRF): a
 //     signed double-submit cookie.
 

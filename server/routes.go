@@ -52,6 +52,10 @@ func (s *Server) routes() {
 	auth.GET("/v1/models/:model", s.getModel)
 	auth.POST("/v1/chat/completions", s.chatCompletions, s.requireJSON(true))
 
+	// An upload's body is the file itself, not JSON; the X-File-Name header it needs is
+	// what keeps other sites' pages out instead (files.go).
+	auth.POST("/api/flows/:flow/files", s.uploadFile)
+
 	// Every change through the API is a JSON request (protect.go).
 	api := auth.Group("/api", s.requireJSON(true))
 	api.GET("/openapi.json", s.openAPI)
@@ -90,6 +94,10 @@ func (s *Server) routes() {
 	api.GET("/flows/:flow/runs/:run/checkpoints", s.listCheckpoints)
 	api.GET("/flows/:flow/runs/:run/checkpoints/:ckpt", s.getCheckpoint)
 	api.GET("/flows/:flow/runs/:run/checkpoints/:ckpt/diff", s.diffCheckpoint)
+
+	api.GET("/flows/:flow/files/:file", s.getFile)
+	api.GET("/flows/:flow/files/:file/content", s.fileContent)
+	api.DELETE("/flows/:flow/files/:file", s.deleteFile)
 
 	api.GET("/flows/:flow/queues", s.flowQueues)
 

@@ -151,6 +151,8 @@ type Deps struct {
 	MCPTools MCPToolLister
 	// Version is the build's version, reported to MCP clients.
 	Version string
+	// Files keeps uploaded files for runs (store.Files); nil: uploads answer 503.
+	Files FileStore
 }
 
 // MCPToolLister lists the tools an mcp node with these params offers.
@@ -173,6 +175,7 @@ type Server struct {
 	limiter *failLimiter
 	mcp     *mcpFlows
 	tools   MCPToolLister
+	files   FileStore
 	// csrfKey signs the pages' form tokens (protect.go).
 	csrfKey []byte
 	// hookReads holds a slot per webhook body being read.
@@ -233,6 +236,7 @@ func New(cfg Config, d Deps) *Server {
 		s.metrics.watchQueues(d.Redis)
 	}
 	s.tools = d.MCPTools
+	s.files = d.Files
 	if d.Engine != nil && d.Library != nil {
 		s.mcp = newMCPServer(s.gateway(), d.Version)
 	}

@@ -122,7 +122,6 @@ func (c *Commit) keysArgs() ([]string, []any) {
 	return keys, args
 }
 
-
 // CommitBatch sends the commits in one pipeline and returns their results in order.
 // A commit whose result is unknown (the connection failed) carries an error; it is safe
 // to send again, since the fence refuses a second commit of the same entry.

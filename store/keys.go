@@ -197,3 +197,82 @@ func (k Keys) SpendDay(day string) string { return k.fwide + "spend-day:" + day 
 // by a hash of the request and its caller: a client's retry of it finds the run instead
 // of starting another.
 func (k Keys) Dedupe(hash string) string { return k.fwide + "dedupe:" + hash }
+
+// ---- The building blocks' keys: memory, the long-term store, files, vector collections.
+//
+// None of them belongs to a run or a partition, so each carries a hash tag of its own: a
+// session's history, a store scope, a file, a vector collection. What one operation
+// changes shares its tag (one atomic script or transaction on one slot), and a
+// deployment's sessions, files and collections spread over a cluster's shards. A scope is
+// "f:FLOW" (the flow's own) or "s:NAME" (shared by every flow that names it); labels that
+// come from users (session ids, collection names, file ids) are path-escaped, so no brace
+// of theirs can change a tag.
+
+// HistoryKeys names the keys of one conversation of the memory component.
+type HistoryKeys struct{ prefix string }
+
+// SessionKeys returns the key names of session's history in scope.
+func SessionKeys(scope, session string) HistoryKeys {
+	return HistoryKeys{prefix: "sluice:{m:" + scope + ":" + escapeLabel(session) + "}:"}
+}
+
+// Messages is the list of the session's messages after its summary, oldest first; each
+// entry is "SEQ\tJSON".
+func (k HistoryKeys) Messages() string { return k.prefix + "history" }
+
+// Meta is the hash of the session's message counter (seq), its summary (summary) and
+// the last message the summary covers (through).
+func (k HistoryKeys) Meta() string { return k.prefix + "meta" }
+
+// ItemKeys names the keys of one scope of the long-term store.
+type ItemKeys struct{ prefix string }
+
+// StoreScopeKeys returns the key names of the long-term store's scope.
+func StoreScopeKeys(scope string) ItemKeys { return ItemKeys{prefix: "sluice:{st:" + scope + "}:"} }
+
+// Item holds one item's JSON; path is its namespace and key as itemPath writes them.
+func (k ItemKeys) Item(path string) string { return k.prefix + "item:" + path }
+
+// Index is the sorted set (all scores 0) of the scope's item paths, searched by prefix
+// with ZRANGEBYLEX. Items expire by themselves; their paths are dropped when found gone.
+func (k ItemKeys) Index() string { return k.prefix + "index" }
+
+// FileKeys names the keys of one file kept for a flow's runs.
+type FileKeys struct{ prefix string }
+
+// FileKeysOf returns the key names of file id of flow.
+func FileKeysOf(flow, id string) FileKeys {
+	return FileKeys{prefix: "sluice:{file:" + flow + ":" + escapeLabel(id) + "}:"}
+}
+
+// Meta is the hash describing the file (flows.FileInfo's fields).
+func (k FileKeys) Meta() string { return k.prefix + "meta" }
+
+// Data holds the file's bytes when it is kept in Redis.
+func (k FileKeys) Data() string { return k.prefix + "data" }
+
+// filesExpiryKey is the sorted set of files kept in the object store, "FLOW/ID" scored
+// by when they expire (ms): their objects are deleted once past it.
+const filesExpiryKey = "sluice:files:expiry"
+
+// VectorKeys names the keys of one vector collection.
+type VectorKeys struct{ prefix string }
+
+// CollectionKeys returns the key names of collection in scope.
+func CollectionKeys(scope, collection string) VectorKeys {
+	return VectorKeys{prefix: "sluice:{v:" + scope + ":" + escapeLabel(collection) + "}:"}
+}
+
+// Docs is the hash of the collection's chunks: id -> JSON {text, metadata}.
+func (k VectorKeys) Docs() string { return k.prefix + "docs" }
+
+// Vectors is the hash of the chunks' embeddings: id -> little-endian float32s.
+func (k VectorKeys) Vectors() string { return k.prefix + "vectors" }
+
+// Changes is the sorted set of every chunk id scored by the collection version that last
+// changed it (deleted ones too, until pruned): what a worker's index reads to catch up.
+func (k VectorKeys) Changes() string { return k.prefix + "changes" }
+
+// Meta is the hash of the collection's version, dimensions, embedding model, the version
+// below which deletions were pruned (floor) and the deleted ids still in Changes.
+func (k VectorKeys) Meta() string { return k.prefix + "meta" }

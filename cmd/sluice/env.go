@@ -24,6 +24,7 @@ type componentFlags struct {
 	mcpCommands string
 	mcpEnv      string
 	secrets     string
+	blocks      *blockFlags // blocks.go
 }
 
 // addComponentFlags registers --providers, --http-allow, --mcp-commands, --mcp-env and
@@ -41,6 +42,7 @@ func addComponentFlags(fs *flag.FlagSet) *componentFlags {
 		"environment variables an mcp node may set for its stdio server, comma-separated, e.g. GITHUB_PERSONAL_ACCESS_TOKEN,LOG_LEVEL (env SLUICE_MCP_ENV); none by default")
 	fs.StringVar(&f.secrets, "secrets", envOr("SLUICE_SECRETS", ""),
 		"environment variables flows may read with {\"$env\": NAME} besides SLUICE_SECRET_*, comma-separated (env SLUICE_SECRETS); Sluice's own settings never")
+	f.blocks = addBlockFlags(fs)
 	return f
 }
 
@@ -103,8 +105,9 @@ func (f *componentFlags) env(log *slog.Logger) (*nodes.Env, error) {
 	if err := nodes.CheckMCPEnvNames(mcpEnv); err != nil {
 		return nil, &exitError{code: 2, err: fmt.Errorf("--mcp-env: %w", err)}
 	}
-	return &nodes.Env{Providers: providers, HTTP: &nodes.HTTPPolicy{Allow: allow}, Secrets: secrets, Logger: log,
-		MCPCommands: mcpCommands, MCPEnv: mcpEnv}, nil
+	env := &nodes.Env{Providers: providers, HTTP: &nodes.HTTPPolicy{Allow: allow}, Secrets: secrets, Logger: log,
+		MCPCommands: mcpCommands, MCPEnv: mcpEnv}
+	return env, f.blocks.bind(env)
 }
 
 // registry is the component registry of the binary, built with env (nil: defaults).
@@ -117,6 +120,7 @@ func attach(ctx context.Context, env *nodes.Env, rdb *store.Redis, e *engine.Eng
 	env.Cache = store.NewCache(rdb)
 	env.Limiter = limiter{store.NewLimiter(rdb)}
 	env.Ledger = store.NewLedger(rdb)
+	attachBlocks(ctx, env, rdb) // blocks.go
 	sub := e.NewSubflows()
 	sub.Bind(ctx, lib, workers...)
 	env.Subflows = sub

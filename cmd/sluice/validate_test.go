@@ -240,7 +240,7 @@ func TestComponentsMarkdownDocumentsEveryComponent(t *testing.T) {
 
 func TestComponentsTextAndUsage(t *testing.T) {
 	stdout, _, code := sluice(t, "", "components")
-	if code != 0 || !strings.HasPrefix(stdout, "COMPONENT") || !strings.Contains(stdout, "router     flow      in → default, each of routes") {
+	if code != 0 || !strings.HasPrefix(stdout, "COMPONENT") || !strings.Contains(stdout, "router        flow      in → default, each of routes") {
 		t.Errorf("exit %d, stdout:\n%s", code, stdout)
 	}
 	if _, _, code := sluice(t, "", "components", "--markdown", "--json"); code != 2 {

@@ -32,7 +32,7 @@ func agentSpec(env *Env) flows.Spec {
 		Params: json.RawMessage(`{
 			"type": "object", "additionalProperties": false, "required": ["model", "user"],
 			"properties": {` + modelParams + `,
-				"system": {"type": "string", "format": "template", "description": "System message template: the agent's role and how to use its tools."},
+				"system": {"type": "string", "format": "template", "description": "System message template: the agent's role and how to use its tools."},` + historyParam + `,
 				"user": {"type": "string", "format": "template", "description": "User message template: the task, e.g. {{.ticket}}"},
 				"max_iterations": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10, "description": "Most model turns; an agent still calling tools then fails the step."},
 				"json": {"type": "boolean", "default": false, "description": "The final answer is JSON: parse it."},
@@ -48,24 +48,26 @@ func agentSpec(env *Env) flows.Spec {
 
 // Agent runs a model's tool loop.
 type Agent struct {
-	env    *Env
-	model  modelConfig
-	system *flows.Template
-	user   *flows.Template
-	max    int
-	json   bool
-	schema json.RawMessage
-	check  *jsonschema.Schema
-	stream bool
-	as     string
-	ttl    time.Duration
-	budget budget
+	env     *Env
+	model   modelConfig
+	system  *flows.Template
+	history *flows.JQ
+	user    *flows.Template
+	max     int
+	json    bool
+	schema  json.RawMessage
+	check   *jsonschema.Schema
+	stream  bool
+	as      string
+	ttl     time.Duration
+	budget  budget
 }
 
 func newAgent(env *Env, b *flows.Build) (flows.Component, error) {
 	var p struct {
 		modelConfig
 		System        string          `json:"system"`
+		History       string          `json:"history"`
 		User          string          `json:"user"`
 		MaxIterations int             `json:"max_iterations"`
 		JSON          bool            `json:"json"`
@@ -89,6 +91,9 @@ func newAgent(env *Env, b *flows.Build) (flows.Component, error) {
 	}
 	if a.user, err = flows.ParseTemplate(p.User); err != nil {
 		return nil, &flows.Error{Code: flows.Invalid, Path: "params.user", Err: err}
+	}
+	if a.history, err = compileHistory(p.History); err != nil {
+		return nil, err
 	}
 	if len(p.Schema) > 0 {
 		if a.check, err = flows.CompileSchema(p.Schema); err != nil {
@@ -116,7 +121,7 @@ type stateReader interface{ readsState() }
 
 // Run runs the tool loop, resuming from the turns an earlier attempt saved.
 func (a *Agent) Run(ctx context.Context, s *flows.Step) (*flows.Result, error) {
-	msgs, shown, err := prompt(ctx, s, a.system, a.user)
+	msgs, shown, err := prompt(ctx, s, a.system, a.history, a.user)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -16,6 +17,11 @@ const modelParams = `
 	"temperature": {"type": "number", "minimum": 0, "maximum": 2, "description": "Sampling temperature; left out, the provider's default."},
 	"max_tokens": {"type": "integer", "minimum": 1, "description": "Most tokens the model may write per reply (Anthropic providers: 4096 when not set)."},
 	"prompt_cache": {"type": "array", "uniqueItems": true, "items": {"enum": ["system", "tools", "messages"]}, "description": "Anthropic providers: where to set prompt cache breakpoints — after the system prompt, the tool definitions, the conversation so far. Default: system and tools (agents also messages); [] turns caching off. Other providers ignore it (OpenAI caches by itself)."}`
+
+// historyParam is the earlier messages of a conversation, for the components that
+// send a system and a user message.
+const historyParam = `
+	"history": {"type": "string", "format": "jq", "description": "jq making the earlier messages of the conversation, a list of {role, content} (role user, assistant or system), sent between the system and the user message: .history after a memory node's load."}`
 
 // modelConfig is what a model-calling component reads from modelParams.
 type modelConfig struct {
@@ -51,7 +57,7 @@ func llmSpec(env *Env) flows.Spec {
 		Params: json.RawMessage(`{
 			"type": "object", "additionalProperties": false, "required": ["model", "user"],
 			"properties": {` + modelParams + `,
-				"system": {"type": "string", "format": "template", "description": "System message template."},
+				"system": {"type": "string", "format": "template", "description": "System message template."},` + historyParam + `,
 				"user": {"type": "string", "format": "template", "description": "User message template, e.g. Summarise: {{.document}}"},
 				"json": {"type": "boolean", "default": false, "description": "Ask for a JSON reply and parse it."},
 				"schema": {"type": "object", "format": "json-schema", "description": "JSON Schema the reply must match (implies json); sent to the provider as the response format."},
@@ -66,28 +72,30 @@ func llmSpec(env *Env) flows.Spec {
 
 // LLM asks a model once.
 type LLM struct {
-	env    *Env
-	model  modelConfig
-	system *flows.Template
-	user   *flows.Template
-	json   bool
-	schema json.RawMessage
-	check  *jsonschema.Schema
-	stream bool
-	as     string
-	ttl    time.Duration
-	budget budget
+	env     *Env
+	model   modelConfig
+	system  *flows.Template
+	history *flows.JQ
+	user    *flows.Template
+	json    bool
+	schema  json.RawMessage
+	check   *jsonschema.Schema
+	stream  bool
+	as      string
+	ttl     time.Duration
+	budget  budget
 }
 
 func newLLM(env *Env, b *flows.Build) (flows.Component, error) {
 	var p struct {
 		modelConfig
-		System string          `json:"system"`
-		User   string          `json:"user"`
-		JSON   bool            `json:"json"`
-		Schema json.RawMessage `json:"schema"`
-		Stream bool            `json:"stream"`
-		As     string          `json:"as"`
+		System  string          `json:"system"`
+		History string          `json:"history"`
+		User    string          `json:"user"`
+		JSON    bool            `json:"json"`
+		Schema  json.RawMessage `json:"schema"`
+		Stream  bool            `json:"stream"`
+		As      string          `json:"as"`
 	}
 	if err := b.Decode(&p); err != nil {
 		return nil, err
@@ -105,6 +113,9 @@ func newLLM(env *Env, b *flows.Build) (flows.Component, error) {
 	if l.user, err = flows.ParseTemplate(p.User); err != nil {
 		return nil, &flows.Error{Code: flows.Invalid, Path: "params.user", Err: err}
 	}
+	if l.history, err = compileHistory(p.History); err != nil {
+		return nil, err
+	}
 	if len(p.Schema) > 0 {
 		if l.check, err = flows.CompileSchema(p.Schema); err != nil {
 			return nil, &flows.Error{Code: flows.Invalid, Path: "params.schema", Message: err.Error()}
@@ -121,30 +132,93 @@ func nodeCacheTTL(b *flows.Build) time.Duration {
 	return 0
 }
 
-// prompt renders the system and user messages over the node's input.
-func prompt(ctx context.Context, step *flows.Step, system, user *flows.Template) ([]chatMessage, int, error) {
+// compileHistory compiles the history parameter (nil when it is empty).
+func compileHistory(src string) (*flows.JQ, error) {
+	if src == "" {
+		return nil, nil
+	}
+	q, err := flows.CompileJQ(src)
+	if err != nil {
+		return nil, &flows.Error{Code: flows.Invalid, Path: "params.history", Err: err}
+	}
+	return q, nil
+}
+
+// prompt renders the system message, the history and the user message over the node's
+// input.
+func prompt(ctx context.Context, step *flows.Step, system *flows.Template, history *flows.JQ, user *flows.Template) ([]chatMessage, int, error) {
 	var msgs []chatMessage
 	n := 0
-	for _, t := range []struct {
-		role, path string
-		tpl        *flows.Template
-	}{{"system", "params.system", system}, {"user", "params.user", user}} {
-		if t.tpl == nil {
-			continue
+	render := func(role, path string, tpl *flows.Template) error {
+		if tpl == nil {
+			return nil
 		}
-		text, err := t.tpl.Execute(ctx, step.Input)
+		text, err := tpl.Execute(ctx, step.Input)
 		if err != nil {
-			return nil, 0, templateError(step.Node, t.path, err)
+			return templateError(step.Node, path, err)
 		}
 		n += len(text)
-		msgs = append(msgs, chatMessage{Role: t.role, Content: text})
+		msgs = append(msgs, chatMessage{Role: role, Content: text})
+		return nil
+	}
+	if err := render("system", "params.system", system); err != nil {
+		return nil, 0, err
+	}
+	past, err := historyMessages(ctx, step, history)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, m := range past {
+		n += len(m.Content)
+	}
+	msgs = append(msgs, past...)
+	if err := render("user", "params.user", user); err != nil {
+		return nil, 0, err
 	}
 	return msgs, n, nil
 }
 
+// historyMessages evaluates the history parameter: a list of {role, content} (null is
+// no history).
+func historyMessages(ctx context.Context, step *flows.Step, history *flows.JQ) ([]chatMessage, error) {
+	if history == nil {
+		return nil, nil
+	}
+	bad := func(msg string) error {
+		return flows.Permanent(&flows.Error{Code: flows.Invalid, Node: step.Node, Path: "params.history", Message: msg})
+	}
+	v, err := history.First(ctx, step.Input, step.State)
+	if err != nil {
+		return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: step.Node, Path: "params.history", Err: err})
+	}
+	if v == nil {
+		return nil, nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, bad(fmt.Sprintf("the history is %s, not a list of {role, content}", flows.TypeName(v)))
+	}
+	out := make([]chatMessage, 0, len(list))
+	for i, x := range list {
+		o, ok := x.(map[string]any)
+		role, _ := o["role"].(string)
+		content, isText := o["content"].(string)
+		if !ok || !isText {
+			return nil, bad(fmt.Sprintf("history message %d is not {role, content} with text content", i))
+		}
+		switch role {
+		case "user", "assistant", "system":
+		default:
+			return nil, bad(fmt.Sprintf("history message %d has role %q; want user, assistant or system", i, role))
+		}
+		out = append(out, chatMessage{Role: role, Content: content})
+	}
+	return out, nil
+}
+
 // Run asks the model and stores its reply.
 func (l *LLM) Run(ctx context.Context, s *flows.Step) (*flows.Result, error) {
-	msgs, shown, err := prompt(ctx, s, l.system, l.user)
+	msgs, shown, err := prompt(ctx, s, l.system, l.history, l.user)
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,15 @@ type Env struct {
 	// Secrets is the rule for the environment variables {"$env": NAME} may name and the
 	// redaction of their values (nil: SLUICE_SECRET_* only, read with LookupEnv).
 	Secrets *flows.Secrets
+	// Memory keeps conversations and the long-term store (store.Memory); nil makes the
+	// memory components' steps fail.
+	Memory Memory
+	// Files keeps the files runs take by reference (store.Files); nil makes the file
+	// component's steps fail.
+	Files Files
+	// Vectors are the vector store's collections (store.Vectors); nil makes the
+	// vector_store component's steps fail.
+	Vectors Vectors
 	// Observer hears about model calls and cached calls, for metrics; nil: nobody.
 	Observer Observer
 	// LookupEnv reads the environment variables that {"$env": NAME} references name
@@ -141,6 +150,16 @@ func Register(reg *flows.Registry, env *Env) {
 		dataSpec(),
 		subflowSpec(env),
 		mcpSpec(env),
+		memorySpec(env),
+		memoryStoreSpec(env),
+		fileSpec(env),
+		urlSpec(env),
+		splitTextSpec(),
+		embedSpec(env),
+		vectorStoreSpec(env),
+		calculatorSpec(),
+		webSearchSpec(env),
+		datetimeSpec(),
 	} {
 		reg.Register(s)
 	}

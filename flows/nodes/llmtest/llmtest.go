@@ -1,17 +1,24 @@
 // Package llmtest is a local server that speaks the OpenAI chat completions protocol —
 // plain replies, JSON, tool calls, streaming (SSE), errors and malformed bodies — scripted
-// per test, so the LLM components are tested without a network. It is for tests only.
+// per test, so the LLM components are tested without a network. It answers embeddings
+// too, deterministically (Embed). It is for tests only.
 package llmtest
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"unicode"
 
 	"github.com/sluicehq/sluice/flows/nodes"
 )
@@ -21,14 +28,129 @@ type Server struct {
 	// URL is the base URL a provider uses, ending in /v1.
 	URL string
 
-	t       testing.TB
-	srv     *httptest.Server
-	mu      sync.Mutex
-	queue   []Reply
-	respond func(Request) Reply
-	reqs    []Request
-	arrived chan struct{}
-	aborted int
+	t         testing.TB
+	srv       *httptest.Server
+	mu        sync.Mutex
+	queue     []Reply
+	respond   func(Request) Reply
+	reqs      []Request
+	arrived   chan struct{}
+	aborted   int
+	embeds    []EmbeddingRequest
+	embedFail []int
+}
+
+// EmbeddingRequest is an embeddings request as the server received it.
+type EmbeddingRequest struct {
+	Model          string   `json:"model"`
+	Input          []string `json:"-"`
+	Dimensions     int      `json:"dimensions"`
+	EncodingFormat string   `json:"encoding_format"`
+}
+
+// EmbeddingRequests returns the embeddings requests received so far.
+func (s *Server) EmbeddingRequests() []EmbeddingRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]EmbeddingRequest(nil), s.embeds...)
+}
+
+// FailEmbeddings answers the next embeddings requests with these statuses, in order.
+func (s *Server) FailEmbeddings(status ...int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.embedFail = append(s.embedFail, status...)
+}
+
+// EmbedDimensions is the length of an embedding when the request names none, as
+// OpenAI's text-embedding-3-small has.
+const EmbedDimensions = 1536
+
+// Embed is the server's embedding of text: a hashed bag of its lower-case words (each
+// word adds one, with a sign, at the place its hash picks), normalised to length 1. The
+// same text always has the same vector, and texts that share words are close, so
+// retrieval is testable without a model.
+func Embed(text string, dims int) []float32 {
+	if dims <= 0 {
+		dims = EmbedDimensions
+	}
+	v := make([]float64, dims)
+	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		h := fnv.New64a()
+		h.Write([]byte(w))
+		x := h.Sum64()
+		sign := 1.0
+		if x>>63 == 1 {
+			sign = -1
+		}
+		v[x%uint64(dims)] += sign
+	}
+	var n float64
+	for _, x := range v {
+		n += x * x
+	}
+	out := make([]float32, dims)
+	if n == 0 {
+		out[0] = 1
+		return out
+	}
+	n = math.Sqrt(n)
+	for i, x := range v {
+		out[i] = float32(x / n)
+	}
+	return out
+}
+
+// embeddings answers POST /v1/embeddings.
+func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
+	var req EmbeddingRequest
+	var raw struct {
+		Input json.RawMessage `json:"input"`
+	}
+	body, _ := io.ReadAll(r.Body)
+	if json.Unmarshal(body, &req) != nil || json.Unmarshal(body, &raw) != nil {
+		http.Error(w, `{"error": {"message": "request is not JSON"}}`, http.StatusBadRequest)
+		return
+	}
+	var one string
+	if json.Unmarshal(raw.Input, &one) == nil {
+		req.Input = []string{one}
+	} else if json.Unmarshal(raw.Input, &req.Input) != nil {
+		http.Error(w, `{"error": {"message": "llmtest embeds a string or a list of strings"}}`, http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.embeds = append(s.embeds, req)
+	fail := 0
+	if len(s.embedFail) > 0 {
+		fail, s.embedFail = s.embedFail[0], s.embedFail[1:]
+	}
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	if fail != 0 {
+		w.Header().Set("Retry-After-Ms", "1")
+		w.WriteHeader(fail)
+		fmt.Fprintf(w, `{"error": {"message": "llmtest: scripted failure %d", "type": "llmtest"}}`, fail)
+		return
+	}
+	data := make([]any, len(req.Input))
+	tokens := 0
+	for i, text := range req.Input {
+		vec := Embed(text, req.Dimensions)
+		tokens += len(strings.Fields(text)) + 1
+		var emb any = vec
+		if req.EncodingFormat == "base64" {
+			b := make([]byte, 4*len(vec))
+			for j, x := range vec {
+				binary.LittleEndian.PutUint32(b[4*j:], math.Float32bits(x))
+			}
+			emb = base64.StdEncoding.EncodeToString(b)
+		}
+		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": emb}
+	}
+	b, _ := json.Marshal(map[string]any{"object": "list", "model": req.Model, "data": data,
+		"usage": map[string]any{"prompt_tokens": tokens, "total_tokens": tokens}})
+	w.Write(b)
 }
 
 // Aborted is how many requests their client gave up on while the server held them
@@ -209,8 +331,12 @@ func (s *Server) Env(retries int) *nodes.Env {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/embeddings") {
+		s.embeddings(w, r)
+		return
+	}
 	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
-		http.Error(w, `{"error": {"message": "llmtest serves POST /v1/chat/completions only"}}`, http.StatusNotFound)
+		http.Error(w, `{"error": {"message": "llmtest serves POST /v1/chat/completions and /v1/embeddings only"}}`, http.StatusNotFound)
 		return
 	}
 	var req Request

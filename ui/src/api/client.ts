@@ -93,7 +93,42 @@ export interface ToolDef {
   parameters?: unknown;
 }
 
+/** What the server answers for an uploaded file: the reference a run's input carries. */
+export interface FileRef {
+  $file: string;
+  name: string;
+  content_type: string;
+  size: number;
+  sha256?: string;
+  expires?: string;
+}
+
+/**
+ * Uploads a file for the flow's runs. The body is the file itself; its name goes in
+ * X-File-Name, a header another site's page cannot send without a CORS preflight.
+ */
+async function upload(flow: string, file: File): Promise<FileRef> {
+  let res: Response;
+  try {
+    res = await fetch(`${flowURL(flow)}/files`, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { Accept: "application/json", "Content-Type": file.type || "application/octet-stream", "X-File-Name": encodeURIComponent(file.name) },
+      body: file,
+    });
+  } catch {
+    throw new ApiError(0, "unavailable", "the server cannot be reached");
+  }
+  const data = (await res.json().catch(() => undefined)) as { error?: { code?: string; message?: string } } | FileRef | undefined;
+  if (!res.ok) {
+    const e = (data as { error?: { code?: string; message?: string } } | undefined)?.error;
+    throw new ApiError(res.status, e?.code ?? "internal", `${file.name}: ${e?.message ?? `upload failed (${res.status})`}`);
+  }
+  return data as FileRef;
+}
+
 export const api = {
+  uploadFile: upload,
   components: () => call<{ components: ComponentSpec[] }>("GET", "/api/components").then((r) => r.components),
   getFlow: (flow: string) => call<FlowDocument>("GET", flowURL(flow)),
   validate: (doc: FlowDocument) => call<Validation>("POST", "/api/flows/validate", doc),

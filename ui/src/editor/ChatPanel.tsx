@@ -1,8 +1,10 @@
 // The chat playground: for a flow whose input takes messages, a conversation kept in this
 // browser. Each message starts a run with the conversation so far (shown live on the
 // canvas); the reply streams in from the model's tokens and comes from the run's output.
+// A conversation has a session id (kept with it, new with "New conversation"), sent as the
+// input's session_id to flows that take one, so a flow with memory continues it across runs.
 import { useEffect, useRef, useState } from "react";
-import { chatKey, chatSupport, parseChat, replyOf, turnInput, type ChatMessage } from "../flow/chat";
+import { chatKey, chatSupport, newSession, parseChat, replyOf, sessionKey, takesSession, turnInput, type ChatMessage } from "../flow/chat";
 import { finished } from "../flow/runview";
 import type { FlowDocument } from "../flow/types";
 import type { TestRunState } from "./testrun";
@@ -21,17 +23,24 @@ interface Props {
 export function ChatPanel({ doc, state, canRun, onSend, onOpen }: Props) {
   const support = chatSupport(doc);
   const [messages, setMessages] = useState<ChatMessage[]>(() => parseChat(localStorage.getItem(chatKey(doc.id))));
+  const [session, setSession] = useState<string>(() => localStorage.getItem(sessionKey(doc.id)) || newSession());
   const [text, setText] = useState("");
   const [pending, setPending] = useState<{ run: string | undefined } | undefined>();
   const end = useRef<HTMLDivElement>(null);
 
-  const keep = (list: ChatMessage[]) => {
+  const keep = (list: ChatMessage[], sid: string = session) => {
     setMessages(list);
     try {
       localStorage.setItem(chatKey(doc.id), JSON.stringify(list));
+      localStorage.setItem(sessionKey(doc.id), sid);
     } catch {
       /* storage off: the conversation lasts as long as the page */
     }
+  };
+  const restart = () => {
+    const sid = newSession();
+    setSession(sid);
+    keep([], sid);
   };
 
   // The pending turn's run settled: its output is the reply.
@@ -51,7 +60,7 @@ export function ChatPanel({ doc, state, canRun, onSend, onOpen }: Props) {
   const send = async () => {
     const t = text.trim();
     if (!t || pending) return;
-    const input = turnInput(messages, t);
+    const input = turnInput(messages, t, takesSession(doc) ? session : undefined);
     const list: ChatMessage[] = [...messages, { role: "user", content: t }];
     keep(list);
     setText("");
@@ -71,8 +80,10 @@ export function ChatPanel({ doc, state, canRun, onSend, onOpen }: Props) {
   return (
     <div className="chat-panel">
       <div className="chat-head">
-        <span className="muted small">Each message runs the flow with the conversation so far.</span>
-        <button type="button" onClick={() => keep([])} disabled={messages.length === 0 || !!pending} id="chat-new">
+        <span className="muted small">
+          {takesSession(doc) ? "Each message runs the flow with the conversation so far and its session, which a flow with memory remembers." : "Each message runs the flow with the conversation so far."}
+        </span>
+        <button type="button" onClick={restart} disabled={messages.length === 0 || !!pending} id="chat-new" title={`session ${session}`}>
           New conversation
         </button>
       </div>

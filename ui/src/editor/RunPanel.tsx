@@ -7,6 +7,7 @@ import { checkpointTitle, turnNumbers } from "../flow/checkpoints";
 import { formatTime } from "../flow/time";
 import type { Change } from "../flow/diff";
 import { finished, formatCost, formatDuration, runError, runUsage, type RunView } from "../flow/runview";
+import { attachFiles } from "../flow/files";
 import { exampleInput } from "../flow/schema";
 import type { FlowDocument, JSONSchema } from "../flow/types";
 import type { TestRunState } from "./testrun";
@@ -51,6 +52,25 @@ export function RunPanel({ doc, state, selectedNode, canRun, blocked, runLabel, 
   const { input, error: parseError } = parseRunInput(text);
   const { view, run, error, starting } = state;
   const active = !!view && !finished(view.status);
+  const [uploading, setUploading] = useState(false);
+  const [uploadError, setUploadError] = useState<string | undefined>();
+  // Files are uploaded at once and the input gets their references: a run carries a
+  // file by reference, never its bytes.
+  const attach = async (list: FileList | null) => {
+    if (!list || list.length === 0) return;
+    setUploading(true);
+    setUploadError(undefined);
+    try {
+      const refs = [];
+      for (const f of Array.from(list)) refs.push(await api.uploadFile(doc.id, f));
+      const schema = doc.nodes.find((n) => n.type === "input")?.params?.schema as JSONSchema | undefined;
+      onInput(JSON.stringify(attachFiles(parseError ? {} : input, refs, schema), null, 2));
+    } catch (e) {
+      setUploadError(e instanceof ApiError && e.status === 404 ? "Save the flow first: files belong to a saved flow." : (e as Error).message);
+    } finally {
+      setUploading(false);
+    }
+  };
   return (
     <div className="run-panel">
       <RunPicker recent={state.recent} current={view?.run} onOpen={onOpen} />
@@ -66,6 +86,22 @@ export function RunPanel({ doc, state, selectedNode, canRun, blocked, runLabel, 
         title="Ctrl+Enter runs the flow with this input"
       />
       {parseError && <p className="field-problem">not JSON: {parseError}</p>}
+      <div className="run-files small">
+        <label className="button">
+          {uploading ? "Uploading…" : "Attach files"}
+          <input type="file" id="run-attach" multiple hidden disabled={uploading} onChange={(e) => void attach(e.target.files).then(() => (e.target.value = ""))} />
+        </label>{" "}
+        <label className="button">
+          Attach a folder
+          <input type="file" id="run-attach-folder" multiple hidden disabled={uploading} {...{ webkitdirectory: "" }} onChange={(e) => void attach(e.target.files).then(() => (e.target.value = ""))} />
+        </label>
+        {uploadError && (
+          <span className="field-problem" role="alert" id="run-attach-error">
+            {" "}
+            {uploadError}
+          </span>
+        )}
+      </div>
       <div className="actions">
         <button type="button" className="primary" id="run-button" disabled={!canRun || !!parseError || starting || active} onClick={() => onRun(input)}>
           {starting ? "Starting…" : runLabel}

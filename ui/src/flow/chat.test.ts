@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { chatSupport, parseChat, replyOf, turnInput } from "./chat";
+import { chatSupport, newSession, parseChat, replyOf, takesSession, turnInput } from "./chat";
 import { flow } from "./fixtures.test-util";
 
 describe("chat", () => {
@@ -18,6 +18,18 @@ describe("chat", () => {
       { role: "assistant", content: "hello" },
       { role: "user", content: "how are you?" },
     ]);
+  });
+  it("sends the session with each turn to a flow whose input takes one", () => {
+    expect(turnInput([], "hi", "s1")).toEqual({ messages: [{ role: "user", content: "hi" }], session_id: "s1" });
+    expect(turnInput([], "hi")).toEqual({ messages: [{ role: "user", content: "hi" }] });
+    const d = flow([["in", "input"]]);
+    d.nodes[0]!.params = { schema: { type: "object", additionalProperties: false, properties: { messages: { type: "array" } } } };
+    expect(takesSession(d)).toBe(false);
+    d.nodes[0]!.params = { schema: { type: "object", additionalProperties: false, properties: { messages: { type: "array" }, session_id: { type: "string" } } } };
+    expect(takesSession(d)).toBe(true);
+    d.nodes[0]!.params = { schema: { type: "object", properties: { messages: { type: "array" } } } };
+    expect(takesSession(d)).toBe(true);
+    expect(newSession()).not.toBe(newSession());
   });
   it("finds the reply in an output", () => {
     expect(replyOf("plain")).toBe("plain");

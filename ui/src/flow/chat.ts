@@ -27,11 +27,35 @@ export function chatSupport(doc: FlowDocument): { ok: true } | { ok: false; why:
   return { ok: true };
 }
 
-/** The next turn's input: the conversation so far (without failed turns) and the new message. */
-export function turnInput(history: ChatMessage[], text: string): { messages: { role: string; content: string }[] } {
-  return {
+/**
+ * Whether the flow's input takes a session_id: its schema names one, or lets any field in.
+ * A flow that remembers the conversation (a memory node keyed by {{.session_id}}) gets the
+ * playground's session with every turn, so the conversation continues across runs.
+ */
+export function takesSession(doc: FlowDocument): boolean {
+  const schema = doc.nodes.find((n) => n.type === "input")?.params?.schema as JSONSchema | undefined;
+  if (!schema) return true;
+  return !!schema.properties?.session_id || (schema as { additionalProperties?: unknown }).additionalProperties !== false;
+}
+
+/** The next turn's input: the conversation so far (without failed turns), the new message, and the session when given. */
+export function turnInput(history: ChatMessage[], text: string, session?: string): { messages: { role: string; content: string }[]; session_id?: string } {
+  const input: { messages: { role: string; content: string }[]; session_id?: string } = {
     messages: [...history.filter((m) => !m.failed).map((m) => ({ role: m.role, content: m.content })), { role: "user", content: text }],
   };
+  if (session) input.session_id = session;
+  return input;
+}
+
+/** A new conversation's session id. */
+export function newSession(): string {
+  const c = globalThis.crypto;
+  if (c && typeof c.randomUUID === "function") return c.randomUUID();
+  return `s-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+}
+
+export function sessionKey(flow: string): string {
+  return `sluice:chat-session:${flow}`;
 }
 
 /** The reply in a run's output: text, or the first text field of an object (reply, answer, content, message, text). */
