@@ -282,6 +282,25 @@ func (s *Server) Routes() []string {
 	return out
 }
 
+// RouteHandlers names the handler of each route ("METHOD path" -> "listFlows"): the
+// operationIds of the OpenAPI description are these names (a test checks).
+func (s *Server) RouteHandlers() map[string]string {
+	out := map[string]string{}
+	for _, r := range s.echo.Routes() {
+		if r.Method == echo.RouteNotFound {
+			continue
+		}
+		name := r.Name[strings.LastIndex(r.Name, ".")+1:]
+		if i := strings.Index(r.Name, ")."); i >= 0 {
+			name = r.Name[i+2:]
+		}
+		name, _, _ = strings.Cut(name, "-fm")
+		name, _, _ = strings.Cut(name, ".func")
+		out[r.Method+" "+r.Path] = strings.TrimSuffix(name, "Handler") // mcpHandler serves /mcp: mcpGet, mcpPost, mcpDelete
+	}
+	return out
+}
+
 // CheckListen refuses to serve without a token on anything but a loopback address:
 // an open Sluice runs any flow anyone sends it.
 func CheckListen(addr, token string) error {
