@@ -77,7 +77,19 @@ type Options struct {
 	MetricsPort int
 	// Version is written in the header.
 	Version string
+	// Warn hears what the operator should know about the manifests (an object too large
+	// for a client-side kubectl apply); nil: nobody.
+	Warn func(string)
 }
+
+// Sizes that limit an object. Client-side `kubectl apply` copies the object into its
+// last-applied-configuration annotation, and an object's annotations hold at most 256
+// KiB; `kubectl apply --server-side` keeps no such copy, and then the API server's
+// request limit (1.5 MiB by default in etcd) is what holds.
+const (
+	ClientSideApplyLimit = 256 << 10
+	MaxObjectBytes       = 1 << 20
+)
 
 // What the ScaledObjects count.
 const (
@@ -134,14 +146,50 @@ func Kubernetes(o Options) ([]byte, error) {
 	fmt.Fprintf(&buf, "# Needs: the Secret %q (key \"url\": REDIS_URL), the Secret %q (key \"token\"), KEDA 2.12 or later, Redis 7 or later.\n", o.RedisURLSecret, o.TokenSecret)
 	for _, d := range docs {
 		buf.WriteString("---\n")
+		start := buf.Len()
 		enc := yaml.NewEncoder(&buf)
 		enc.SetIndent(2)
 		if err := enc.Encode(d); err != nil {
 			return nil, err
 		}
 		enc.Close()
+		// The YAML is larger than the compact JSON kubectl stores: a safe measure.
+		if err := o.checkSize(d, buf.Len()-start); err != nil {
+			return nil, err
+		}
 	}
 	return buf.Bytes(), nil
+}
+
+// checkSize refuses an object the API server would refuse, and warns of one a
+// client-side kubectl apply would (a pool with many nodes times many partitions has a
+// ScaledObject with two triggers per stream).
+func (o *Options) checkSize(doc any, n int) error {
+	m, _ := doc.(M)
+	kind, name := "", ""
+	for _, kv := range m {
+		switch kv.K {
+		case "kind":
+			kind, _ = kv.V.(string)
+		case "metadata":
+			if md, ok := kv.V.(M); ok {
+				for _, x := range md {
+					if x.K == "name" {
+						name, _ = x.V.(string)
+					}
+				}
+			}
+		}
+	}
+	switch {
+	case n > MaxObjectBytes:
+		return fmt.Errorf("the %s %s would be %d KiB, more than the API server takes (%d KiB): split the pool's nodes into more pools (--pools), give its flows fewer partitions, or --scale-on length (one trigger per stream instead of two)",
+			kind, name, n>>10, MaxObjectBytes>>10)
+	case n > ClientSideApplyLimit && o.Warn != nil:
+		o.Warn(fmt.Sprintf("the %s %s is %d KiB: a client-side kubectl apply fails on it (its last-applied annotation may hold %d KiB); apply with kubectl apply --server-side -f, as docs/deploy.md does",
+			kind, name, n>>10, ClientSideApplyLimit>>10))
+	}
+	return nil
 }
 
 // resolvePools checks the pools against the flows and adds DefaultPool for the nodes

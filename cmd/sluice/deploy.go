@@ -108,6 +108,7 @@ Flags:
 		RedisURLSecret: *urlSecret, RedisPasswordKey: *passwordKey, TokenSecret: *tokenSecret,
 		MinReplicas: *minReplicas, MaxReplicas: *maxReplicas, StepsPerReplica: *perReplica, ScaleOn: *scaleOn,
 		MetricsPort: *metricsPort, Version: version,
+		Warn: func(msg string) { fmt.Fprintln(stderr, "deploy: "+msg) },
 	})
 	if err != nil {
 		return usage(err)
