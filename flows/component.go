@@ -41,6 +41,13 @@ type Step struct {
 	Version string
 	Depth   int // steps along this activation's line since the run started (what max_steps bounds)
 	Attempt int // 1 for the first delivery
+	// Branch is the activation's fork tokens: with Node and Depth, where the step is in
+	// its run (the branches of a fanout run one node at one depth). IdempotencyKey
+	// derives the keys of the step's outbound calls from them.
+	Branch string
+	// KeysOf, when set, is the run whose idempotency keys this step's calls send instead
+	// of its own: a replay that asks to keep its origin's side effects single.
+	KeysOf string
 
 	// Input is the state as the node's input selector sees it ("." by default).
 	Input any

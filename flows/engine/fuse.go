@@ -47,7 +47,7 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 		na := store.Activation{Flow: a.Flow, Part: a.Part, Node: act.Node, ID: a.ID, Run: a.Run, Version: a.Version,
 			Tok: act.Tokens, Depth: a.Depth + k, Deliveries: 1, Trace: a.Trace}
 		nj := &job{a: na, plan: j.plan, node: node, state: state,
-			step: &flows.Step{Flow: a.Flow, Run: a.Run, Node: act.Node, Version: a.Version, Depth: na.Depth, Attempt: 1, State: state, Input: state, Tools: node.Tools,
+			step: &flows.Step{Flow: a.Flow, Run: a.Run, Node: act.Node, Version: a.Version, Depth: na.Depth, Attempt: 1, Branch: na.Tok, State: state, Input: state, Tools: node.Tools,
 				Emit: func(kind string, data any) { w.e.events.emit(a.Ref(), act.Node, kind, data) }}}
 		if node.Input != nil {
 			in, err := node.Input.First(w.hard, state, state)

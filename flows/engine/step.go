@@ -150,7 +150,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) (*job, stepOutcome, boo
 		}
 		return nil, w.fail(a, plan, node, err, 0), false
 	}
-	step := &flows.Step{Flow: a.Flow, Run: a.Run, Node: a.Node, Version: a.Version, Depth: a.Depth, Attempt: a.Deliveries, State: state, Input: state, Tools: node.Tools}
+	step := &flows.Step{Flow: a.Flow, Run: a.Run, Node: a.Node, Version: a.Version, Depth: a.Depth, Attempt: a.Deliveries, Branch: a.Tok, State: state, Input: state, Tools: node.Tools}
 	if a.Resume != "" {
 		step.Resume = []byte(a.Resume)
 	}

@@ -311,7 +311,7 @@ func (a *Agent) callTool(ctx context.Context, s *flows.Step, tools map[string]ag
 	if !json.Valid(args) {
 		return fmt.Sprintf("error: the arguments are not valid JSON: %s", truncateText(call.Arguments, 200)), 0, nil
 	}
-	tctx, span := toolSpan(ctx, call)
+	tctx, span := toolSpan(flows.WithToolCall(ctx, call.ID), call)
 	res, err := tool.call(tctx, s, args)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -48,7 +48,8 @@ func httpSpec(env *Env) flows.Spec {
 				"json": {"type": "string", "format": "jq", "description": "jq producing a JSON request body (instead of body)."},
 				"timeout": {"type": "string", "format": "duration", "default": "30s", "description": "Deadline of the request, redirects and body included."},
 				"max_bytes": {"type": "integer", "minimum": 1, "maximum": 67108864, "default": 1048576, "description": "A larger response body fails the request."},
-				"as": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$", "default": "response", "description": "State key the response is stored under (as a step)."},` + toolParams + `,` + toolArgsParam + `
+				"as": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$", "default": "response", "description": "State key the response is stored under (as a step)."},
+				"idempotency_header": {"type": "string", "default": "Idempotency-Key", "pattern": "^([!#$%&'*+.^_|~0-9A-Za-z-]+)?$", "description": "The header that carries the request's idempotency key: the same for every attempt of the step (a retry, a worker that died, a dead letter retried), new for another step or run; empty sends none. See docs/replay.md."},` + toolParams + `,` + toolArgsParam + `
 			}
 		}`),
 		Example: json.RawMessage(`{"method": "GET", "url": "https://api.example.com/orders/{{urlquery .order_id}}", "headers": {"Accept": "application/json", "Authorization": {"$env": "SLUICE_SECRET_EXAMPLE_TOKEN", "prefix": "Bearer "}}, "timeout": "10s", "tool_parameters": {"type": "object", "required": ["order_id"], "properties": {"order_id": {"type": "string"}}}}`),
@@ -69,6 +70,7 @@ type HTTP struct {
 	as      string
 	ttl     time.Duration
 	def     flows.ToolDef
+	idem    string // the idempotency key's header; "" none
 }
 
 type httpHeader struct {
@@ -89,11 +91,18 @@ func newHTTP(env *Env, b *flows.Build) (flows.Component, error) {
 		Timeout  flows.Duration             `json:"timeout"`
 		MaxBytes int64                      `json:"max_bytes"`
 		As       string                     `json:"as"`
+		Idem     *string                    `json:"idempotency_header"`
 	}
 	if err := b.Decode(&p); err != nil {
 		return nil, err
 	}
-	h := &HTTP{env: env, method: p.Method, timeout: p.Timeout.D(), max: p.MaxBytes, as: p.As, ttl: nodeCacheTTL(b)}
+	h := &HTTP{env: env, method: p.Method, timeout: p.Timeout.D(), max: p.MaxBytes, as: p.As, ttl: nodeCacheTTL(b), idem: "Idempotency-Key"}
+	if p.Idem != nil {
+		h.idem = *p.Idem
+		if h.idem != "" && strings.ContainsAny(h.idem, " \t\r\n:") {
+			return nil, &flows.Error{Code: flows.Invalid, Path: "params.idempotency_header", Message: fmt.Sprintf("%q is not a header name", h.idem)}
+		}
+	}
 	var err error
 	if h.url, err = flows.ParseTemplate(p.URL); err != nil {
 		return nil, &flows.Error{Code: flows.Invalid, Path: "params.url", Err: err}
@@ -198,8 +207,9 @@ func (h *HTTP) render(ctx context.Context, node string, data any, state map[stri
 	return r, nil
 }
 
-// do sends a rendered request and reads the response.
-func (h *HTTP) do(ctx context.Context, node string, r *httpRequest) (map[string]any, error) {
+// do sends a rendered request and reads the response; key, when set, goes in the
+// idempotency header (unless the node's own headers set it).
+func (h *HTTP) do(ctx context.Context, node string, r *httpRequest, key string) (map[string]any, error) {
 	u, err := url.Parse(r.URL)
 	if err != nil {
 		return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node, Path: "params.url", Message: fmt.Sprintf("%q is not a URL: %v", r.URL, err)})
@@ -219,6 +229,9 @@ func (h *HTTP) do(ctx context.Context, node string, r *httpRequest) (map[string]
 		return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node, Path: "params.url", Err: err})
 	}
 	req.Header.Set("User-Agent", "sluice")
+	if key != "" {
+		req.Header.Set(h.idem, key)
+	}
 	if r.JSON {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -312,8 +325,12 @@ func (h *HTTP) request(ctx context.Context, s *flows.Step, data any) (any, error
 	if err != nil {
 		return nil, err
 	}
+	key := ""
+	if h.idem != "" {
+		key = s.IdempotencyKey(ctx)
+	}
 	b, _, err := h.env.cached(ctx, s, cacheKey("http", s.Version, r), h.ttl, func(ctx context.Context) ([]byte, error) {
-		out, err := h.do(ctx, s.Node, r)
+		out, err := h.do(ctx, s.Node, r, key)
 		if err != nil {
 			return nil, err
 		}

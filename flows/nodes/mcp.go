@@ -315,7 +315,7 @@ func (m *MCP) CallTool(ctx context.Context, s *flows.Step, name string, args jso
 	}
 	key := cacheKey("mcp", s.Version, map[string]any{"server": m.key, "tool": remote, "args": argv})
 	b, _, err := m.env.cached(ctx, s, key, m.ttl, func(ctx context.Context) ([]byte, error) {
-		text, err := m.conn().call(ctx, m, s.Node, remote, argv)
+		text, err := m.conn().call(ctx, m, s.Node, remote, argv, s.IdempotencyKey(ctx))
 		if err != nil {
 			return nil, err
 		}
@@ -332,6 +332,10 @@ func (m *MCP) CallTool(ctx context.Context, s *flows.Step, name string, args jso
 	}
 	return text, nil
 }
+
+// MCPIdempotencyMeta is the _meta member of a tools/call that carries the call's
+// idempotency key (flows.Step.IdempotencyKey): the same for every attempt of the step.
+const MCPIdempotencyMeta = "sluice/idempotency-key"
 
 // mcpToolError is a tool's own error (isError): it goes back to the model. Its text is
 // redacted (newToolError), as a result is.
@@ -650,7 +654,7 @@ func (c *mcpConnection) tools(ctx context.Context, m *MCP, node string) ([]*mcp.
 // call calls a tool and returns its result's text. A tool's error and the server's
 // refusal of the call are errors the model gets as the result; a broken connection
 // fails the step.
-func (c *mcpConnection) call(ctx context.Context, m *MCP, node, tool string, args any) (string, error) {
+func (c *mcpConnection) call(ctx context.Context, m *MCP, node, tool string, args any, key string) (string, error) {
 	c.begin()
 	defer c.end()
 	s, err := c.connect(ctx, m, node)
@@ -659,7 +663,7 @@ func (c *mcpConnection) call(ctx context.Context, m *MCP, node, tool string, arg
 	}
 	cctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
-	res, err := s.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	res, err := s.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: mcp.Meta{MCPIdempotencyMeta: key}})
 	if err != nil {
 		var rpcErr *jsonrpc.Error
 		switch {

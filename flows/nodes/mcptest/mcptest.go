@@ -32,6 +32,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	calls   map[string]int
+	metas   []map[string]any // the _meta of every call of "add"
 	release chan struct{}
 	waiting chan struct{} // receives when "wait" is called
 }
@@ -73,8 +74,11 @@ func New() *Server {
 	s := &Server{Server: mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1"}, nil),
 		calls: map[string]int{}, release: make(chan struct{}), waiting: make(chan struct{}, 100)}
 	mcp.AddTool(s.Server, &mcp.Tool{Name: "add", Description: "Add two numbers."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in AddArgs) (*mcp.CallToolResult, any, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in AddArgs) (*mcp.CallToolResult, any, error) {
 			s.count("add")
+			s.mu.Lock()
+			s.metas = append(s.metas, req.Params.Meta)
+			s.mu.Unlock()
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(in.A + in.B)}}}, nil, nil
 		})
 	mcp.AddTool(s.Server, &mcp.Tool{Name: "lookup_order", Description: "Look an order up by id."},
@@ -122,6 +126,13 @@ func (s *Server) Calls(tool string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls[tool]
+}
+
+// Metas are the _meta of every call of "add", in order.
+func (s *Server) Metas() []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]map[string]any(nil), s.metas...)
 }
 
 // Waiting receives once for every call of "wait" that has started.
