@@ -63,13 +63,9 @@ type chatOptions struct {
 	budget    budget
 }
 
-// chatService returns the chat completions client of an OpenAI-compatible provider. It is
-// built from the provider's own settings only: nothing is read from OPENAI_* variables
-// here, so a provider never receives another provider's key.
-func (e *Env) chatService(p *Provider) *openai.ChatCompletionService {
-	if s, ok := e.chats.Load(p.Name); ok {
-		return s.(*openai.ChatCompletionService)
-	}
+// providerOptions are the openai-go client settings of an OpenAI-compatible provider,
+// from its own settings only.
+func (e *Env) providerOptions(p *Provider) []option.RequestOption {
 	opts := []option.RequestOption{
 		option.WithBaseURL(p.BaseURL),
 		option.WithMaxRetries(p.retries()),
@@ -82,7 +78,17 @@ func (e *Env) chatService(p *Provider) *openai.ChatCompletionService {
 	if p.Timeout > 0 {
 		opts = append(opts, option.WithRequestTimeout(p.Timeout.D()))
 	}
-	s := openai.NewChatCompletionService(opts...)
+	return opts
+}
+
+// chatService returns the chat completions client of an OpenAI-compatible provider. It is
+// built from the provider's own settings only: nothing is read from OPENAI_* variables
+// here, so a provider never receives another provider's key.
+func (e *Env) chatService(p *Provider) *openai.ChatCompletionService {
+	if s, ok := e.chats.Load(p.Name); ok {
+		return s.(*openai.ChatCompletionService)
+	}
+	s := openai.NewChatCompletionService(e.providerOptions(p)...)
 	actual, _ := e.chats.LoadOrStore(p.Name, &s)
 	return actual.(*openai.ChatCompletionService)
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/sluicehq/sluice/flows"
 )
 
@@ -158,19 +157,7 @@ func (e *Env) embeddingsService(p *Provider) *openai.EmbeddingService {
 	if s, ok := e.chats.Load(key); ok {
 		return s.(*openai.EmbeddingService)
 	}
-	opts := []option.RequestOption{
-		option.WithBaseURL(p.BaseURL),
-		option.WithMaxRetries(p.retries()),
-		option.WithMaxRetryDelay(30 * time.Second),
-		option.WithHTTPClient(e.providerClient(p)),
-	}
-	if p.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(p.APIKey))
-	}
-	if p.Timeout > 0 {
-		opts = append(opts, option.WithRequestTimeout(p.Timeout.D()))
-	}
-	s := openai.NewEmbeddingService(opts...)
+	s := openai.NewEmbeddingService(e.providerOptions(p)...)
 	actual, _ := e.chats.LoadOrStore(key, &s)
 	return actual.(*openai.EmbeddingService)
 }

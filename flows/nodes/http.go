@@ -214,10 +214,6 @@ func (h *HTTP) do(ctx context.Context, node string, r *httpRequest, key string) 
 	if err != nil {
 		return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node, Path: "params.url", Message: fmt.Sprintf("%q is not a URL: %v", r.URL, err)})
 	}
-	where := r.Method + " " + redact(u)
-	if err := h.env.HTTP.CheckURL(u); err != nil {
-		return nil, flows.Permanent(&flows.Error{Code: flows.Forbidden, Node: node, Path: "params.url", Message: where, Err: err})
-	}
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	var body io.Reader
@@ -250,15 +246,9 @@ func (h *HTTP) do(ctx context.Context, node string, r *httpRequest, key string) 
 		}
 		req.Header.Set(hd.name, v)
 	}
-	res, err := h.env.httpClient().Do(req)
+	res, where, err := h.env.send(ctx, node, "params.url", req, h.timeout)
 	if err != nil {
-		switch {
-		case forbidden(err):
-			return nil, flows.Permanent(&flows.Error{Code: flows.Forbidden, Node: node, Path: "params.url", Message: where, Err: unwrapURLError(err)})
-		case ctx.Err() == context.DeadlineExceeded:
-			return nil, &flows.Error{Code: flows.Timeout, Node: node, Message: fmt.Sprintf("%s: no complete answer within %s (params.timeout)", where, h.timeout)}
-		}
-		return nil, &flows.Error{Code: flows.Unavailable, Node: node, Message: where, Err: unwrapURLError(err)}
+		return nil, err
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, h.max+1))

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/observe"
 )
 
@@ -340,3 +341,26 @@ func redact(u *url.URL) string {
 
 // forbidden reports whether err is a refusal of the guard, which retrying cannot fix.
 func forbidden(err error) bool { return errors.Is(err, ErrForbiddenAddress) }
+
+// send sends req with the guarded client after checking its address, and maps what can
+// go wrong to the step's error at path (the param that holds the URL): an address the
+// policy refuses fails for good, before anything is sent and again when it is dialled;
+// no answer within timeout is a timeout; anything else may be retried. where names the
+// request in errors, its URL without credentials or query.
+func (e *Env) send(ctx context.Context, node, path string, req *http.Request, timeout time.Duration) (res *http.Response, where string, err error) {
+	where = req.Method + " " + redact(req.URL)
+	if err := e.HTTP.CheckURL(req.URL); err != nil {
+		return nil, where, flows.Permanent(&flows.Error{Code: flows.Forbidden, Node: node, Path: path, Message: where, Err: err})
+	}
+	res, err = e.httpClient().Do(req)
+	if err != nil {
+		switch {
+		case forbidden(err):
+			return nil, where, flows.Permanent(&flows.Error{Code: flows.Forbidden, Node: node, Path: path, Message: where, Err: unwrapURLError(err)})
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return nil, where, &flows.Error{Code: flows.Timeout, Node: node, Message: fmt.Sprintf("%s: no complete answer within %s (params.timeout)", where, timeout)}
+		}
+		return nil, where, &flows.Error{Code: flows.Unavailable, Node: node, Message: where, Err: unwrapURLError(err)}
+	}
+	return res, where, nil
+}

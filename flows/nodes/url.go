@@ -112,10 +112,6 @@ func (u *URL) get(ctx context.Context, node, raw string) (map[string]any, error)
 	if err != nil || pu.Host == "" {
 		return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node, Path: "params.url", Message: fmt.Sprintf("%q is not a URL", raw)})
 	}
-	where := "GET " + redact(pu)
-	if err := u.env.HTTP.CheckURL(pu); err != nil {
-		return nil, flows.Permanent(&flows.Error{Code: flows.Forbidden, Node: node, Path: "params.url", Message: where, Err: err})
-	}
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pu.String(), nil)
@@ -124,15 +120,9 @@ func (u *URL) get(ctx context.Context, node, raw string) (map[string]any, error)
 	}
 	req.Header.Set("User-Agent", "sluice")
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.8")
-	res, err := u.env.httpClient().Do(req)
+	res, where, err := u.env.send(ctx, node, "params.url", req, u.timeout)
 	if err != nil {
-		switch {
-		case forbidden(err):
-			return nil, flows.Permanent(&flows.Error{Code: flows.Forbidden, Node: node, Path: "params.url", Message: where, Err: unwrapURLError(err)})
-		case ctx.Err() == context.DeadlineExceeded:
-			return nil, &flows.Error{Code: flows.Timeout, Node: node, Message: fmt.Sprintf("%s: no complete answer within %s (params.timeout)", where, u.timeout)}
-		}
-		return nil, &flows.Error{Code: flows.Unavailable, Node: node, Message: where, Err: unwrapURLError(err)}
+		return nil, err
 	}
 	defer res.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(res.Body, u.maxBytes+1))

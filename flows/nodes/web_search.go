@@ -194,21 +194,11 @@ func (w *WebSearch) do(ctx context.Context, node string, r searchRequest) ([]sea
 	if err != nil {
 		return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node, Path: "params.base_url", Err: err})
 	}
-	where := req.Method + " " + redact(req.URL)
-	if err := w.env.HTTP.CheckURL(req.URL); err != nil {
-		return nil, flows.Permanent(&flows.Error{Code: flows.Forbidden, Node: node, Path: "params.base_url", Message: where, Err: err})
-	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "sluice")
-	res, err := w.env.httpClient().Do(req)
+	res, where, err := w.env.send(ctx, node, "params.base_url", req, w.timeout)
 	if err != nil {
-		switch {
-		case forbidden(err):
-			return nil, flows.Permanent(&flows.Error{Code: flows.Forbidden, Node: node, Path: "params.base_url", Message: where, Err: unwrapURLError(err)})
-		case ctx.Err() == context.DeadlineExceeded:
-			return nil, &flows.Error{Code: flows.Timeout, Node: node, Message: fmt.Sprintf("%s: no answer within %s (params.timeout)", where, w.timeout)}
-		}
-		return nil, &flows.Error{Code: flows.Unavailable, Node: node, Message: where, Err: unwrapURLError(err)}
+		return nil, err
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, 8<<20))
