@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/flows/nodes"
 	"github.com/sluicehq/sluice/observe"
 	"github.com/sluicehq/sluice/store"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -443,6 +444,11 @@ func (d *Dispatcher) post(ctx context.Context, res store.Result, target string, 
 	}
 	if d.opts.Secret != nil {
 		if key := d.opts.Secret(res.Flow); len(key) > 0 {
+			if err := signStandard(req.Header, key, res.ID, time.Now(), body); err != nil {
+				return fmt.Errorf("signing: %w", err)
+			}
+			// The signature of earlier releases, without a timestamp: kept for one
+			// release so that receivers can move to webhook-signature.
 			req.Header.Set("X-Sluice-Signature", Sign(key, body))
 		}
 	}
@@ -479,8 +485,30 @@ func (d *Dispatcher) post(ctx context.Context, res store.Result, target string, 
 	return nil
 }
 
+// signStandard signs a delivery as Standard Webhooks do (standardwebhooks.com): the
+// message id (the delivery's, the same for every attempt, so a receiver deduplicates on
+// it), the attempt's time, and the HMAC-SHA256 of "id.timestamp.body" — a receiver that
+// checks the timestamp's age refuses a captured delivery sent again later. The key is
+// the secret's bytes (a library that takes "whsec_" secrets takes "whsec_" and their
+// base64).
+func signStandard(h http.Header, key []byte, id string, at time.Time, body []byte) error {
+	wh, err := standardwebhooks.NewWebhookRaw(key)
+	if err != nil {
+		return err
+	}
+	sig, err := wh.Sign(id, at, body)
+	if err != nil {
+		return err
+	}
+	h.Set(standardwebhooks.HeaderWebhookID, id)
+	h.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(at.Unix(), 10))
+	h.Set(standardwebhooks.HeaderWebhookSignature, sig)
+	return nil
+}
+
 // Sign returns the X-Sluice-Signature value of body: "sha256=" and the hex HMAC-SHA256
-// of body with key.
+// of body with key. Deprecated for result webhooks (webhook-signature, signStandard);
+// still what the webhook ingress checks.
 func Sign(key, body []byte) string {
 	m := hmac.New(sha256.New, key)
 	m.Write(body)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/flows/nodes"
 	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/storetest"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 func TestOutputNodesWebhookReceivesTheRunsResult(t *testing.T) {
@@ -162,5 +164,70 @@ func TestResultWebhooksToInternalAddressesAreRefusedUnlessAllowed(t *testing.T) 
 	}
 	if dialled.Load() == 0 {
 		t.Error("the allowed receiver was never dialled")
+	}
+}
+
+// Result webhooks are signed as Standard Webhooks are: webhook-id (the delivery's, the
+// same for every attempt), webhook-timestamp (the attempt's) and webhook-signature over
+// both and the body, which the Standard Webhooks library verifies with the flow's
+// secret; a captured delivery sent again later fails that check (its timestamp is old,
+// and a newer one breaks the signature). X-Sluice-Signature is still there.
+func TestResultWebhooksAreSignedAsStandardWebhooks(t *testing.T) {
+	secret := []byte("hook-secret-for-standard-webhooks")
+	type delivery struct {
+		header http.Header
+		body   []byte
+	}
+	got := make(chan delivery, 4)
+	var n atomic.Int32
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		got <- delivery{req.Header.Clone(), b}
+		if n.Add(1) == 1 {
+			w.WriteHeader(http.StatusInternalServerError) // the first attempt fails: a retry follows
+		}
+	}))
+	defer hook.Close()
+	v := newEnv(t, storetest.Real(t))
+	p := v.compile(`{"sluice": 1, "id": "FLOW", "nodes": [{"id": "in", "type": "input"},
+	  {"id": "out", "type": "output", "params": {"value": "{n}", "webhook": "` + hook.URL + `/done"}}],
+	 "edges": [{"from": "in", "to": "out"}]}`)
+	v.work(p)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- v.e.NewDispatcher(engine.DispatchOptions{Flows: func(context.Context) ([]string, error) { return []string{p.Flow}, nil },
+			Block: 100 * time.Millisecond, HTTP: loopbackAllowed(t), Secret: func(string) []byte { return secret }, Backoff: 10 * time.Millisecond}).Run(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	mustStatus(t, v.run(p, `{"n": 7}`), store.StatusSucceeded)
+	wh, _ := standardwebhooks.NewWebhookRaw(secret)
+	var ids []string
+	for i := range 2 {
+		var d delivery
+		select {
+		case d = <-got:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("attempt %d never came", i+1)
+		}
+		if err := wh.Verify(d.body, d.header); err != nil {
+			t.Errorf("attempt %d: the Standard Webhooks library refuses it: %v (headers %v)", i+1, err, d.header)
+		}
+		if d.header.Get("X-Sluice-Signature") != engine.Sign(secret, d.body) {
+			t.Errorf("attempt %d: X-Sluice-Signature %q", i+1, d.header.Get("X-Sluice-Signature"))
+		}
+		ids = append(ids, d.header.Get("webhook-id"))
+		if i == 1 {
+			// Sent again an hour later, as it was captured: refused.
+			old := d.header.Clone()
+			ts, _ := strconv.ParseInt(old.Get("webhook-timestamp"), 10, 64)
+			old.Set("webhook-timestamp", strconv.FormatInt(ts-3600, 10))
+			if err := wh.Verify(d.body, old); err == nil {
+				t.Error("a delivery with an hour-old timestamp passes")
+			}
+		}
+	}
+	if ids[0] == "" || ids[0] != ids[1] {
+		t.Errorf("webhook-id of the two attempts: %q, want one id", ids)
 	}
 }
