@@ -192,6 +192,7 @@ func TestACredentialInAnyFieldIsDroppedAndReported(t *testing.T) {
 			}
 			if tc.unmapped {
 				want = append(want, "OpenAIModel-n (OpenAIModel): field model_name holds what looks like a credential",
+					"Memory-k (Memory): field session_id holds what looks like a credential",
 					"gap Agent-a (Agent): the agent uses [credential not copied] models")
 			}
 			for _, w := range want {
@@ -212,7 +213,7 @@ func TestACredentialInAnyFieldIsDroppedAndReported(t *testing.T) {
 				return
 			}
 			if len(r.Gaps) != 2 {
-				t.Fatalf("gaps %v, want the memory and the agent", r.Gaps)
+				t.Fatalf("gaps %v, want the transcription service and the agent", r.Gaps)
 			}
 			var doc flows.Document
 			json.Unmarshal(r.Document, &doc)

@@ -129,9 +129,9 @@ func Chain(links, copies int, sameField bool) []byte {
 // from: a prompt's text (Langflow keeps it as typed), a model's key, name and base URL,
 // a global variable that holds a key where a variable name belongs, an API request's
 // URL, query and body, a node's name and the export's description. With unmapped, it
-// also has nodes without a Sluice equivalent (a memory holding the key in its fields, an
-// agent whose model provider is the key), which become placeholders, and a model named
-// by the key.
+// also has a memory holding the key as its session, nodes without a Sluice equivalent
+// (a hosted transcription service holding the key, an agent whose model provider is the
+// key), which become placeholders, and a model named by the key.
 func Credentials(key string, unmapped bool) []byte {
 	nodes := []Node{
 		{ID: "ChatInput-c", Type: "ChatInput", Title: "Chat Input", Fields: map[string]any{"input_value": "hi"}},
@@ -159,6 +159,8 @@ func Credentials(key string, unmapped bool) []byte {
 		nodes = append(nodes,
 			Node{ID: "Memory-k", Type: "Memory", Title: "Chat Memory", Description: "Keeps " + key, Y: 400,
 				Fields: map[string]any{"api_key": key, "session_id": key, "n_messages": 10}},
+			Node{ID: "AssemblyAITranscriptionJobCreator-k", Type: "AssemblyAITranscriptionJobCreator", Title: "Transcribe", Description: "Uses " + key, Y: 500,
+				Fields: map[string]any{"api_key": key, "audio_file_url": "https://files.example.com/a.mp3?token=" + key}},
 			Node{ID: "Agent-a", Type: "Agent", Title: "Agent", Y: 600,
 				Fields: map[string]any{"agent_llm": key, "api_key": key, "input_value": "", "system_prompt": key}},
 			// A model without a name fails validation until it is given one: only here.
