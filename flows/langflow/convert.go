@@ -217,7 +217,7 @@ type conv struct {
 	// historySize is how many of the session's messages the flow's agents read (0:
 	// none), as Langflow's agents read them.
 	historySize int
-	historyKey  string // the state key of what the agents read
+	historyKey  string       // the state key of what the agents read
 	extra       []flows.Node // tools the conversion adds to agents (Langflow's built-in ones)
 
 	edges []flows.Edge
