@@ -135,6 +135,8 @@ func (c *conv) classifyBlock(n *lfNode, asTool bool) bool {
 		} else {
 			c.gap(n, "an MCP server's tools serve agents in Sluice: attach an mcp node to an agent's tools")
 		}
+	case typ == "LoopComponent":
+		c.loop(n)
 	case typ == "TypeConverterComponent":
 		c.role[n.ID] = roleAlias
 		c.note(n, "the value passes on as it is: Sluice nodes read text, records and lists alike")
@@ -284,6 +286,11 @@ func (c *conv) blockValue(n *lfNode, output string) (ref, bool) {
 		return ref{key: id + ".iso"}, true
 	case vectorTypes[typ]:
 		return ref{key: id, kind: kRows, meta: true}, true
+	case typ == "LoopComponent":
+		if output == "done" {
+			return ref{key: id, kind: kRows}, true
+		}
+		return ref{key: c.loopItem(n), kind: kRecord}, true
 	}
 	if _, ok := searchTypes[typ]; ok {
 		return ref{key: id, kind: kRows}, true
@@ -431,6 +438,10 @@ func (c *conv) blockChain(n *lfNode, base flows.Node) ([]flows.Node, bool) {
 		return one("datetime", p)
 	case vectorTypes[typ]:
 		return c.vectorChain(n, base)
+	case typ == "LoopComponent":
+		base.Type, base.Params = "fanout", params(map[string]any{"items": c.dataOf(n, "data"), "as": c.loopItem(n)})
+		base.Description = "Langflow's Loop: one branch per item; the branches meet at " + c.loopJoin(n) + "."
+		return []flows.Node{base}, true
 	}
 	if _, ok := searchTypes[typ]; ok {
 		p := c.searchParams(n)
@@ -576,6 +587,9 @@ func (c *conv) feedsOnlyIngest(n *lfNode, visited map[string]bool) bool {
 	for _, e := range c.out[n.ID] {
 		c.step()
 		dst := c.byID[e.Target]
+		if vectorTypes[dst.kindName()] && (c.usedAsValue(dst) || c.wired(dst, "search_query")) {
+			return false // a store that is also searched in the run needs its documents
+		}
 		switch {
 		case vectorTypes[dst.kindName()] && (e.fieldName() == "ingest_data" || e.fieldName() == "input_df"):
 		case splitTypes[dst.kindName()] || parserTypes[dst.kindName()]:
@@ -587,6 +601,23 @@ func (c *conv) feedsOnlyIngest(n *lfNode, visited map[string]bool) bool {
 		}
 	}
 	return true
+}
+
+// ingestSide reports whether n fills a vector store and nothing else: a store that
+// ingests without being searched, or what feeds only such stores.
+func (c *conv) ingestSide(n *lfNode) bool {
+	if v, ok := c.ingestOnly[n.ID]; ok {
+		return v
+	}
+	v := false
+	switch typ := n.kindName(); {
+	case vectorTypes[typ]:
+		v = c.ingests(n) && !c.usedAsValue(n) && !c.wired(n, "search_query")
+	case fileTypes[typ], splitTypes[typ], parserTypes[typ], urlTypes[typ]:
+		v = c.feedsOnlyIngest(n, map[string]bool{})
+	}
+	c.ingestOnly[n.ID] = v
+	return v
 }
 
 // searchParams are a web search component's settings as web_search's.
@@ -1056,12 +1087,129 @@ func unescape(s string) string {
 
 // chain is the Sluice nodes of a control-flow node, in the order they run.
 func (c *conv) chain(n *lfNode) []flows.Node {
+	ch := []flows.Node{c.node(n)}
 	if c.role[n.ID] == roleStep {
-		if ch, ok := c.blockChain(n, c.base(n)); ok && len(ch) > 0 {
-			return ch
+		if b, ok := c.blockChain(n, c.base(n)); ok && len(b) > 0 {
+			ch = b
 		}
 	}
-	return []flows.Node{c.node(n)}
+	return append(ch, c.loopClose(n)...)
+}
+
+// loop records a Langflow Loop: its body ends at the node whose edge comes back into
+// the loop; the body is what runs between the loop's item and that node.
+func (c *conv) loop(n *lfNode) {
+	end := ""
+	for _, e := range c.in[n.ID] {
+		if c.loopBack(e) {
+			end = e.Source
+		}
+	}
+	if end == "" {
+		c.gap(n, "nothing comes back into the loop: Sluice runs a loop's body as a fan-out over the items, which needs the body's last node")
+		return
+	}
+	c.role[n.ID] = roleStep
+	c.loopEnd[n.ID] = end
+	// The body: reached from the item output, and reaching the end.
+	fwd := map[string]bool{}
+	var walk func(id string)
+	walk = func(id string) {
+		for _, e := range c.out[id] {
+			c.step()
+			if c.loopBack(e) || fwd[e.Target] || e.Target == n.ID {
+				continue
+			}
+			fwd[e.Target] = true
+			walk(e.Target)
+		}
+	}
+	for _, e := range c.out[n.ID] {
+		if e.output() != "done" && !fwd[e.Target] {
+			fwd[e.Target] = true
+			walk(e.Target)
+		}
+	}
+	back := map[string]bool{end: true}
+	var up func(id string)
+	up = func(id string) {
+		for _, e := range c.in[id] {
+			c.step()
+			if c.loopBack(e) || back[e.Source] || e.Source == n.ID {
+				continue
+			}
+			back[e.Source] = true
+			up(e.Source)
+		}
+	}
+	up(end)
+	for id := range fwd {
+		if back[id] {
+			c.inLoop[id] = true
+		}
+	}
+}
+
+// loopBack reports whether e is the edge that closes a Loop: into the loop, not into
+// its data.
+func (c *conv) loopBack(e lfEdge) bool {
+	return c.byID[e.Target].kindName() == "LoopComponent" && e.fieldName() != "data"
+}
+
+// loopItem is the state key each branch of a loop finds its item under.
+func (c *conv) loopItem(n *lfNode) string {
+	if k, ok := c.loopKeys[n.ID]; ok {
+		return k
+	}
+	k := c.reserve(c.ids[n.ID] + "_item")
+	c.loopKeys[n.ID] = k
+	return k
+}
+
+// loopJoin is the id of the join where a loop's branches meet.
+func (c *conv) loopJoin(n *lfNode) string {
+	if k, ok := c.loopKeys[n.ID+"\x00join"]; ok {
+		return k
+	}
+	k := c.reserve(c.ids[n.ID] + "_done")
+	c.loopKeys[n.ID+"\x00join"] = k
+	return k
+}
+
+// loopClose is what follows the last node of a loop's body: each branch adds its
+// result to the loop's list (a state key with the append reducer), and the join where
+// the branches meet. Langflow's done output is that list.
+func (c *conv) loopClose(n *lfNode) []flows.Node {
+	var out []flows.Node
+	for lid, end := range c.loopEnd {
+		if end != n.ID {
+			continue
+		}
+		l := c.byID[lid]
+		key := c.ids[lid]
+		result := "null"
+		for _, e := range c.in[lid] {
+			if c.loopBack(e) {
+				if r, ok := c.valueOf(e); ok {
+					result = r.jq()
+					if r.kind == kText || r.kind == kLit || r.kind == kJoined || r.kind == kHistory {
+						result = "{text: " + r.jqText() + "}" // a Message becomes a record, as in Langflow's DataFrame
+					}
+				}
+			}
+		}
+		c.state[key] = flows.StateKey{Reducer: flows.Append, Default: json.RawMessage("[]"),
+			Description: "What each pass of Langflow's " + l.title() + " gave, in the order of its items."}
+		gather := flows.Node{ID: c.reserve(key + "_gather"), Type: "transform", Label: "Gather " + l.title(),
+			Params: params(map[string]any{"expr": "{" + key + ": [" + result + "]}"})}
+		join := flows.Node{ID: c.loopJoin(l), Type: "join", Label: l.title() + " done"}
+		if n.Position != nil {
+			gather.Position = &flows.Position{X: n.Position.X + 200, Y: n.Position.Y}
+			join.Position = &flows.Position{X: n.Position.X + 400, Y: n.Position.Y}
+		}
+		out = append(out, gather, join)
+	}
+	return out
 }
 
 // toolNode is the Sluice node of a node attached to an agent's tools.

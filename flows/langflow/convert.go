@@ -101,7 +101,7 @@ func Convert(ctx context.Context, data []byte, o Options) (res *Result, err erro
 	c := &conv{ctx: ctx, ex: ex, opts: o, byID: map[string]*lfNode{}, in: map[string][]lfEdge{}, out: map[string][]lfEdge{},
 		ids: map[string]string{}, used: map[string]bool{}, role: map[string]role{}, guard: map[string]guard{},
 		state: map[string]flows.StateKey{}, index: map[string]int{}, depsOf: map[string][]choice{},
-		noted: map[string]bool{}, gapped: map[string]bool{}, fileKeys: map[string]string{}, alsoTool: map[string]bool{}}
+		noted: map[string]bool{}, gapped: map[string]bool{}, fileKeys: map[string]string{}, alsoTool: map[string]bool{}, ingestOnly: map[string]bool{}, loopEnd: map[string]string{}, inLoop: map[string]bool{}, loopKeys: map[string]string{}}
 	defer func() {
 		if r := recover(); r != nil {
 			s, ok := r.(stopped)
@@ -208,6 +208,14 @@ type conv struct {
 	gapped map[string]bool // nodes already reported as gaps
 	// fileKeys are the state keys of the files each file node reads, by Langflow id.
 	fileKeys map[string]string
+	// loopEnd is the last node of each Loop's body (the source of the edge back into the
+	// loop), inLoop the nodes of loop bodies, by Langflow id.
+	loopEnd map[string]string
+	inLoop  map[string]bool
+	// loopKeys are the ids chosen for loops' items and joins.
+	loopKeys map[string]string
+	// ingestOnly caches ingestSide by Langflow id.
+	ingestOnly map[string]bool
 	// alsoTool are vector stores that ingest as a step and search as an agent's tool.
 	alsoTool map[string]bool
 	// storeHistory: some node reads the session's messages, so the run appends its own.
@@ -371,7 +379,7 @@ var hostedServices = map[string]string{
 	"YouTubeTranscripts": "YouTube's transcripts", "YouTubeCommentsComponent": "YouTube's Data API", "YouTubeSearchComponent": "YouTube's Data API",
 	"YouTubeChannelComponent": "YouTube's Data API", "YouTubeVideoDetailsComponent": "YouTube's Data API", "YouTubePlaylistComponent": "YouTube's Data API",
 	"YouTubeTrendingComponent": "YouTube's Data API", "YfinanceComponent": "Yahoo! Finance (through the unofficial yfinance scraper)",
-	"ArXivComponent": "arXiv's search, whose Atom feed Sluice does not parse into records", "Composio": "Composio's tools",
+	"Composio":    "Composio's tools",
 	"ComposioAPI": "Composio's tools", "FirecrawlScrapeApi": "Firecrawl", "FirecrawlCrawlApi": "Firecrawl", "FirecrawlMapApi": "Firecrawl",
 	"NotionPageCreator": "Notion's API", "GmailLoaderComponent": "Gmail", "GoogleDriveComponent": "Google Drive", "JigsawStackAIScraper": "JigsawStack",
 	"WolframAlphaAPI": "Wolfram|Alpha", "GleanSearchAPI": "Glean", "ExaSearch": "Exa",
@@ -384,8 +392,10 @@ func (c *conv) unmappedWhy(n *lfNode, asTool bool) string {
 	switch {
 	case n.Data.Node.Edited:
 		return "its code was edited in Langflow: custom Python code does not run in Sluice"
+	case typ == "ArXivComponent":
+		return "arXiv's API answers Atom XML, which no Sluice component reads into records: fetch it with an http node and let a model read it"
 	case hostedServices[typ] != "":
-		return "it wraps " + hostedServices[typ] + ", a hosted service with no self-hostable API: call its HTTP API with an http node (its key as an {\"$env\"} header)"
+		return "it wraps " + hostedServices[typ] + ", a hosted service with no self-hostable API: call its HTTP API with an http node (a key as an {\"$env\"} header)"
 	case isModel(typ):
 		return c.modelProblem(n)
 	case strings.Contains(l, "custom") || strings.Contains(l, "python") || strings.Contains(l, "code"):
@@ -794,6 +804,9 @@ func (c *conv) deps(n *lfNode) []choice {
 				return
 			}
 			ch = choice{router: src.ID}
+			if end := c.loopEnd[src.ID]; end != "" && e.output() == "done" {
+				ch = choice{router: end} // what the loop gathered is there once its body ran
+			}
 		case roleRouter:
 			ch = choice{router: src.ID, port: routerPort(e.output())}
 		case roleAlias, roleOutput:
@@ -814,7 +827,9 @@ func (c *conv) deps(n *lfNode) []choice {
 		}
 	}
 	for _, e := range c.in[n.ID] {
-		add(e)
+		if !c.loopBack(e) {
+			add(e)
+		}
 	}
 	c.depsOf[n.ID] = out
 	return out
@@ -908,12 +923,43 @@ func (c *conv) convert(o Options) (*Result, error) {
 		}
 		if next == nil {
 			// A cycle of data edges: Langflow runs loops with its Loop component only.
+			// What is left is the cycles and what waits for them; peeling off the nodes
+			// nothing left waits for leaves the cycles (and what lies between two).
+			left := map[string]bool{}
 			for _, n := range steps {
 				if _, done := order[n.ID]; !done {
-					c.gap(n, "it is part of a cycle of edges; Sluice loops need a router or a conditional edge")
-					order[n.ID] = len(order)
-					sorted = append(sorted, n)
+					left[n.ID] = true
 				}
+			}
+			inCycle := map[string]bool{}
+			for id := range left {
+				inCycle[id] = true
+			}
+			for changed := true; changed; {
+				changed = false
+				for id := range inCycle {
+					waited := false
+					for _, u := range users[id] {
+						c.step()
+						waited = waited || inCycle[u]
+					}
+					if !waited {
+						delete(inCycle, id)
+						changed = true
+					}
+				}
+			}
+			for _, n := range steps {
+				if !left[n.ID] {
+					continue
+				}
+				if inCycle[n.ID] {
+					c.gap(n, "it is part of a cycle of edges; Sluice loops need a router or a conditional edge (Langflow's Loop component maps to a fan-out)")
+				} else {
+					c.gap(n, "it waits for a cycle of edges, which Sluice cannot run")
+				}
+				order[n.ID] = len(order)
+				sorted = append(sorted, n)
 			}
 			break
 		}
@@ -1047,9 +1093,11 @@ func (c *conv) convert(o Options) (*Result, error) {
 	return &Result{Document: b, Gaps: c.gaps, Notes: c.notes}, nil
 }
 
-// rank orders ready nodes: branches of routers first (deeper guards), other nodes before
-// routers, then left to right and top to bottom on the canvas.
-func (c *conv) rank(n *lfNode) [4]float64 {
+// rank orders ready nodes: branches of routers first (deeper guards), what fills a
+// vector store before what searches one (a flow that ingests and answers does both in
+// one run, documents first), other nodes before routers, then left to right and top to
+// bottom on the canvas.
+func (c *conv) rank(n *lfNode) [6]float64 {
 	depth := 0.0
 	for _, d := range c.deps(n) {
 		if d.port != "" || len(c.guard[d.router]) > 0 {
@@ -1068,7 +1116,15 @@ func (c *conv) rank(n *lfNode) [4]float64 {
 	if n.Position != nil {
 		x = n.Position.X
 	}
-	return [4]float64{entry, -depth, isRouter, x}
+	ingest := 1.0
+	if c.ingestSide(n) {
+		ingest = 0
+	}
+	body := 1.0
+	if c.inLoop[n.ID] {
+		body = 0 // a loop's body runs in the loop's branches, before anything else
+	}
+	return [6]float64{entry, -depth, body, ingest, isRouter, x}
 }
 
 // attach connects node id after the control flow of guard g: after the lane's tail, or
