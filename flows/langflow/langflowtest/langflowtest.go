@@ -23,10 +23,14 @@ type Node struct {
 	Password   map[string]bool
 	LoadFromDB map[string]bool
 	Edited     bool
-	X, Y       float64
+	// ToolMode is set on a component used as an agent's tool.
+	ToolMode bool
+	X, Y     float64
 }
 
-// Edge is one Langflow edge, from an output of a node into a field of another.
+// Edge is one Langflow edge, from an output of a node into a field of another. An edge
+// with no Field goes back into a Loop: its target handle names the loop's item output,
+// as Langflow writes the edge that closes a loop.
 type Edge struct {
 	From, Output, To, Field string
 }
@@ -54,7 +58,7 @@ func Export(name string, nodes []Node, edges []Edge) []byte {
 			"id": n.ID, "type": "genericNode",
 			"position": map[string]any{"x": n.X, "y": n.Y},
 			"data": map[string]any{"type": n.Type, "id": n.ID, "node": map[string]any{
-				"display_name": title, "description": n.Description, "template": tmpl, "edited": n.Edited,
+				"display_name": title, "description": n.Description, "template": tmpl, "edited": n.Edited, "tool_mode": n.ToolMode,
 			}},
 		})
 	}
@@ -62,6 +66,9 @@ func Export(name string, nodes []Node, edges []Edge) []byte {
 	for i, e := range edges {
 		src := map[string]any{"dataType": typeOf(nodes, e.From), "id": e.From, "name": e.Output, "output_types": []string{"Message"}}
 		dst := map[string]any{"fieldName": e.Field, "id": e.To, "inputTypes": []string{"Message"}, "type": "str"}
+		if e.Field == "" {
+			dst = map[string]any{"dataType": typeOf(nodes, e.To), "id": e.To, "name": "item", "output_types": []string{"Data", "Message"}}
+		}
 		es = append(es, map[string]any{
 			"id": fmt.Sprintf("reactflow__edge-%s-%s-%d", e.From, e.To, i), "source": e.From, "target": e.To,
 			"sourceHandle": handle(src), "targetHandle": handle(dst),
