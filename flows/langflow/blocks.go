@@ -465,7 +465,7 @@ func (c *conv) blockTool(n *lfNode, base flows.Node) (flows.Node, bool) {
 	switch {
 	case urlTypes[typ]:
 		if d, _ := n.number("max_depth"); d > 1 {
-			c.note(n, "as a tool it fetches the page the model names; Langflow also followed its links %g levels deep", d-1)
+			c.note(n, "as a tool it fetches the page the model names; Langflow also followed its links (depth %g)", d)
 		}
 		return set("url", nil)
 	case calcTypes[typ]:
@@ -525,7 +525,7 @@ func (c *conv) urlChain(n *lfNode, base flows.Node) ([]flows.Node, bool) {
 		p["format"] = "html"
 	}
 	if d, _ := n.number("max_depth"); d > 1 {
-		c.note(n, "Sluice fetches each URL itself; Langflow also followed its links %g levels deep", d-1)
+		c.note(n, "Sluice fetches each URL itself; Langflow also followed its links (depth %g)", d)
 	}
 	with := func(u string, as string) map[string]any {
 		q := map[string]any{"url": u, "as": as}

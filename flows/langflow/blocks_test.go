@@ -329,3 +329,31 @@ func TestCyclesCountEachNodeOnceAndDanglingEdgesAreReported(t *testing.T) {
 		}
 	}
 }
+
+// An API request tool whose URL held a key keeps no URL (validation then refuses it at
+// the node) rather than taking one from the model: only a URL left empty in Langflow is
+// the model's to give.
+func TestAToolWhoseURLHeldAKeyDoesNotTakeTheModelsURL(t *testing.T) {
+	export := langflowtest.Export("key in url", []langflowtest.Node{
+		{ID: "ChatInput-1", Type: "ChatInput", Title: "Chat Input", Fields: map[string]any{"input_value": "hi"}},
+		{ID: "APIRequest-1", Type: "APIRequest", Title: "Weather", ToolMode: true, Fields: map[string]any{"method": "GET", "mode": "URL",
+			"url_input": "https://api.example.com/v1/sk-proj-abcdefghijklmnop1234"}},
+		{ID: "Agent-1", Type: "Agent", Title: "Agent", Fields: map[string]any{"add_current_date_tool": false}},
+		{ID: "ChatOutput-1", Type: "ChatOutput", Title: "Chat Output"},
+	}, []langflowtest.Edge{
+		{From: "ChatInput-1", Output: "message", To: "Agent-1", Field: "input_value"},
+		{From: "APIRequest-1", Output: "component_as_tool", To: "Agent-1", Field: "tools"},
+		{From: "Agent-1", Output: "response", To: "ChatOutput-1", Field: "input_value"},
+	})
+	r, err := langflow.Convert(context.Background(), export, langflow.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := nodeParams(t, r.Document, "weather"); p["url"] != "" || p["tool_parameters"] != nil {
+		t.Errorf("tool %v", p)
+	}
+	errs := flows.Validate(r.Document, nodes.NewRegistry(nil), flows.DefaultLimits).Errors()
+	if len(errs) != 1 || errs[0].Node != "weather" || !strings.Contains(errs[0].Path, "params.url") {
+		t.Errorf("problems %v", errs)
+	}
+}

@@ -339,10 +339,14 @@ func (c *conv) httpParams(n *lfNode) map[string]any {
 		p["method"] = "GET"
 	}
 	u, raw := "", "" // the URL template, and the literal URL it escapes
+	dropped := false // the URL held a credential and was left out
 	for _, f := range []string{"url_input", "url", "urls"} {
 		if c.wired(n, f) {
 			u = c.text(n, f)
 			break
+		}
+		if flows.LooksLikeCredential(n.str(f)) {
+			dropped = true
 		}
 		if s := c.literal(n, f); s != "" {
 			u, raw = escapeTemplate(s), s
@@ -352,6 +356,7 @@ func (c *conv) httpParams(n *lfNode) map[string]any {
 		if json.Unmarshal(n.value(f), &list) == nil && len(list) > 0 {
 			if flows.LooksLikeCredential(list[0]) {
 				c.dropped(n, "field "+f)
+				dropped = true
 				break
 			}
 			u, raw = escapeTemplate(list[0]), list[0]
@@ -426,7 +431,7 @@ func (c *conv) httpParams(n *lfNode) map[string]any {
 		}
 		p["tool_description"] = desc
 		delete(p, "as")
-		if u == "" {
+		if u == "" && !dropped {
 			// Langflow's tool takes the URL from the model (url_input is a tool argument).
 			p["url"] = "{{.url_input}}"
 			p["tool_parameters"] = map[string]any{"type": "object", "required": []string{"url_input"}, "additionalProperties": false,
