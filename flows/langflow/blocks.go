@@ -420,12 +420,8 @@ func (c *conv) blockChain(n *lfNode, base flows.Node) ([]flows.Node, bool) {
 		if s := n.str("sender_type"); s == "Machine" || s == "User" {
 			c.note(n, "Sluice returns the messages of both sides; Langflow kept those of %s only", s)
 		}
-		if f, ok := n.field("memory"); ok && len(c.in[n.ID]) > 0 && string(f.Value) != "" {
-			for _, e := range c.in[n.ID] {
-				if e.fieldName() == "memory" {
-					c.note(n, "its external memory was replaced by Sluice's conversation memory in Redis")
-				}
-			}
+		if c.wired(n, "memory") {
+			c.note(n, "its external memory was replaced by Sluice's conversation memory in Redis")
 		}
 		return one("memory", p)
 	case calcTypes[typ]:
@@ -766,7 +762,7 @@ func (c *conv) noteOnce(n *lfNode, format string, args ...any) {
 
 // collection is a vector store's collection name, as Sluice spells names.
 func (c *conv) collection(n *lfNode) string {
-	for _, f := range []string{"collection_name", "index_name", "knowledge_base", "collection", "table_name", "namespace"} {
+	for _, f := range []string{"collection_name", "index_name", "knowledge_base", "collection", "table_name"} {
 		s := c.literal(n, f)
 		if s == "" {
 			continue
@@ -815,10 +811,13 @@ func (c *conv) mcpParams(n *lfNode) map[string]any {
 		p["url"] = url
 		if hs, ok := cfg["headers"].(map[string]any); ok && len(hs) > 0 {
 			headers := map[string]any{}
-			for k, v := range hs {
+			// No value is copied: any header of an MCP server may carry its key.
+			for k := range hs {
+				if flows.LooksLikeCredential(k) {
+					continue
+				}
 				env := flows.SecretPrefix + strings.ToUpper(strings.Trim(idChars.ReplaceAllString(strings.ToLower(c.ids[n.ID]+"_"+k), "_"), "_"))
 				headers[k] = map[string]any{"$env": env}
-				_ = v // never copied: any header of an MCP server may carry its key
 				c.note(n, "header %s became a reference to the environment variable %s; its value was not copied", k, env)
 			}
 			p["headers"] = headers

@@ -845,6 +845,9 @@ type port struct{ node, port string }
 
 func (c *conv) convert(o Options) (*Result, error) {
 	c.classify()
+	if c.usesSession {
+		c.used["session_id"] = true // the state key of the session, no node's
+	}
 	c.assignIDs()
 	if c.historySize > 0 {
 		c.historyKey = c.reserve(historyKey)
