@@ -137,6 +137,12 @@ func (c *conv) classifyBlock(n *lfNode, asTool bool) bool {
 		}
 	case typ == "LoopComponent":
 		c.loop(n)
+	case typ == "BatchRunComponent":
+		if why := c.modelProblem(n); why != "" {
+			c.gap(n, why)
+		} else {
+			c.role[n.ID] = roleStep
+		}
 	case typ == "TypeConverterComponent":
 		c.role[n.ID] = roleAlias
 		c.note(n, "the value passes on as it is: Sluice nodes read text, records and lists alike")
@@ -286,6 +292,8 @@ func (c *conv) blockValue(n *lfNode, output string) (ref, bool) {
 		return ref{key: id + ".iso"}, true
 	case vectorTypes[typ]:
 		return ref{key: id, kind: kRows, meta: true}, true
+	case typ == "BatchRunComponent":
+		return ref{key: id, kind: kRows}, true
 	case typ == "LoopComponent":
 		if output == "done" {
 			return ref{key: id, kind: kRows}, true
@@ -434,6 +442,8 @@ func (c *conv) blockChain(n *lfNode, base flows.Node) ([]flows.Node, bool) {
 		return one("datetime", p)
 	case vectorTypes[typ]:
 		return c.vectorChain(n, base)
+	case typ == "BatchRunComponent":
+		return c.batchChain(n, base), true
 	case typ == "LoopComponent":
 		base.Type, base.Params = "fanout", params(map[string]any{"items": c.dataOf(n, "data"), "as": c.loopItem(n)})
 		base.Description = "Langflow's Loop: one branch per item; the branches meet at " + c.loopJoin(n) + "."
@@ -1093,6 +1103,44 @@ func (c *conv) chain(n *lfNode) []flows.Node {
 		}
 	}
 	return append(ch, c.loopClose(n)...)
+}
+
+// batchChain runs Langflow's Batch Run: the model once for each row of the table wired
+// into it, in parallel branches (a fan-out), each row gaining the answer as a column;
+// the rows, in order, are gathered under the node's id (append reducer) at a join.
+func (c *conv) batchChain(n *lfNode, base flows.Node) []flows.Node {
+	id := c.ids[n.ID]
+	item, answer := c.reserve(id+"_row"), c.reserve(id+"_answer")
+	column := n.str("output_column_name")
+	if column == "" {
+		column = "model_response"
+	}
+	user := "{{json ." + item + "}}"
+	if col := n.str("column_name"); col != "" && !flows.LooksLikeCredential(col) {
+		user = "{{with ." + item + "}}{{index . " + strconv.Quote(col) + "}}{{end}}"
+	}
+	p := c.modelParams(n, n)
+	p["user"] = user
+	if sys := c.text(n, "system_message"); sys != "" {
+		p["system"] = sys
+	}
+	p["as"] = answer
+	at := func(dx float64) *flows.Position {
+		if base.Position == nil {
+			return nil
+		}
+		return &flows.Position{X: base.Position.X + dx, Y: base.Position.Y}
+	}
+	fan := flows.Node{ID: c.reserve(id + "_rows"), Type: "fanout", Label: n.title() + ": each row", Position: base.Position,
+		Params: params(map[string]any{"items": c.dataOf(n, "df"), "as": item})}
+	base.Type, base.Params, base.Position = "llm", params(p), at(200)
+	col, _ := json.Marshal(column)
+	gather := flows.Node{ID: c.reserve(id + "_gather"), Type: "transform", Label: "Gather " + n.title(), Position: at(400),
+		Params: params(map[string]any{"expr": fmt.Sprintf("{%s: [((.%s | if type == \"object\" then . else {text: .} end) + {%s: .%s})]}", id, item, col, answer)})}
+	join := flows.Node{ID: c.reserve(id + "_done"), Type: "join", Label: n.title() + " done", Position: at(600)}
+	c.state[id] = flows.StateKey{Reducer: flows.Append, Default: json.RawMessage("[]"),
+		Description: "The rows Langflow's " + n.title() + " was given, each with the model's answer as " + column + "."}
+	return []flows.Node{fan, base, gather, join}
 }
 
 // loop records a Langflow Loop: its body ends at the node whose edge comes back into

@@ -357,3 +357,45 @@ func TestAToolWhoseURLHeldAKeyDoesNotTakeTheModelsURL(t *testing.T) {
 		t.Errorf("problems %v", errs)
 	}
 }
+
+// Batch Run asks the model once per row, each row gaining the answer as a column.
+func TestBatchRunAsksTheModelOncePerRow(t *testing.T) {
+	export := langflowtest.Export("Batch", []langflowtest.Node{
+		{ID: "ChatInput-1", Type: "ChatInput", Title: "Chat Input", Fields: map[string]any{"input_value": "go"}},
+		{ID: "File-1", Type: "File", Title: "Read File", X: 200},
+		{ID: "SplitText-1", Type: "SplitText", Title: "Split Text", Fields: map[string]any{"chunk_size": 40, "chunk_overlap": 0, "separator": "\n\n"}, X: 400},
+		{ID: "BatchRunComponent-1", Type: "BatchRunComponent", Title: "Batch Run", X: 600, Fields: map[string]any{
+			"model": []any{map[string]any{"name": "gpt-4o-mini", "provider": "OpenAI"}}, "system_message": "Classify the row.",
+			"column_name": "text", "output_column_name": "label"}},
+		{ID: "ChatOutput-1", Type: "ChatOutput", Title: "Chat Output", X: 800},
+	}, []langflowtest.Edge{
+		{From: "File-1", Output: "message", To: "SplitText-1", Field: "data_inputs"},
+		{From: "SplitText-1", Output: "dataframe", To: "BatchRunComponent-1", Field: "df"},
+		{From: "BatchRunComponent-1", Output: "batch_results", To: "ChatOutput-1", Field: "input_value"},
+	})
+	r, err := langflow.Convert(context.Background(), export, langflow.Options{})
+	if err != nil || len(r.Gaps) > 0 {
+		t.Fatalf("%v %v", err, r.Gaps)
+	}
+	w := newWorld(t)
+	run := mustRun(t, w, r.Document, "")
+	var rows []map[string]any
+	json.Unmarshal(run.Output(), &rows)
+	reqs := w.llm.Requests()
+	if len(rows) < 2 || len(rows) != len(reqs) {
+		t.Fatalf("output %s after %d model calls, want one row per chunk", run.Output(), len(reqs))
+	}
+	asked := map[string]bool{}
+	for _, q := range reqs {
+		asked[q.Last().Text()] = true
+	}
+	for i, row := range rows {
+		text, _ := row["text"].(string)
+		if row["label"] != "An answer from the test model." || !asked[text] {
+			t.Errorf("row %d: %v, the model was asked %v", i, row, asked)
+		}
+	}
+	if reqs[0].Messages[0].Text() != "Classify the row." {
+		t.Errorf("system %q", reqs[0].Messages[0].Text())
+	}
+}

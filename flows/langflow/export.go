@@ -4,7 +4,7 @@
 // If-Else router, structured output, API requests, and the building blocks: parsers,
 // URL and file loaders, the text splitter, chat memory, the calculator, web search, the
 // current date, vector stores and knowledge bases with their embeddings, MCP tools, the
-// Loop) and reports every other node, one line each, with the reason. It reads only the
+// Loop and Batch Run) and reports every other node, one line each, with the reason. It reads only the
 // export: it runs nothing and calls nothing.
 //
 // Langflow flows are dataflow graphs (values travel along edges into named fields);

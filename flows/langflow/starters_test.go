@@ -429,7 +429,7 @@ func TestStarterProjectFixturesImportValidateAndRun(t *testing.T) {
 		"Travel Planning Agents":           "yes 8/8",
 		"Twitter Thread Generator":         "yes 10/10",
 		"Vector Store RAG":                 "yes 11/11",
-		"Youtube Analysis":                 "no 5/8 YouTubeCommentsComponent YouTubeTranscripts BatchRunComponent",
+		"Youtube Analysis":                 "no 6/8 YouTubeCommentsComponent YouTubeTranscripts",
 	}
 	if len(langflowtest.Starters) != 33 || len(want) != 33 {
 		t.Fatalf("%d fixtures, %d pinned results, want 33 of each", len(langflowtest.Starters), len(want))
