@@ -392,7 +392,7 @@ func (s *Server) importLangflow(c echo.Context, export []byte) error {
 	// The conversion stops when the client goes away, and within a deadline anyway.
 	ctx, cancel := context.WithTimeout(c.Request().Context(), langflow.Timeout)
 	defer cancel()
-	res, err := langflow.Convert(ctx, export, langflow.Options{ID: id})
+	res, err := langflow.Convert(ctx, export, langflow.Options{ID: id, Model: c.QueryParam("model")})
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return &flows.Error{Code: flows.TooLarge, Message: fmt.Sprintf("the Langflow export did not convert within %s: it is too large or too tangled to import", langflow.Timeout), Err: err}
@@ -430,10 +430,18 @@ func (s *Server) importLangflow(c echo.Context, export []byte) error {
 	var saved *SavedFlow
 	if len(res.Gaps) == 0 {
 		saved, err = s.save(c, head.ID, res.Document)
+		var invalid *flows.InvalidError
+		// A flow that converted whole but does not validate (a URL left out because it
+		// held a key) is refused, unless partial: then it is saved to be finished in the
+		// editor, as one with placeholders is.
+		if errors.As(err, &invalid) && partial {
+			saved, err = nil, nil
+		}
 		if err != nil {
 			return err
 		}
-	} else {
+	}
+	if saved == nil {
 		var comp compiler = s.engine
 		_, probs, _ := comp.Compile(res.Document)
 		if err := s.library.Save(head.ID, res.Document); err != nil {

@@ -186,13 +186,15 @@ func TestBrowserImportsALangflowExportWithPlaceholders(t *testing.T) {
 	dialogs := b.acceptDialogs()
 	b.open("/")
 	b.run("choose the Langflow export", chromedp.SetUploadFiles(chromedp.CSS("#import-file"), []string{file}))
-	b.waitFor("the imported flow in the editor", `location.pathname.endsWith("/`+flowID+`") && document.querySelectorAll(".react-flow__node").length === 8`)
-	if got := strings.Join(dialogs(), "\n"); !strings.Contains(got, "4 Langflow node(s) have no Sluice equivalent") || !strings.Contains(got, "Chroma-v1") {
+	// 8 converted nodes and placeholders, and what the agent needs that Langflow's has
+	// built in: the session's history, loaded and stored, and a current-date tool.
+	b.waitFor("the imported flow in the editor", `location.pathname.endsWith("/`+flowID+`") && document.querySelectorAll(".react-flow__node").length === 11`)
+	if got := strings.Join(dialogs(), "\n"); !strings.Contains(got, "3 Langflow node(s) have no Sluice equivalent") || !strings.Contains(got, "AssemblyAITranscriptionJobPoller-m1") {
 		t.Errorf("the import did not list the nodes first; dialogs: %q", got)
 	}
-	b.waitText("#import-report", "4 placeholders to replace")
-	b.waitText(`[data-node="chroma_db"]`, "placeholder for Langflow")
-	b.waitFor("the placeholders' edges drawn", `document.querySelectorAll(".react-flow__edge").length === 7`)
-	b.waitText("#problems-count", "4 errors")
+	b.waitText("#import-report", "3 placeholders to replace")
+	b.waitText(`[data-node="poll_transcript"]`, "placeholder for Langflow")
+	b.waitFor("the placeholders' edges drawn", `document.querySelectorAll(".react-flow__edge").length === 10`)
+	b.waitText("#problems-count", "3 errors")
 	b.shot("editor-langflow-import")
 }

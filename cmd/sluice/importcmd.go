@@ -18,6 +18,7 @@ func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	out := fs.String("o", "", "write the Sluice flow to this file (default: standard output)")
 	partial := fs.Bool("partial", false, "convert what can be converted and put marked placeholder nodes where nothing fits (the flow then fails validation until they are replaced)")
 	id := fs.String("id", "", "the flow id (default: from the export's name)")
+	model := fs.String("model", langflow.DefaultModel, "the model of model nodes whose export names none (Langflow 1.7 leaves it to its Model Providers setting)")
 	cf := addComponentFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: sluice import langflow [flags] FILE.json
@@ -52,7 +53,7 @@ Flags:
 	// The conversion stops at Ctrl-C, and within a deadline anyway.
 	cctx, cancel := context.WithTimeout(ctx, langflow.Timeout)
 	defer cancel()
-	res, err := langflow.Convert(cctx, data, langflow.Options{ID: *id})
+	res, err := langflow.Convert(cctx, data, langflow.Options{ID: *id, Model: *model})
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &exitError{code: 1, err: fmt.Errorf("%s: the export did not convert within %s: it is too large or too tangled to import", pos[1], langflow.Timeout)}
 	}
@@ -73,11 +74,14 @@ Flags:
 		return err
 	}
 	probs := flows.Validate(res.Document, registry(env), flows.DefaultLimits)
-	if len(res.Gaps) == 0 && probs.HasErrors() {
+	invalid := len(res.Gaps) == 0 && probs.HasErrors()
+	if invalid {
 		for _, p := range probs {
 			fmt.Fprintf(stderr, "%s\n", p)
 		}
-		return &exitError{code: 1, err: fmt.Errorf("%s: the converted flow does not validate", pos[1])}
+		if !*partial {
+			return &exitError{code: 1, err: fmt.Errorf("%s: the converted flow does not validate (listed above); --partial writes it to be finished", pos[1])}
+		}
 	}
 	if *out == "" {
 		_, err = stdout.Write(res.Document)
@@ -86,9 +90,12 @@ Flags:
 	if err := os.WriteFile(*out, res.Document, 0o644); err != nil {
 		return err
 	}
-	if len(res.Gaps) > 0 {
+	switch {
+	case len(res.Gaps) > 0:
 		fmt.Fprintf(stderr, "wrote %s with %d placeholder node(s) to replace\n", *out, len(res.Gaps))
-	} else {
+	case invalid:
+		fmt.Fprintf(stderr, "wrote %s, which does not validate until the problems above are fixed\n", *out)
+	default:
 		fmt.Fprintf(stderr, "wrote %s\n", *out)
 	}
 	return nil

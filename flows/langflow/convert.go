@@ -18,7 +18,20 @@ import (
 type Options struct {
 	// ID is the Sluice flow id; empty derives one from the export's name.
 	ID string
+	// Model is the model of a model node whose export names none (Langflow 1.7 leaves
+	// the choice to its Model Providers setting); empty: DefaultModel.
+	Model string
+	// EmbeddingModel is the embedding model of a vector store whose export names none
+	// (an Astra DB collection that embeds by itself, a Langflow knowledge base); empty:
+	// DefaultEmbeddingModel.
+	EmbeddingModel string
 }
+
+// The models a conversion names when the export names none; the report says so.
+const (
+	DefaultModel          = "gpt-4o-mini"
+	DefaultEmbeddingModel = "text-embedding-3-small"
+)
 
 // Gap is a Langflow node the conversion could not map.
 type Gap struct {
@@ -79,10 +92,16 @@ func Convert(ctx context.Context, data []byte, o Options) (res *Result, err erro
 	if err != nil {
 		return nil, err
 	}
-	c := &conv{ctx: ctx, ex: ex, byID: map[string]*lfNode{}, in: map[string][]lfEdge{}, out: map[string][]lfEdge{},
+	if o.Model == "" {
+		o.Model = DefaultModel
+	}
+	if o.EmbeddingModel == "" {
+		o.EmbeddingModel = DefaultEmbeddingModel
+	}
+	c := &conv{ctx: ctx, ex: ex, opts: o, byID: map[string]*lfNode{}, in: map[string][]lfEdge{}, out: map[string][]lfEdge{},
 		ids: map[string]string{}, used: map[string]bool{}, role: map[string]role{}, guard: map[string]guard{},
 		state: map[string]flows.StateKey{}, index: map[string]int{}, depsOf: map[string][]choice{},
-		noted: map[string]bool{}}
+		noted: map[string]bool{}, gapped: map[string]bool{}, fileKeys: map[string]string{}, alsoTool: map[string]bool{}, ingestOnly: map[string]bool{}, loopEnd: map[string]string{}, inLoop: map[string]bool{}, loopKeys: map[string]string{}}
 	defer func() {
 		if r := recover(); r != nil {
 			s, ok := r.(stopped)
@@ -111,7 +130,8 @@ func Convert(ctx context.Context, data []byte, o Options) (res *Result, err erro
 	for _, e := range ex.Data.Edges {
 		c.step()
 		if c.byID[e.Source] == nil || c.byID[e.Target] == nil {
-			continue // a dangling edge carries nothing
+			c.dangling(e) // it carries nothing, and the report says so
+			continue
 		}
 		k := edgeKey{e.Source, e.output(), e.Target, e.fieldName()}
 		if seen[k] {
@@ -163,10 +183,12 @@ const (
 	roleModel              // a model only used as another node's model: no node
 	roleTool               // attached to an agent's tools
 	roleGap                // no equivalent: a placeholder
+	roleFold               // an embedding model only used by vector stores: no node
 )
 
 type conv struct {
 	ctx   context.Context
+	opts  Options
 	steps int // taken by the walks, see step
 	// written is the bytes of text written into the flow so far, see grow.
 	written int
@@ -183,6 +205,28 @@ type conv struct {
 	// depsOf are the control-flow nodes each node waits for (deps), computed once.
 	depsOf map[string][]choice
 	noted  map[string]bool // node and field of the credentials already reported
+	gapped map[string]bool // nodes already reported as gaps
+	// fileKeys are the state keys of the files each file node reads, by Langflow id.
+	fileKeys map[string]string
+	// loopEnd is the last node of each Loop's body (the source of the edge back into the
+	// loop), inLoop the nodes of loop bodies, by Langflow id.
+	loopEnd map[string]string
+	inLoop  map[string]bool
+	// loopKeys are the ids chosen for loops' items and joins.
+	loopKeys map[string]string
+	// ingestOnly caches ingestSide by Langflow id.
+	ingestOnly map[string]bool
+	// alsoTool are vector stores that ingest as a step and search as an agent's tool.
+	alsoTool map[string]bool
+	// storeHistory: some node reads the session's messages, so the run appends its own.
+	storeHistory bool
+	// usesSession: a node reads the run's session_id.
+	usesSession bool
+	// historySize is how many of the session's messages the flow's agents read (0:
+	// none), as Langflow's agents read them.
+	historySize int
+	historyKey  string       // the state key of what the agents read
+	extra       []flows.Node // tools the conversion adds to agents (Langflow's built-in ones)
 
 	edges []flows.Edge
 	state map[string]flows.StateKey
@@ -194,70 +238,170 @@ func (c *conv) note(n *lfNode, format string, args ...any) {
 	c.notes = append(c.notes, Note{Node: n.ID, Type: n.kindName(), Message: fmt.Sprintf(format, args...)})
 }
 
+// gap reports n as a node without an equivalent, once: a node can meet two reasons (no
+// equivalent, and in a cycle), and the report counts nodes.
 func (c *conv) gap(n *lfNode, why string) {
 	c.role[n.ID] = roleGap
+	if c.gapped[n.ID] {
+		return
+	}
+	c.gapped[n.ID] = true
 	c.gaps = append(c.gaps, Gap{Node: n.ID, Type: n.kindName(), Why: why})
 }
 
-// Model components that speak the OpenAI chat protocol, with the field holding their
-// base URL.
-var openAICompatible = map[string]string{
+// dangling reports an edge whose source or target is not in the export.
+func (c *conv) dangling(e lfEdge) {
+	src, dst := c.byID[e.Source], c.byID[e.Target]
+	what := fmt.Sprintf("an edge from %s (output %s) into %s (field %s) was left out", orMissing(e.Source), orNone(e.output()), orMissing(e.Target), orNone(e.fieldName()))
+	switch {
+	case src == nil && dst == nil:
+		c.notes = append(c.notes, Note{Message: what + ": neither node is in the export"})
+	case src == nil:
+		c.note(dst, "%s: node %s is not in the export", what, orMissing(e.Source))
+	default:
+		c.note(src, "%s: node %s is not in the export", what, orMissing(e.Target))
+	}
+}
+
+func orMissing(id string) string {
+	if id == "" {
+		return `""`
+	}
+	if flows.LooksLikeCredential(id) {
+		return "[credential not copied]"
+	}
+	return id
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// Model components Sluice has a provider for (OpenAI-compatible ones, and Anthropic),
+// with the field holding their base URL.
+var modelBaseField = map[string]string{
 	"OpenAIModel": "openai_api_base", "LanguageModelComponent": "", "OllamaModel": "base_url",
 	"GroqModel": "base_url", "LMStudioModel": "base_url", "DeepSeekModelComponent": "api_base",
 	"OpenRouterComponent": "", "XAIModel": "base_url", "xAIModel": "base_url", "NVIDIAModelComponent": "base_url",
+	"AnthropicModel": "base_url",
 }
 
-// Model components that do not.
+// Model components Sluice has no provider for.
 var otherModels = map[string]string{
-	"AnthropicModel": "Anthropic", "GoogleGenerativeAIModel": "Google", "AmazonBedrockModel": "Amazon Bedrock",
+	"GoogleGenerativeAIModel": "Google", "AmazonBedrockModel": "Amazon Bedrock",
 	"AzureOpenAIModel": "Azure OpenAI", "CohereModel": "Cohere", "MistralModel": "Mistral", "VertexAiModel": "Vertex AI",
 	"HuggingFaceModel": "Hugging Face", "ChatLiteLLMModel": "LiteLLM", "PerplexityModel": "Perplexity",
+	"IBMwatsonxModel": "IBM watsonx.ai",
 }
 
 func isModel(typ string) bool {
-	_, a := openAICompatible[typ]
+	_, a := modelBaseField[typ]
 	_, b := otherModels[typ]
 	return a || b
 }
 
+// Langflow's names of model providers (a Language Model's or an Agent's provider, 1.7's
+// model field) that Sluice calls, and the Sluice provider each becomes. Those speaking
+// the OpenAI protocol at another base URL become the default provider with a note.
+var lfProviders = map[string]string{
+	"": nodesDefault, "OpenAI": nodesDefault, "Anthropic": anthropicProvider, "Ollama": nodesDefault,
+	"Groq": nodesDefault, "DeepSeek": nodesDefault, "OpenRouter": nodesDefault, "xAI": nodesDefault,
+	"NVIDIA": nodesDefault, "LM Studio": nodesDefault, "Custom": nodesDefault,
+}
+
+const (
+	nodesDefault = "default"
+	// anthropicProvider is the provider name an Anthropic model gets: the server needs a
+	// provider of that name, of type anthropic (docs/llm-providers.md).
+	anthropicProvider = "anthropic"
+)
+
+// modelChoice is the model a node names and its Langflow provider: Langflow 1.7's model
+// field (a list of {name, provider}), else the older provider, agent_llm, model_name and
+// model fields.
+func (c *conv) modelChoice(m *lfNode) (name, provider string) {
+	var list []struct {
+		Name     string `json:"name"`
+		Provider string `json:"provider"`
+	}
+	if raw := m.value("model"); len(raw) > 0 && raw[0] == '[' {
+		if json.Unmarshal(raw, &list) == nil && len(list) > 0 {
+			name, provider = list[0].Name, list[0].Provider
+			if flows.LooksLikeCredential(name) {
+				c.dropped(m, "field model")
+				name = ""
+			}
+			if flows.LooksLikeCredential(provider) {
+				provider = ""
+			}
+			return name, provider
+		}
+		return "", ""
+	}
+	provider = m.str("provider")
+	if m.kindName() == "Agent" {
+		provider = m.str("agent_llm")
+	}
+	if m.kindName() == "AnthropicModel" {
+		provider = "Anthropic"
+	}
+	if name = c.literal(m, "model_name"); name == "" {
+		name = c.literal(m, "model")
+	}
+	return name, provider
+}
+
 // modelProblem says why a model node cannot be a Sluice model, or "".
-func modelProblem(n *lfNode) string {
+func (c *conv) modelProblem(n *lfNode) string {
 	typ := n.kindName()
 	if p, ok := otherModels[typ]; ok {
-		return p + " models do not speak the OpenAI protocol; Sluice calls OpenAI-compatible endpoints only (point a provider at an OpenAI-compatible gateway for it)"
+		return p + " models have no Sluice provider; Sluice calls OpenAI-compatible endpoints and Anthropic (point a provider at an OpenAI-compatible gateway for it)"
 	}
-	if typ == "LanguageModelComponent" {
-		if p := n.str("provider"); p != "" && p != "OpenAI" {
-			return p + " models do not speak the OpenAI protocol; Sluice calls OpenAI-compatible endpoints only"
+	if typ == "LanguageModelComponent" || typ == "StructuredOutput" || typ == "StructuredOutputComponent" {
+		if _, p := c.modelChoice(n); p != "" {
+			if _, ok := lfProviders[p]; !ok {
+				return p + " models have no Sluice provider; Sluice calls OpenAI-compatible endpoints and Anthropic"
+			}
 		}
 	}
 	return ""
 }
 
+// hostedServices are components that only wrap a hosted service with no self-hostable
+// API, and what it is.
+var hostedServices = map[string]string{
+	"AssemblyAITranscriptionJobCreator": "AssemblyAI's transcription", "AssemblyAITranscriptionJobPoller": "AssemblyAI's transcription",
+	"AssemblyAIGetSubtitles": "AssemblyAI's transcription", "AssemblyAILeMUR": "AssemblyAI's LeMUR", "AssemblyAIListTranscripts": "AssemblyAI's transcription",
+	"ApifyActors": "Apify's actors", "AgentQL": "AgentQL's web extraction", "needle": "Needle's retrieval", "Needle": "Needle's retrieval",
+	"YouTubeTranscripts": "YouTube's transcripts", "YouTubeCommentsComponent": "YouTube's Data API", "YouTubeSearchComponent": "YouTube's Data API",
+	"YouTubeChannelComponent": "YouTube's Data API", "YouTubeVideoDetailsComponent": "YouTube's Data API", "YouTubePlaylistComponent": "YouTube's Data API",
+	"YouTubeTrendingComponent": "YouTube's Data API", "YfinanceComponent": "Yahoo! Finance (through the unofficial yfinance scraper)",
+	"Composio":    "Composio's tools",
+	"ComposioAPI": "Composio's tools", "FirecrawlScrapeApi": "Firecrawl", "FirecrawlCrawlApi": "Firecrawl", "FirecrawlMapApi": "Firecrawl",
+	"NotionPageCreator": "Notion's API", "GmailLoaderComponent": "Gmail", "GoogleDriveComponent": "Google Drive", "JigsawStackAIScraper": "JigsawStack",
+	"WolframAlphaAPI": "Wolfram|Alpha", "GleanSearchAPI": "Glean", "ExaSearch": "Exa",
+}
+
 // why an unmapped component has no equivalent.
-func unmappedWhy(n *lfNode, asTool bool) string {
+func (c *conv) unmappedWhy(n *lfNode, asTool bool) string {
 	typ, title := n.kindName(), n.title()
 	l := strings.ToLower(typ + " " + title)
 	switch {
 	case n.Data.Node.Edited:
 		return "its code was edited in Langflow: custom Python code does not run in Sluice"
-	case strings.Contains(l, "memory") || strings.Contains(l, "chat history") || strings.Contains(l, "message history"):
-		return "Sluice keeps no chat memory between runs: pass the history in the run's input or state"
-	case strings.Contains(l, "vector") || strings.Contains(l, "chroma") || strings.Contains(l, "faiss") || strings.Contains(l, "pinecone") ||
-		strings.Contains(l, "qdrant") || strings.Contains(l, "astra") || strings.Contains(l, "weaviate") || strings.Contains(l, "milvus") || strings.Contains(l, "pgvector"):
-		return "vector stores have no Sluice component: call the store's HTTP API with an http node"
-	case strings.Contains(l, "embedding"):
-		return "embeddings have no Sluice component: call the embeddings API with an http node"
+	case typ == "ArXivComponent":
+		return "arXiv's API answers Atom XML, which no Sluice component reads into records: fetch it with an http node and let a model read it"
+	case hostedServices[typ] != "":
+		return "it wraps " + hostedServices[typ] + ", a hosted service with no self-hostable API: call its HTTP API with an http node (a key as an {\"$env\"} header)"
+	case isModel(typ):
+		return c.modelProblem(n)
 	case strings.Contains(l, "custom") || strings.Contains(l, "python") || strings.Contains(l, "code"):
 		return "custom Python code does not run in Sluice: write it as a transform (jq), or as a service an http node calls"
-	case strings.Contains(l, "file") || strings.Contains(l, "directory") || strings.Contains(l, "loader") || strings.Contains(l, "url"):
-		return "loading files or pages has no Sluice component: pass the content in the run's input, or fetch it with an http node"
-	case strings.Contains(l, "split") || strings.Contains(l, "parse") || strings.Contains(l, "combine") || strings.Contains(l, "text operation"):
-		return "no Sluice component does " + title + ": write it as a transform (jq) or a template"
 	case asTool:
-		return "no Sluice tool does what " + title + " does (Sluice tools: http, data, subflow)"
-	case isModel(typ):
-		return modelProblem(n)
+		return "no Sluice tool does what " + title + " does (Sluice tools: http, data, subflow, mcp, calculator, web_search, url, datetime, memory, memory_store, vector_store)"
 	}
 	return "no Sluice component does what " + title + " does"
 }
@@ -315,7 +459,7 @@ func (c *conv) classify() {
 		asTool := c.outputsTo(n, "tools")
 		switch {
 		case n.Data.Node.Edited:
-			c.gap(n, unmappedWhy(n, asTool))
+			c.gap(n, c.unmappedWhy(n, asTool))
 		case n.ID == c.entry:
 			c.role[n.ID] = roleEntry
 		case typ == "ChatInput" || typ == "TextInput":
@@ -329,7 +473,7 @@ func (c *conv) classify() {
 		case typ == "Prompt" || typ == "PromptTemplate":
 			c.role[n.ID] = roleStep
 		case isModel(typ):
-			if why := modelProblem(n); why != "" {
+			if why := c.modelProblem(n); why != "" {
 				c.gap(n, why)
 			} else if c.usedAsValue(n) || len(c.out[n.ID]) == 0 {
 				c.role[n.ID] = roleStep
@@ -337,13 +481,17 @@ func (c *conv) classify() {
 				c.role[n.ID] = roleModel
 			}
 		case typ == "Agent":
-			if p := n.str("agent_llm"); p != "" && p != "OpenAI" && c.connectedModel(n) == nil {
-				c.gap(n, "the agent uses "+p+" models; Sluice agents call OpenAI-compatible providers only")
+			if _, p := c.modelChoice(n); p != "" && lfProviders[p] == "" && c.connectedModel(n) == nil {
+				c.gap(n, "the agent uses "+p+" models; Sluice agents call OpenAI-compatible and Anthropic providers only")
 			} else {
 				c.role[n.ID] = roleStep
+				c.historyUsedBy(n, "n_messages", 100)
 			}
 		case typ == "StructuredOutput" || typ == "StructuredOutputComponent":
-			if c.connectedModel(n) == nil {
+			_, own := n.Data.Node.Template["model"]
+			if why := c.modelProblem(n); why != "" && c.connectedModel(n) == nil {
+				c.gap(n, why)
+			} else if c.connectedModel(n) == nil && !own {
 				c.gap(n, "structured output needs a model connected to its Language Model field")
 			} else {
 				c.role[n.ID] = roleStep
@@ -359,8 +507,9 @@ func (c *conv) classify() {
 			}
 		case typ == "ConditionalRouter":
 			c.role[n.ID] = roleRouter
+		case c.classifyBlock(n, asTool):
 		default:
-			c.gap(n, unmappedWhy(n, asTool))
+			c.gap(n, c.unmappedWhy(n, asTool))
 		}
 	}
 }
@@ -370,7 +519,7 @@ func (c *conv) connectedModel(n *lfNode) *lfNode {
 	for _, e := range c.in[n.ID] {
 		src := c.byID[e.Source]
 		if e.output() == "model_output" || e.fieldName() == "llm" || (e.fieldName() == "agent_llm" && isModel(src.kindName())) {
-			if isModel(src.kindName()) && modelProblem(src) == "" {
+			if isModel(src.kindName()) && c.modelProblem(src) == "" {
 				return src
 			}
 		}
@@ -407,37 +556,66 @@ func (c *conv) assignIDs() {
 // reserved are state keys a run uses itself (a non-object input is stored under "input").
 var reserved = map[string]bool{"input": true}
 
-// ref is where a value lives: a state key (text, an object, or an http response whose
-// body is the value), or a literal.
+// ref is where a value lives and what shape it has: a state key holding text, a JSON
+// value, an http response whose body is the value, a list of documents, records or
+// messages — or a literal.
 type ref struct {
-	key     string
-	object  bool
-	body    bool
+	key     string // a state key, or a path of keys ("page.text")
+	kind    refKind
 	literal string
-	isLit   bool
+	sep     string // kJoined: between the texts
+	meta    bool   // kRows: fields other than text, id and score are in the record's metadata
+	pattern string // kHistory: Langflow's message template, such as "{sender_name}: {text}"
 }
 
+type refKind int
+
+const (
+	kText    refKind = iota // a string
+	kObject                 // a JSON value, written as JSON into text
+	kBody                   // an http response; the value is its body
+	kLit                    // the literal
+	kJoined                 // a list of {text, ...}; as text, the texts joined by sep
+	kRows                   // a list of records (Langflow's DataFrame)
+	kRecord                 // one record (Langflow's Data, or a DataFrame of one row)
+	kHistory                // a list of {role, content}; as text, each written with pattern
+)
+
 func (r ref) template() string {
-	switch {
-	case r.isLit:
+	switch r.kind {
+	case kLit:
 		return escapeTemplate(r.literal)
-	case r.body:
+	case kBody:
 		return "{{json ." + r.key + ".body}}"
-	case r.object:
+	case kObject, kRows, kRecord:
 		return "{{json ." + r.key + "}}"
+	case kJoined:
+		return "{{range $i, $d := ." + r.key + "}}{{if $i}}" + escapeTemplate(r.sep) + "{{end}}{{$d.text}}{{end}}"
+	case kHistory:
+		return "{{range $i, $m := ." + r.key + "}}{{if $i}}\n{{end}}" + historyLine(r.pattern, "$m") + "{{end}}"
 	}
 	return "{{." + r.key + "}}"
 }
 
 func (r ref) jq() string {
-	switch {
-	case r.isLit:
+	switch r.kind {
+	case kLit:
 		b, _ := json.Marshal(r.literal)
 		return string(b)
-	case r.body:
+	case kBody:
 		return "." + r.key + ".body"
+	case kJoined:
+		sep, _ := json.Marshal(r.sep)
+		return "([." + r.key + "[]?.text] | join(" + string(sep) + "))"
+	case kHistory:
+		return "([." + r.key + "[]? | " + historyJQ(r.pattern) + "] | join(\"\\n\"))"
 	}
 	return "." + r.key
+}
+
+// text is the value as text in jq: a string as it is, anything else as JSON.
+func (r ref) jqText() string {
+	return "(" + r.jq() + " | if type == \"string\" then . else tojson end)"
 }
 
 // escapeTemplate makes s print as itself in a Go template, whatever it holds: every run
@@ -495,14 +673,19 @@ func (c *conv) valueVia(e lfEdge, visited map[string]bool) (ref, bool) {
 		if e.output() == "model_output" {
 			return ref{}, false
 		}
+		if c.role[src.ID] == roleStep {
+			if r, ok := c.blockValue(src, e.output()); ok {
+				return r, true
+			}
+		}
 		switch src.kindName() {
 		case "APIRequest":
-			return ref{key: c.ids[src.ID], body: true}, true
+			return ref{key: c.ids[src.ID], kind: kBody}, true
 		case "StructuredOutput", "StructuredOutputComponent":
-			return ref{key: c.ids[src.ID], object: true}, true
+			return ref{key: c.ids[src.ID], kind: kRecord}, true
 		case "Agent":
 			if e.output() == "structured_response" {
-				return ref{key: c.ids[src.ID], object: true}, true
+				return ref{key: c.ids[src.ID], kind: kObject}, true
 			}
 		}
 		return ref{key: c.ids[src.ID]}, true
@@ -515,14 +698,15 @@ func (c *conv) valueVia(e lfEdge, visited map[string]bool) (ref, bool) {
 				}
 			}
 		}
-		return ref{literal: c.literal(src, "input_text"), isLit: true}, true
+		return ref{literal: c.literal(src, "input_text"), kind: kLit}, true
 	case roleOutput, roleAlias:
+		field := passField(src)
 		for _, in := range c.in[src.ID] {
-			if in.fieldName() == "input_value" {
+			if in.fieldName() == field {
 				return c.valueVia(in, visited)
 			}
 		}
-		return ref{literal: c.literal(src, "input_value"), isLit: true}, true
+		return ref{literal: c.literal(src, field), kind: kLit}, true
 	}
 	return ref{}, false
 }
@@ -620,6 +804,9 @@ func (c *conv) deps(n *lfNode) []choice {
 				return
 			}
 			ch = choice{router: src.ID}
+			if end := c.loopEnd[src.ID]; end != "" && e.output() == "done" {
+				ch = choice{router: end} // what the loop gathered is there once its body ran
+			}
 		case roleRouter:
 			ch = choice{router: src.ID, port: routerPort(e.output())}
 		case roleAlias, roleOutput:
@@ -640,7 +827,9 @@ func (c *conv) deps(n *lfNode) []choice {
 		}
 	}
 	for _, e := range c.in[n.ID] {
-		add(e)
+		if !c.loopBack(e) {
+			add(e)
+		}
 	}
 	c.depsOf[n.ID] = out
 	return out
@@ -656,7 +845,13 @@ type port struct{ node, port string }
 
 func (c *conv) convert(o Options) (*Result, error) {
 	c.classify()
+	if c.usesSession {
+		c.used["session_id"] = true // the state key of the session, no node's
+	}
 	c.assignIDs()
+	if c.historySize > 0 {
+		c.historyKey = c.reserve(historyKey)
+	}
 	c.constants()
 	if flows.LooksLikeCredential(c.ex.Name) {
 		c.notes = append(c.notes, Note{Message: "the export's name looks like a credential; it was not copied"})
@@ -731,12 +926,43 @@ func (c *conv) convert(o Options) (*Result, error) {
 		}
 		if next == nil {
 			// A cycle of data edges: Langflow runs loops with its Loop component only.
+			// What is left is the cycles and what waits for them; peeling off the nodes
+			// nothing left waits for leaves the cycles (and what lies between two).
+			left := map[string]bool{}
 			for _, n := range steps {
 				if _, done := order[n.ID]; !done {
-					c.gap(n, "it is part of a cycle of edges; Sluice loops need a router or a conditional edge")
-					order[n.ID] = len(order)
-					sorted = append(sorted, n)
+					left[n.ID] = true
 				}
+			}
+			inCycle := map[string]bool{}
+			for id := range left {
+				inCycle[id] = true
+			}
+			for changed := true; changed; {
+				changed = false
+				for id := range inCycle {
+					waited := false
+					for _, u := range users[id] {
+						c.step()
+						waited = waited || inCycle[u]
+					}
+					if !waited {
+						delete(inCycle, id)
+						changed = true
+					}
+				}
+			}
+			for _, n := range steps {
+				if !left[n.ID] {
+					continue
+				}
+				if inCycle[n.ID] {
+					c.gap(n, "it is part of a cycle of edges; Sluice loops need a router or a conditional edge (Langflow's Loop component maps to a fan-out)")
+				} else {
+					c.gap(n, "it waits for a cycle of edges, which Sluice cannot run")
+				}
+				order[n.ID] = len(order)
+				sorted = append(sorted, n)
 			}
 			break
 		}
@@ -790,28 +1016,47 @@ func (c *conv) convert(o Options) (*Result, error) {
 				x, y = n.Position.X, n.Position.Y
 			}
 		}
-		doc.Nodes = append(doc.Nodes, flows.Node{ID: entryID, Type: flows.EntryType, Position: &flows.Position{X: x - 300, Y: y},
-			Description: "Made up on import: the Langflow flow has no chat or text input."})
+		entry := flows.Node{ID: entryID, Type: flows.EntryType, Position: &flows.Position{X: x - 300, Y: y},
+			Description: "Made up on import: the Langflow flow has no chat or text input."}
+		if schema := c.inputSchema("", ""); len(schema["properties"].(map[string]any)) > 0 {
+			entry.Params = params(map[string]any{"schema": schema})
+		}
+		doc.Nodes = append(doc.Nodes, entry)
+	}
+	if c.usesSession {
+		def, _ := json.Marshal(id)
+		c.state["session_id"] = flows.StateKey{Default: def,
+			Description: "The conversation the run continues (Langflow's session): the Chat tab and /v1/chat/completions send one; a run without one continues the flow's own."}
 	}
 	lanes := map[string]*lane{"": {tail: entryID}}
+	if c.entry == "" {
+		doc.Nodes = append(doc.Nodes, c.prelude(lanes[""], doc.Nodes[0].Position)...)
+	}
 	var outputs []*lfNode
 	for _, n := range sorted {
 		switch c.role[n.ID] {
 		case roleEntry:
-			doc.Nodes = append(doc.Nodes, c.node(n))
+			entry := c.node(n)
+			doc.Nodes = append(doc.Nodes, entry)
+			doc.Nodes = append(doc.Nodes, c.prelude(lanes[""], entry.Position)...)
 			continue
 		case roleOutput:
 			outputs = append(outputs, n)
 			continue
 		}
-		doc.Nodes = append(doc.Nodes, c.node(n))
-		c.attach(lanes, order, c.guard[n.ID], c.ids[n.ID])
+		chain := c.chain(n)
+		doc.Nodes = append(doc.Nodes, chain...)
+		c.attach(lanes, order, c.guard[n.ID], chain[0].ID)
+		for i := 1; i < len(chain); i++ {
+			c.edges = append(c.edges, flows.Edge{From: chain[i-1].ID, To: chain[i].ID})
+		}
 		l := lanes[c.guard[n.ID].key(order)]
-		l.tail, l.split = c.ids[n.ID], ""
+		l.tail, l.split = chain[len(chain)-1].ID, ""
 		if c.role[n.ID] == roleRouter {
 			l.split = n.ID
 		}
 	}
+	doc.Nodes = append(doc.Nodes, c.remember(lanes, order, outputs)...)
 	for _, n := range outputs {
 		doc.Nodes = append(doc.Nodes, c.node(n))
 		c.attach(lanes, order, c.guard[n.ID], c.ids[n.ID])
@@ -819,17 +1064,19 @@ func (c *conv) convert(o Options) (*Result, error) {
 	// Tools hang on their agents.
 	for i := range c.ex.Data.Nodes {
 		n := &c.ex.Data.Nodes[i]
-		isTool := c.role[n.ID] == roleTool || (c.role[n.ID] == roleGap && c.outputsTo(n, "tools"))
+		isTool := c.role[n.ID] == roleTool || (c.role[n.ID] == roleGap && c.outputsTo(n, "tools")) || c.alsoTool[n.ID]
 		if !isTool {
 			continue
 		}
-		doc.Nodes = append(doc.Nodes, c.node(n))
+		t := c.toolNode(n)
+		doc.Nodes = append(doc.Nodes, t)
 		for _, e := range c.out[n.ID] {
 			if e.fieldName() == "tools" && c.ids[e.Target] != "" {
-				c.edges = append(c.edges, flows.Edge{From: c.ids[n.ID], Port: "tool", To: c.ids[e.Target], ToPort: "tools"})
+				c.edges = append(c.edges, flows.Edge{From: t.ID, Port: "tool", To: c.ids[e.Target], ToPort: "tools"})
 			}
 		}
 	}
+	doc.Nodes = append(doc.Nodes, c.extra...)
 	doc.Edges = c.edges
 	if doc.Edges == nil {
 		doc.Edges = []flows.Edge{}
@@ -849,9 +1096,11 @@ func (c *conv) convert(o Options) (*Result, error) {
 	return &Result{Document: b, Gaps: c.gaps, Notes: c.notes}, nil
 }
 
-// rank orders ready nodes: branches of routers first (deeper guards), other nodes before
-// routers, then left to right and top to bottom on the canvas.
-func (c *conv) rank(n *lfNode) [4]float64 {
+// rank orders ready nodes: branches of routers first (deeper guards), what fills a
+// vector store before what searches one (a flow that ingests and answers does both in
+// one run, documents first), other nodes before routers, then left to right and top to
+// bottom on the canvas.
+func (c *conv) rank(n *lfNode) [6]float64 {
 	depth := 0.0
 	for _, d := range c.deps(n) {
 		if d.port != "" || len(c.guard[d.router]) > 0 {
@@ -870,7 +1119,15 @@ func (c *conv) rank(n *lfNode) [4]float64 {
 	if n.Position != nil {
 		x = n.Position.X
 	}
-	return [4]float64{entry, -depth, isRouter, x}
+	ingest := 1.0
+	if c.ingestSide(n) {
+		ingest = 0
+	}
+	body := 1.0
+	if c.inLoop[n.ID] {
+		body = 0 // a loop's body runs in the loop's branches, before anything else
+	}
+	return [6]float64{entry, -depth, body, ingest, isRouter, x}
 }
 
 // attach connects node id after the control flow of guard g: after the lane's tail, or

@@ -1,8 +1,11 @@
 // Package langflow converts a Langflow flow export into a Sluice flow document. It maps
 // the components that have a Sluice equivalent (chat and text input and output, prompt
-// templates, OpenAI-compatible models, the agent with its tools, the If-Else router,
-// structured output, API requests) and reports every other node, one line each, with
-// the reason. It reads only the export: it runs nothing and calls nothing.
+// templates, OpenAI-compatible and Anthropic models, the agent with its tools, the
+// If-Else router, structured output, API requests, and the building blocks: parsers,
+// URL and file loaders, the text splitter, chat memory, the calculator, web search, the
+// current date, vector stores and knowledge bases with their embeddings, MCP tools, the
+// Loop and Batch Run) and reports every other node, one line each, with the reason. It reads only the
+// export: it runs nothing and calls nothing.
 //
 // Langflow flows are dataflow graphs (values travel along edges into named fields);
 // Sluice flows are control flow over one run state. The conversion stores each node's

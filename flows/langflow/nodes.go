@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -26,7 +27,10 @@ func (c *conv) node(n *lfNode) flows.Node {
 	case roleEntry:
 		out.Type, params = flows.EntryType, c.entryParams(n)
 	case roleOutput:
-		out.Type, params = "output", map[string]any{"value": c.jqOf(n, "input_value")}
+		out.Type, params = "output", map[string]any{"value": c.jqOf(n, passField(n))}
+		if n.kindName() == "SaveToFile" {
+			c.note(n, "Sluice writes no files on the server: what Langflow saved to %s is the output of the run (GET /api/flows/FLOW/runs/RUN, or the output node's webhook)", c.saveTarget(n))
+		}
 	case roleRouter:
 		out.Type, params = "router", c.routerParams(n)
 	case roleGap:
@@ -78,11 +82,45 @@ func (c *conv) entryParams(n *lfNode) map[string]any {
 	if example == "" {
 		example = "Hello"
 	}
-	return map[string]any{
-		"schema": map[string]any{"type": "object", "properties": map[string]any{
-			key: map[string]any{"type": "string", "description": n.title() + " (from Langflow)"}}},
-		"example": map[string]any{key: example},
+	return map[string]any{"schema": c.inputSchema(key, n.title()), "example": map[string]any{key: example}}
+}
+
+// inputSchema is the run input's schema: the entry's text (key, "" for none), the
+// session a conversation continues, the files the file nodes read.
+func (c *conv) inputSchema(key, title string) map[string]any {
+	props := map[string]any{}
+	if key != "" {
+		props[key] = map[string]any{"type": "string", "description": title + " (from Langflow)"}
 	}
+	if c.usesSession {
+		props["session_id"] = map[string]any{"type": "string", "description": "The conversation to continue; default the flow's own."}
+	}
+	for _, k := range sortedValues(c.fileKeys) {
+		props[k] = map[string]any{"type": "array", "description": "Files to read: the references an upload answers.",
+			"items": map[string]any{"type": "object", "required": []string{"$file"}, "properties": map[string]any{"$file": map[string]any{"type": "string"}}}}
+	}
+	return map[string]any{"type": "object", "properties": props}
+}
+
+func sortedValues(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// saveTarget says where a Write File component saved.
+func (c *conv) saveTarget(n *lfNode) string {
+	name := c.literal(n, "file_name")
+	if f := c.literal(n, "local_format"); name != "" && f != "" {
+		name += "." + f
+	}
+	if name == "" {
+		return "a file"
+	}
+	return strconv.Quote(name)
 }
 
 // constant declares a text input without edges as a state key with its value.
@@ -152,14 +190,19 @@ var varRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // modelParams are the model settings of model node m, for node n that uses it.
 func (c *conv) modelParams(n, m *lfNode) map[string]any {
-	p := map[string]any{"provider": "default"}
-	if name := c.literal(m, "model_name"); name != "" {
-		p["model"] = name
-	} else if name := c.literal(m, "model"); name != "" {
+	p := map[string]any{"provider": nodesDefault}
+	name, provider := c.modelChoice(m)
+	if name != "" {
 		p["model"] = name
 	} else {
-		p["model"] = ""
-		c.note(m, "no model name: set the model of node %q", c.ids[n.ID])
+		p["model"] = c.opts.Model
+		c.note(m, "the export names no model (Langflow leaves the choice to its Model Providers setting): node %q uses %s; change it there", c.ids[n.ID], c.opts.Model)
+	}
+	keyEnv := "OPENAI_API_KEY"
+	if lfProviders[provider] == anthropicProvider {
+		p["provider"] = anthropicProvider
+		keyEnv = "ANTHROPIC_API_KEY"
+		c.note(m, "an Anthropic model: the server needs a provider named %q of type anthropic (--providers, docs/llm-providers.md)", anthropicProvider)
 	}
 	if t, ok := m.number("temperature"); ok && t >= 0 && t <= 2 {
 		p["temperature"] = t
@@ -169,14 +212,19 @@ func (c *conv) modelParams(n, m *lfNode) map[string]any {
 	}
 	if f, ok := m.field("api_key"); ok && len(f.Value) > 0 && string(f.Value) != `""` && string(f.Value) != "null" {
 		if v := m.str("api_key"); f.LoadFromDB && !flows.LooksLikeCredential(v) {
-			c.note(m, "the API key comes from Langflow's global variable %s; Sluice takes the model's key from the server's provider: set %s (or name a provider from --providers); the key was not copied", v, "OPENAI_API_KEY")
+			c.note(m, "the API key comes from Langflow's global variable %s; Sluice takes the model's key from the server's provider: set %s (or name a provider from --providers); the key was not copied", v, keyEnv)
 		} else {
-			c.note(m, "the API key was not copied: Sluice takes the model's key from the server's provider (OPENAI_API_KEY, or a provider from --providers)")
+			c.note(m, "the API key was not copied: Sluice takes the model's key from the server's provider (%s, or a provider from --providers)", keyEnv)
 		}
 	}
-	field := openAICompatible[m.kindName()]
-	if base := c.literal(m, field); field != "" && base != "" && !strings.HasPrefix(base, "https://api.openai.com") {
+	field := modelBaseField[m.kindName()]
+	if provider == "Ollama" {
+		field = "ollama_base_url"
+	}
+	if base := c.literal(m, field); field != "" && base != "" && !strings.HasPrefix(base, "https://api.openai.com") && !strings.HasPrefix(base, "https://api.anthropic.com") {
 		c.note(m, "the model is served at %s: configure a provider with that base_url (docs/llm-providers.md) and name it in node %q, or set OPENAI_BASE_URL", base, c.ids[n.ID])
+	} else if lfProviders[provider] == nodesDefault && provider != "" && provider != "OpenAI" {
+		c.note(m, "a %s model: configure a provider for its OpenAI-compatible endpoint (docs/llm-providers.md) and name it in node %q, or set OPENAI_BASE_URL", provider, c.ids[n.ID])
 	}
 	return p
 }
@@ -191,18 +239,34 @@ func (c *conv) agentParams(n *lfNode) map[string]any {
 	if s := c.text(n, "system_prompt"); s != "" {
 		p["system"] = s
 	}
+	if h := c.agentHistory(n); h != "" {
+		p["history"] = h
+	}
 	if it, ok := n.number("max_iterations"); ok && it >= 1 && it <= 100 {
 		p["max_iterations"] = int64(it)
 	}
 	p["as"] = c.ids[n.ID]
 	if f, ok := n.field("add_current_date_tool"); !ok || string(f.Value) != "false" {
-		c.note(n, "Langflow's built-in current-date tool has no Sluice equivalent and was left out")
+		// Langflow's agent has a built-in tool telling the current date.
+		id := c.reserve(c.ids[n.ID] + "_current_date")
+		t := flows.Node{ID: id, Type: "datetime", Label: "Current date",
+			Description: "Added on import: Langflow's agent has a built-in current-date tool.",
+			Params:      params(map[string]any{"tool_name": "get_current_date"})}
+		if n.Position != nil {
+			t.Position = &flows.Position{X: n.Position.X - 160, Y: n.Position.Y + 260}
+		}
+		c.extra = append(c.extra, t)
+		c.edges = append(c.edges, flows.Edge{From: id, Port: "tool", To: c.ids[n.ID], ToPort: "tools"})
 	}
 	return p
 }
 
 func (c *conv) structuredParams(n *lfNode) map[string]any {
-	p := c.modelParams(n, c.connectedModel(n))
+	m := c.connectedModel(n)
+	if m == nil {
+		m = n // Langflow 1.7's structured output names its own model
+	}
+	p := c.modelParams(n, m)
 	p["user"] = c.text(n, "input_value")
 	sys := c.text(n, "system_prompt")
 	if sys == "" {
@@ -275,10 +339,14 @@ func (c *conv) httpParams(n *lfNode) map[string]any {
 		p["method"] = "GET"
 	}
 	u, raw := "", "" // the URL template, and the literal URL it escapes
+	dropped := false // the URL held a credential and was left out
 	for _, f := range []string{"url_input", "url", "urls"} {
 		if c.wired(n, f) {
 			u = c.text(n, f)
 			break
+		}
+		if flows.LooksLikeCredential(n.str(f)) {
+			dropped = true
 		}
 		if s := c.literal(n, f); s != "" {
 			u, raw = escapeTemplate(s), s
@@ -288,6 +356,7 @@ func (c *conv) httpParams(n *lfNode) map[string]any {
 		if json.Unmarshal(n.value(f), &list) == nil && len(list) > 0 {
 			if flows.LooksLikeCredential(list[0]) {
 				c.dropped(n, "field "+f)
+				dropped = true
 				break
 			}
 			u, raw = escapeTemplate(list[0]), list[0]
@@ -362,7 +431,15 @@ func (c *conv) httpParams(n *lfNode) map[string]any {
 		}
 		p["tool_description"] = desc
 		delete(p, "as")
-		c.note(n, "as a tool it sends the request as written; the model passes no arguments")
+		if u == "" && !dropped {
+			// Langflow's tool takes the URL from the model (url_input is a tool argument).
+			p["url"] = "{{.url_input}}"
+			p["tool_parameters"] = map[string]any{"type": "object", "required": []string{"url_input"}, "additionalProperties": false,
+				"properties": map[string]any{"url_input": map[string]any{"type": "string", "description": "The URL to send the request to."}}}
+			c.note(n, "as a tool it sends a %s request to the URL the model gives (url_input), under Sluice's SSRF policy", p["method"])
+		} else {
+			c.note(n, "as a tool it sends the request as written; the model passes no arguments")
+		}
 	}
 	return p
 }

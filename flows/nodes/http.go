@@ -96,6 +96,11 @@ func newHTTP(env *Env, b *flows.Build) (flows.Component, error) {
 	if err := b.Decode(&p); err != nil {
 		return nil, err
 	}
+	if strings.TrimSpace(p.URL) == "" {
+		// Every request of such a node fails; refusing it here makes validation say so.
+		return nil, &flows.Error{Code: flows.Invalid, Path: "params.url",
+			Message: "the URL is empty: give the address the request goes to, e.g. https://api.example.com/items/{{urlquery .id}} (as a tool, a template over the model's arguments)"}
+	}
 	h := &HTTP{env: env, method: p.Method, timeout: p.Timeout.D(), max: p.MaxBytes, as: p.As, ttl: nodeCacheTTL(b), idem: "Idempotency-Key"}
 	if p.Idem != nil {
 		h.idem = *p.Idem

@@ -231,3 +231,27 @@ func TestHTTPRedactsSecretsTheUpstreamEchoes(t *testing.T) {
 		}
 	}
 }
+
+// An http node without a URL can only fail: validation refuses it, saying where, as a
+// step and as an agent's tool (an imported Langflow agent's tool used to validate and
+// then fail every call).
+func TestValidationRefusesAnHTTPNodeWithoutAURL(t *testing.T) {
+	for _, tc := range []struct{ name, url, edges string }{
+		{"step", `""`, `[{"from": "in", "to": "fetch"}]`},
+		{"step, white space", `"  "`, `[{"from": "in", "to": "fetch"}]`},
+		{"agent's tool", `""`, `[{"from": "in", "to": "agent"}, {"from": "fetch", "port": "tool", "to": "agent", "to_port": "tools"}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := `{"sluice": 1, "id": "x", "nodes": [{"id": "in", "type": "input"},
+				{"id": "agent", "type": "agent", "params": {"model": "m", "user": "hi"}},
+				{"id": "fetch", "type": "http", "params": {"url": ` + tc.url + `}}], "edges": ` + tc.edges + `}`
+			if tc.name != "agent's tool" {
+				doc = strings.Replace(doc, `{"id": "agent", "type": "agent", "params": {"model": "m", "user": "hi"}},`, "", 1)
+			}
+			ps := flows.Validate([]byte(doc), nodes.NewRegistry(nil), flows.DefaultLimits).Errors()
+			if len(ps) != 1 || ps[0].Node != "fetch" || !strings.Contains(ps[0].Path, "params.url") {
+				t.Fatalf("problems %v, want one at node fetch, params.url", ps)
+			}
+		})
+	}
+}

@@ -23,10 +23,14 @@ type Node struct {
 	Password   map[string]bool
 	LoadFromDB map[string]bool
 	Edited     bool
-	X, Y       float64
+	// ToolMode is set on a component used as an agent's tool.
+	ToolMode bool
+	X, Y     float64
 }
 
-// Edge is one Langflow edge, from an output of a node into a field of another.
+// Edge is one Langflow edge, from an output of a node into a field of another. An edge
+// with no Field goes back into a Loop: its target handle names the loop's item output,
+// as Langflow writes the edge that closes a loop.
 type Edge struct {
 	From, Output, To, Field string
 }
@@ -54,7 +58,7 @@ func Export(name string, nodes []Node, edges []Edge) []byte {
 			"id": n.ID, "type": "genericNode",
 			"position": map[string]any{"x": n.X, "y": n.Y},
 			"data": map[string]any{"type": n.Type, "id": n.ID, "node": map[string]any{
-				"display_name": title, "description": n.Description, "template": tmpl, "edited": n.Edited,
+				"display_name": title, "description": n.Description, "template": tmpl, "edited": n.Edited, "tool_mode": n.ToolMode,
 			}},
 		})
 	}
@@ -62,6 +66,9 @@ func Export(name string, nodes []Node, edges []Edge) []byte {
 	for i, e := range edges {
 		src := map[string]any{"dataType": typeOf(nodes, e.From), "id": e.From, "name": e.Output, "output_types": []string{"Message"}}
 		dst := map[string]any{"fieldName": e.Field, "id": e.To, "inputTypes": []string{"Message"}, "type": "str"}
+		if e.Field == "" {
+			dst = map[string]any{"dataType": typeOf(nodes, e.To), "id": e.To, "name": "item", "output_types": []string{"Data", "Message"}}
+		}
 		es = append(es, map[string]any{
 			"id": fmt.Sprintf("reactflow__edge-%s-%s-%d", e.From, e.To, i), "source": e.From, "target": e.To,
 			"sourceHandle": handle(src), "targetHandle": handle(dst),
@@ -129,9 +136,9 @@ func Chain(links, copies int, sameField bool) []byte {
 // from: a prompt's text (Langflow keeps it as typed), a model's key, name and base URL,
 // a global variable that holds a key where a variable name belongs, an API request's
 // URL, query and body, a node's name and the export's description. With unmapped, it
-// also has nodes without a Sluice equivalent (a memory holding the key in its fields, an
-// agent whose model provider is the key), which become placeholders, and a model named
-// by the key.
+// also has a memory holding the key as its session, nodes without a Sluice equivalent
+// (a hosted transcription service holding the key, an agent whose model provider is the
+// key), which become placeholders, and a model named by the key.
 func Credentials(key string, unmapped bool) []byte {
 	nodes := []Node{
 		{ID: "ChatInput-c", Type: "ChatInput", Title: "Chat Input", Fields: map[string]any{"input_value": "hi"}},
@@ -159,6 +166,8 @@ func Credentials(key string, unmapped bool) []byte {
 		nodes = append(nodes,
 			Node{ID: "Memory-k", Type: "Memory", Title: "Chat Memory", Description: "Keeps " + key, Y: 400,
 				Fields: map[string]any{"api_key": key, "session_id": key, "n_messages": 10}},
+			Node{ID: "AssemblyAITranscriptionJobCreator-k", Type: "AssemblyAITranscriptionJobCreator", Title: "Transcribe", Description: "Uses " + key, Y: 500,
+				Fields: map[string]any{"api_key": key, "audio_file_url": "https://files.example.com/a.mp3?token=" + key}},
 			Node{ID: "Agent-a", Type: "Agent", Title: "Agent", Y: 600,
 				Fields: map[string]any{"agent_llm": key, "api_key": key, "input_value": "", "system_prompt": key}},
 			// A model without a name fails validation until it is given one: only here.
