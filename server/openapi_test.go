@@ -27,7 +27,7 @@ var openAPISchemas = map[string]any{
 	"Consumer": store.Consumer{}, "QueueStats": store.QueueStats{}, "FlowQueues": store.FlowQueues{}, "DeadLetter": store.DeadLetter{},
 	"DeadLetterList": server.DeadLetterList{}, "Retried": server.Retried{}, "HookInfo": server.HookInfo{}, "FailedDelivery": store.FailedDelivery{},
 	"DeliveryList": server.DeliveryList{}, "Health": server.Health{}, "Ready": server.Ready{}, "Event": store.Event{}, "ResultPayload": engine.ResultPayload{},
-	"ToolDef": flows.ToolDef{}, "MCPToolList": server.MCPToolList{},
+	"ToolDef": flows.ToolDef{}, "MCPToolList": server.MCPToolList{}, "Trial": engine.Trial{},
 	"ImportReport": server.ImportReport{}, "VersionRuns": engine.VersionRuns{}, "Version": engine.Version{}, "VersionHistory": engine.VersionHistory{},
 	"VersionDetail": engine.VersionDetail{}, "ValueChange": flows.ValueChange{}, "VersionDiff": engine.VersionDiff{},
 	"RolledBack": server.RolledBack{}, "Schedule": engine.ScheduleView{}, "ScheduleList": server.ScheduleList{}, "DraftSummary": server.DraftSummary{}, "DraftSaved": server.DraftSaved{},
@@ -37,7 +37,7 @@ var openAPISchemas = map[string]any{
 // (the handler refuses it without them): what a Go type always sends says nothing there.
 var openAPIRequests = map[string][]string{
 	"StartRequest": nil, "ResumeRequest": nil, "ForkRequest": {"checkpoint"}, "MCPToolsRequest": {"params"},
-	"ChatCompletionRequest": {"messages", "model"}, "RollbackRequest": {"version"},
+	"ChatCompletionRequest": {"messages", "model"}, "RollbackRequest": {"version"}, "TryNodeRequest": nil,
 }
 
 // jsonFields are a struct type's JSON members and whether each is always there (no

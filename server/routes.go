@@ -73,6 +73,7 @@ func (s *Server) routes() {
 	api.DELETE("/flows/:flow/draft", s.deleteDraft)
 	api.GET("/flows/:flow/export", s.exportFlow)
 	api.GET("/flows/:flow/events", s.flowEvents)
+	api.POST("/flows/:flow/nodes/:node/try", s.tryNode)
 
 	api.GET("/flows/:flow/versions", s.listVersions)
 	api.GET("/flows/:flow/versions/:version", s.getVersion)

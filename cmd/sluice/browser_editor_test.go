@@ -5,6 +5,7 @@ package main
 // text fields, the run a reload shows, and nodes that keep clear of one another.
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -397,4 +398,46 @@ func TestBrowserNodesLandAndGrowClearOfOneAnother(t *testing.T) {
 		}
 		b.shot("editor-streamed")
 	})
+}
+
+// One node run alone from its inspector, as n8n's "execute step": on a state typed in,
+// then on the state it received in the last run, as the working copy has the node (an
+// edit not saved yet), and nothing is stored.
+func TestBrowserRunOneNodeAloneOnAGivenOrTheLastRunsInput(t *testing.T) {
+	rdb := storetest.Real(t)
+	flowID := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, rdb, flowID)
+	dir := t.TempDir()
+	writeDoc(t, dir, exampleDoc(t, "linear", flowID))
+	base := serveForBrowser(t, dir)
+	post(t, base+"/api/flows/"+flowID+"/runs?wait=20s", `{"input": {"name": "Ada"}}`, http.StatusOK, nil)
+
+	b := newBrowser(t, base)
+	b.open("/flows/" + flowID)
+	b.waitFor("the canvas", `!!document.querySelector('[data-node="shout"]')`)
+	b.click(`[data-node="shout"]`)
+	b.waitFor("the shout node's inspector", `!!document.querySelector('.try-node')`)
+	b.click(".try-node summary")
+	b.typeInto("#try-state", `{"greeting": "hey there"}`)
+	b.click("#try-run")
+	b.waitText("#try-output", `"HEY THERE"`)
+
+	b.click("#try-from-run")
+	b.waitFor("the state of the last run", `document.querySelector("#try-state").value.includes("Hello, Ada!")`)
+	b.click("#try-run")
+	b.waitText("#try-output", `"HELLO, ADA!"`)
+	b.shot("try-node")
+
+	res, err := http.Get(base + "/api/flows/" + flowID + "/runs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var runs struct {
+		Total int `json:"total"`
+	}
+	json.NewDecoder(res.Body).Decode(&runs)
+	if runs.Total != 1 {
+		t.Errorf("%d runs: running a node alone must not make one", runs.Total)
+	}
 }

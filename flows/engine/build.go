@@ -26,28 +26,9 @@ type built struct {
 // conditions the successors, and transitions what that does to the run.
 func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.Result, dur time.Duration) (*built, error) {
 	plan, node, state := j.plan, j.node, j.state
-	update := res.Update
-	if node.Output != nil && !res.Pinned { // a pin holds the update as the step recorded it
-		v, err := node.Output.First(ctx, flows.JSONValue(res.Output), state)
-		if err != nil {
-			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Path: "output", Err: err})
-		}
-		m, ok := v.(map[string]any)
-		if v != nil && !ok {
-			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Path: "output",
-				Message: fmt.Sprintf("the output mapping must produce an object (the state update), got %s", flows.TypeName(v))})
-		}
-		update = m
-	}
-	if update != nil {
-		update = flows.JSONValue(update).(map[string]any)
-	}
-	newState := state
-	if len(update) > 0 {
-		var err error
-		if newState, err = plan.Reducers.Apply(state, update); err != nil {
-			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Err: err})
-		}
+	update, newState, err := stepUpdate(ctx, plan, node, state, res)
+	if err != nil {
+		return nil, err
 	}
 	stateJSON, err := json.Marshal(newState)
 	if err != nil {
@@ -124,6 +105,36 @@ func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.
 	}
 	b.step.Event, _ = json.Marshal(ev)
 	return b, nil
+}
+
+// stepUpdate is what a step's result does to the state: its update (the output mapping
+// over its output, unless pinned, else the component's own) and the state after it,
+// merged with the flow's reducers.
+func stepUpdate(ctx context.Context, plan *flows.Plan, node *flows.PlanNode, state map[string]any, res *flows.Result) (map[string]any, map[string]any, error) {
+	update := res.Update
+	if node.Output != nil && !res.Pinned { // a pin holds the update as the step recorded it
+		v, err := node.Output.First(ctx, flows.JSONValue(res.Output), state)
+		if err != nil {
+			return nil, nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Path: "output", Err: err})
+		}
+		m, ok := v.(map[string]any)
+		if v != nil && !ok {
+			return nil, nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Path: "output",
+				Message: fmt.Sprintf("the output mapping must produce an object (the state update), got %s", flows.TypeName(v))})
+		}
+		update = m
+	}
+	if update != nil {
+		update = flows.JSONValue(update).(map[string]any)
+	}
+	newState := state
+	if len(update) > 0 {
+		var err error
+		if newState, err = plan.Reducers.Apply(state, update); err != nil {
+			return nil, nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Err: err})
+		}
+	}
+	return update, newState, nil
 }
 
 // newCommit is the commit of a built step (and of the steps fused after it).

@@ -5,7 +5,7 @@ import type { Pin } from "../flow/pins";
 import type { ComponentSpec, FlowDocument, Problem } from "../flow/types";
 import type { SavedSchedule } from "../flow/schedules";
 import type { VersionDiff } from "../flow/versions";
-import type { Checkpoint, DeadLetter, FlowQueues, ImportReport, RolledBack, Run, VersionDetail, VersionHistory } from "./types";
+import type { Checkpoint, DeadLetter, FlowQueues, ImportReport, RolledBack, Run, Trial, VersionDetail, VersionHistory } from "./types";
 
 /** An error answer of the API: {"error": {status, code, message, problems?}}. */
 export class ApiError extends Error {
@@ -179,4 +179,7 @@ export const api = {
   pauseSchedule: (flow: string, n: number) => call<SavedSchedule>("POST", `${flowURL(flow)}/schedules/${n}/pause`),
   resumeSchedule: (flow: string, n: number) => call<SavedSchedule>("POST", `${flowURL(flow)}/schedules/${n}/resume`),
   mcpTools: (params: unknown) => call<{ tools: ToolDef[] }>("POST", "/api/mcp/tools", { params }).then((r) => r.tools),
+  /** Runs one node of the working copy alone on a state; nothing is stored. */
+  tryNode: (doc: FlowDocument, node: string, state: unknown) =>
+    call<Trial>("POST", `${flowURL(doc.id)}/nodes/${encodeURIComponent(node)}/try`, { document: doc, state }),
 };

@@ -174,3 +174,19 @@ export interface ImportReport {
   gaps: { node: string; type: string; why: string; placeholder?: string }[];
   notes: { node: string; type: string; message: string }[];
 }
+
+/** One node run alone, outside any run (POST .../nodes/NODE/try). */
+export interface Trial {
+  node: string;
+  input: unknown;
+  output: unknown;
+  update?: Record<string, unknown>;
+  state?: Record<string, unknown>;
+  ports?: string[];
+  next: string[];
+  waits?: string;
+  usage: Usage;
+  duration_ms: number;
+  error?: string;
+  retryable?: boolean;
+}

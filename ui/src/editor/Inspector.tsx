@@ -14,6 +14,7 @@ import { BUDGET_FIELDS, budgetOf, offeredOverMCP, withBudget, withMCP } from "..
 import type { FlowDocument, FlowNode, Note, NoteColor, Problem, Registry } from "../flow/types";
 import { FieldRow, ParamField } from "./fields";
 import { MCPTools } from "./MCPTools";
+import { TryNode } from "./TryNode";
 import type { EditorStore } from "./store";
 import { TextArea } from "./TextArea";
 
@@ -38,7 +39,7 @@ export function Inspector({ store, doc, reg, problems, selectedNodes, selectedEd
   }
   if (selectedNodes.size === 1) {
     const node = doc.nodes.find((n) => selectedNodes.has(n.id));
-    if (node) return <NodeInspector key={node.id} store={store} doc={doc} reg={reg} node={node} problems={problems.byNode.get(node.id) ?? []} />;
+    if (node) return <NodeInspector key={node.id} store={store} doc={doc} reg={reg} node={node} problems={problems.byNode.get(node.id) ?? []} isNew={isNew} />;
   }
   if (selectedEdges.size === 1 && selectedNodes.size === 0) {
     const id = [...selectedEdges][0]!;
@@ -56,7 +57,7 @@ export function Inspector({ store, doc, reg, problems, selectedNodes, selectedEd
   return <FlowInspector store={store} doc={doc} isNew={isNew} />;
 }
 
-function NodeInspector({ store, doc, reg, node, problems }: { store: EditorStore; doc: FlowDocument; reg: Registry; node: FlowNode; problems: Problem[] }) {
+function NodeInspector({ store, doc, reg, node, problems, isNew }: { store: EditorStore; doc: FlowDocument; reg: Registry; node: FlowNode; problems: Problem[]; isNew: boolean }) {
   const spec = reg.get(node.type);
   const fields = fieldsOf(spec?.params);
   const seal = () => store.seal();
@@ -111,6 +112,7 @@ function NodeInspector({ store, doc, reg, node, problems }: { store: EditorStore
         <ParamField key={f.name} field={f} value={node.params?.[f.name]} problems={problemsOf(f.name)} onChange={(v) => setP(f.name, v)} onBlur={seal} envNames={envNames} />
       ))}
       {node.type === "mcp" && <MCPTools params={node.params ?? {}} />}
+      {spec && spec.name !== "input" && <TryNode doc={doc} node={node.id} saved={!isNew} />}
       <details className="advanced">
         <summary>Input, output and limits</summary>
         <ParamField field={{ ...jq, name: "input", label: "Input selector", description: "What of the state the component sees (jq). Empty: the whole state." }} value={node.input} problems={problemsOf(undefined, "input")} onChange={(v) => setF("input", v as string | undefined)} onBlur={seal} />
