@@ -25,15 +25,16 @@ var (
 	calcTypes     = set("CalculatorComponent", "CalculatorTool", "Calculator")
 	dateTypes     = set("CurrentDateComponent", "CurrentDate")
 	mcpTypes      = set("MCPTools", "MCPToolsComponent", "MCPSse", "MCPStdio")
-	// Web search components: Tavily, Brave and SearXNG are web_search's own providers;
-	// the others search through a service web_search does not speak, and become a
+	// Web search components: Tavily, Brave, SearchApi, SerpApi, Serper, ScrapeGraph and
+	// SearXNG are web_search's own providers; the others (Google's Custom Search, Bing,
+	// DuckDuckGo) search through a service web_search does not speak, and become a
 	// Tavily search the report tells about.
 	searchTypes = map[string]string{
 		"TavilySearchComponent": "tavily", "TavilyAISearch": "tavily", "TavilySearchTool": "tavily", "TavilySearch": "tavily",
 		"BraveSearch": "brave", "BraveSearchComponent": "brave", "SearXNGTool": "searxng", "SearXNGToolComponent": "searxng",
-		"SearchComponent": "", "SearchAPI": "", "ScrapeGraphSearchApi": "", "SerpAPI": "", "SerpComponent": "",
-		"GoogleSerperAPI": "", "GoogleSerperAPICore": "", "GoogleSearchAPI": "", "GoogleSearchAPICore": "",
-		"DuckDuckGoSearchComponent": "", "BingSearchAPI": "",
+		"SearchComponent": "searchapi", "SearchAPI": "searchapi", "ScrapeGraphSearchApi": "scrapegraph",
+		"SerpAPI": "serpapi", "SerpComponent": "serpapi", "GoogleSerperAPI": "serper", "GoogleSerperAPICore": "serper",
+		"GoogleSearchAPI": "", "GoogleSearchAPICore": "", "DuckDuckGoSearchComponent": "", "BingSearchAPI": "",
 	}
 	vectorTypes = set("AstraDB", "AstraDBVectorStoreComponent", "AstraVectorStoreComponent", "Chroma", "ChromaVectorStoreComponent",
 		"FAISS", "FaissVectorStoreComponent", "Qdrant", "QdrantVectorStoreComponent", "Pinecone", "PineconeVectorStoreComponent",
@@ -510,7 +511,7 @@ func (c *conv) searchParams(n *lfNode) map[string]any {
 	switch provider {
 	case "":
 		provider = "tavily"
-		c.note(n, "%s searches with a service Sluice's web_search does not speak; the node searches with Tavily: give it a Tavily key, or set provider to brave or searxng", n.title())
+		c.note(n, "%s searches with a service Sluice's web_search does not speak; the node searches with Tavily: give it a Tavily key, or set another provider (brave, searchapi, serpapi, serper, scrapegraph, searxng)", n.title())
 	case "searxng":
 		p["base_url"] = c.literal(n, "url")
 	case "tavily":

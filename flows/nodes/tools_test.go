@@ -3,6 +3,7 @@ package nodes_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -155,5 +156,49 @@ func TestWebSearchSpeaksEachProvider(t *testing.T) {
 	}
 	if _, err := tryBuildIn(env, "web_search", `{"provider": "searxng"}`); err == nil || !strings.Contains(err.Error(), "base_url") {
 		t.Errorf("searxng without a base_url: %v", err)
+	}
+}
+
+// The Google-result providers (SearchApi, SerpApi, Serper) and ScrapeGraph's search: each
+// request as its API takes it, the key where it wants it, the answer as {title, url,
+// content} results.
+func TestWebSearchSpeaksTheGoogleResultProvidersAndScrapeGraph(t *testing.T) {
+	const key = "sk-search-test-0123456789"
+	var seen []string
+	api, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		json.NewDecoder(r.Body).Decode(&body)
+		seen = append(seen, fmt.Sprintf("%s %s q=%s%v num=%s%v | %s%s%s%s", r.Method, r.URL.Path, r.URL.Query().Get("q"), body["q"],
+			r.URL.Query().Get("num"), body["num"], r.Header.Get("Authorization"), r.URL.Query().Get("api_key"), r.Header.Get("X-API-KEY"), r.Header.Get("SGAI-APIKEY")))
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/api/v1/search", "/search.json":
+			w.Write([]byte(`{"organic_results": [{"title": "Go", "link": "https://go.dev", "snippet": "The Go language"}]}`))
+		case "/search":
+			w.Write([]byte(`{"organic": [{"title": "Serper", "link": "https://serper.dev", "snippet": "Google results"}]}`))
+		case "/v1/searchscraper":
+			w.Write([]byte(`{"result": {"answer": "Lyon"}, "reference_urls": ["https://a.example", "https://b.example"]}`))
+		}
+	})
+	env := &nodes.Env{HTTP: loopbackOK(), LookupEnv: func(n string) (string, bool) { return key, n == "SLUICE_SECRET_SEARCH" }}
+	for _, tc := range []struct{ provider, want string }{
+		{"searchapi", `[{"content":"The Go language","title":"Go","url":"https://go.dev"}]`},
+		{"serpapi", `[{"content":"The Go language","title":"Go","url":"https://go.dev"}]`},
+		{"serper", `[{"content":"Google results","title":"Serper","url":"https://serper.dev"}]`},
+		{"scrapegraph", `[{"content":"{\"answer\":\"Lyon\"}","title":"ScrapeGraph's answer","url":"https://a.example"},{"content":"","title":"https://a.example","url":"https://a.example"},{"content":"","title":"https://b.example","url":"https://b.example"}]`},
+	} {
+		n := buildIn(t, env, "web_search", `{"provider": "`+tc.provider+`", "base_url": "`+api.URL+`", "api_key": {"$env": "SLUICE_SECRET_SEARCH"}, "max_results": 3}`)
+		if out := asJSON(runStep(t, n, memoryStep(t, "f", `{"query": "where is it"}`)).Output); out != tc.want {
+			t.Errorf("%s: %s, want %s", tc.provider, out, tc.want)
+		}
+	}
+	want := []string{
+		"GET /api/v1/search q=where is it<nil> num=3<nil> | Bearer " + key,
+		"GET /search.json q=where is it<nil> num=3<nil> | " + key,
+		"POST /search q=where is it num=3 | " + key,
+		"POST /v1/searchscraper q=<nil> num=<nil> | " + key,
+	}
+	if strings.Join(seen, "\n") != strings.Join(want, "\n") {
+		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -17,9 +17,13 @@ import (
 
 // The web search providers and the base URL each has by default.
 var searchProviders = map[string]string{
-	"tavily":  "https://api.tavily.com",
-	"brave":   "https://api.search.brave.com",
-	"searxng": "",
+	"tavily":      "https://api.tavily.com",
+	"brave":       "https://api.search.brave.com",
+	"searchapi":   "https://www.searchapi.io",
+	"serpapi":     "https://serpapi.com",
+	"serper":      "https://google.serper.dev",
+	"scrapegraph": "https://api.scrapegraphai.com",
+	"searxng":     "",
 }
 
 func webSearchSpec(env *Env) flows.Spec {
@@ -28,7 +32,9 @@ func webSearchSpec(env *Env) flows.Spec {
 		Title:    "Web search",
 		Category: "tools",
 		Description: "Searches the web through a provider's HTTP API: Tavily (POST /search), Brave Search " +
-			"(GET /res/v1/web/search) or a SearXNG instance (GET /search?format=json). The key is a secret of the server " +
+			"(GET /res/v1/web/search), SearchApi (GET /api/v1/search, Google), SerpApi (GET /search.json, Google), Serper " +
+			"(POST /search), ScrapeGraph (POST /v1/searchscraper: its answer first, then its sources) or a SearXNG instance " +
+			"(GET /search?format=json). The key is a secret of the server " +
 			"({\"$env\": \"NAME\"}, an allowed variable, never in the flow; its value is redacted from what the step " +
 			"produces); the request goes through the http component's policy (internal addresses, such as a SearXNG on " +
 			"the private network, need the server's HTTP allow-list). The results, a list of {title, url, content}, are " +
@@ -38,9 +44,9 @@ func webSearchSpec(env *Env) flows.Spec {
 		Params: json.RawMessage(`{
 			"type": "object", "additionalProperties": false, "required": ["provider"],
 			"properties": {
-				"provider": {"enum": ["tavily", "brave", "searxng"], "description": "Which search API base_url speaks."},
-				"base_url": {"type": "string", "format": "uri", "description": "The API's base URL; default https://api.tavily.com, https://api.search.brave.com; required for searxng (its instance)."},
-				"api_key": {"x-secret": true, "description": "The key (Tavily: Authorization Bearer; Brave: X-Subscription-Token; SearXNG: sent as Bearer when given)."},
+				"provider": {"enum": ["tavily", "brave", "searchapi", "serpapi", "serper", "scrapegraph", "searxng"], "description": "Which search API base_url speaks."},
+				"base_url": {"type": "string", "format": "uri", "description": "The API's base URL; default the provider's own (https://api.tavily.com, https://api.search.brave.com, https://www.searchapi.io, https://serpapi.com, https://google.serper.dev, https://api.scrapegraphai.com); required for searxng (its instance)."},
+				"api_key": {"x-secret": true, "description": "The key (Tavily, SearchApi: Authorization Bearer; Brave: X-Subscription-Token; SerpApi: api_key; Serper: X-API-KEY; ScrapeGraph: SGAI-APIKEY; SearXNG: sent as Bearer when given)."},
 				"query": {"type": "string", "format": "template", "default": "{{.query}}", "description": "What to search for, a template over the node's input (as a step)."},
 				"max_results": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5, "description": "The most results returned."},
 				"timeout": {"type": "string", "format": "duration", "default": "20s", "description": "Deadline of the request."},
@@ -184,6 +190,31 @@ func (w *WebSearch) do(ctx context.Context, node string, r searchRequest) ([]sea
 		if err == nil {
 			req.Header.Set("X-Subscription-Token", key)
 		}
+	case "searchapi":
+		q := url.Values{"engine": {"google"}, "q": {r.Query}, "num": {strconv.Itoa(r.Max)}}
+		req, err = http.NewRequestWithContext(ctx, http.MethodGet, w.base.String()+"/api/v1/search?"+q.Encode(), nil)
+		if err == nil {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+	case "serpapi":
+		// SerpApi takes its key in the query only: the URL is never logged whole (where
+		// keeps scheme, host and path) and the key is redacted from every answer.
+		q := url.Values{"engine": {"google"}, "q": {r.Query}, "num": {strconv.Itoa(r.Max)}, "api_key": {key}}
+		req, err = http.NewRequestWithContext(ctx, http.MethodGet, w.base.String()+"/search.json?"+q.Encode(), nil)
+	case "serper":
+		body, _ := json.Marshal(map[string]any{"q": r.Query, "num": r.Max})
+		req, err = http.NewRequestWithContext(ctx, http.MethodPost, w.base.String()+"/search", bytes.NewReader(body))
+		if err == nil {
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-API-KEY", key)
+		}
+	case "scrapegraph":
+		body, _ := json.Marshal(map[string]any{"user_prompt": r.Query, "num_results": r.Max})
+		req, err = http.NewRequestWithContext(ctx, http.MethodPost, w.base.String()+"/v1/searchscraper", bytes.NewReader(body))
+		if err == nil {
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("SGAI-APIKEY", key)
+		}
 	default:
 		q := url.Values{"q": {r.Query}, "format": {"json"}}
 		req, err = http.NewRequestWithContext(ctx, http.MethodGet, w.base.String()+"/search?"+q.Encode(), nil)
@@ -231,6 +262,41 @@ func (w *WebSearch) do(ctx context.Context, node string, r searchRequest) ([]sea
 		err = json.Unmarshal(raw, &b)
 		for _, x := range b.Web.Results {
 			out = append(out, searchResult{Title: x.Title, URL: x.URL, Content: x.Description})
+		}
+	case "searchapi", "serpapi", "serper": // Google's results: {organic_results | organic: [{title, link, snippet}]}
+		type organic struct {
+			Title   string `json:"title"`
+			Link    string `json:"link"`
+			Snippet string `json:"snippet"`
+		}
+		var g struct {
+			OrganicResults []organic `json:"organic_results"`
+			Organic        []organic `json:"organic"`
+		}
+		err = json.Unmarshal(raw, &g)
+		for _, x := range append(g.OrganicResults, g.Organic...) {
+			out = append(out, searchResult{Title: x.Title, URL: x.Link, Content: x.Snippet})
+		}
+	case "scrapegraph": // {result: the answer it wrote, reference_urls: [its sources]}
+		var sg struct {
+			Result        any      `json:"result"`
+			ReferenceURLs []string `json:"reference_urls"`
+		}
+		err = json.Unmarshal(raw, &sg)
+		if err == nil && sg.Result != nil {
+			text, ok := sg.Result.(string)
+			if !ok {
+				b, _ := json.Marshal(sg.Result)
+				text = string(b)
+			}
+			first := ""
+			if len(sg.ReferenceURLs) > 0 {
+				first = sg.ReferenceURLs[0]
+			}
+			out = append(out, searchResult{Title: "ScrapeGraph's answer", URL: first, Content: text})
+			for _, u := range sg.ReferenceURLs {
+				out = append(out, searchResult{Title: u, URL: u})
+			}
 		}
 	default: // tavily and searxng answer {"results": [{title, url, content}]}
 		var t struct {
