@@ -160,7 +160,7 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	traceFields, tp := runTraceFields(ctx, plan.Flow)
 	fields = append(fields, traceFields...)
 	args := store.StartArgs{Flow: plan.Flow, Run: id, Part: part, Version: plan.Version, State: stateJSON,
-		Checkpoint: cp, Entries: []string{plan.Entry}, Fields: fields, Trace: tp}
+		Checkpoint: cp, Entries: []string{plan.Entry}, Fields: fields, Trace: tp, Fresh: opts.RunID == ""}
 	ckpt, err := e.rdb.StartRun(ctx, args)
 	if flows.ErrorCode(err) == flows.NotFound {
 		// The run is created, but the version this process stored is gone (Redis
