@@ -63,10 +63,17 @@ type commitCall struct {
 	extra []string          // the transition streams, after every commit's five keys
 }
 
-func newCommitCall(k Keys, n int) *commitCall {
-	call := &commitCall{keys: make([]string, 0, 4+5*n+2), args: make([]any, 0, 4+24*n), index: map[string]string{}}
+// newCommitCall starts a call of n commits of one partition of one flow, with the
+// settings of c (which the call's commits share: see commitGroups).
+func newCommitCall(c *Commit, n int) *commitCall {
+	k := c.Act.keys()
+	call := &commitCall{keys: make([]string, 0, 4+5*n+2), args: make([]any, 0, 8+20*n), index: map[string]string{}}
 	call.keys = append(call.keys, k.Events(), k.Results(), k.Waits(), k.Expiry())
-	call.args = append(call.args, Group, strconv.FormatInt(nowMS(), 10), strconv.Itoa(EventsMaxLen), strconv.Itoa(n))
+	now := nowMS()
+	ttl := int64(c.TTL / time.Second)
+	call.args = append(call.args, Group, strconv.FormatInt(now, 10), strconv.Itoa(EventsMaxLen),
+		strconv.Itoa(c.MaxSteps), strconv.FormatInt(ttl, 10), strconv.Itoa(c.KeepLast), strconv.FormatInt(now+ttl*1000, 10),
+		strconv.Itoa(n))
 	return call
 }
 
@@ -107,8 +114,7 @@ func (call *commitCall) add(c *Commit, n int) {
 		parent = c.Act.Ckpt
 	}
 	args := call.args
-	args = append(args, c.Consumer, c.Act.ID, run, strconv.Itoa(c.MaxSteps),
-		strconv.FormatInt(int64(c.TTL/time.Second), 10), strconv.Itoa(c.KeepLast),
+	args = append(args, c.Consumer, c.Act.ID, run,
 		strconv.Itoa(c.Act.Depth), strconv.Itoa(len(c.Steps)),
 		strconv.FormatInt(usage.InputTokens, 10), strconv.FormatInt(usage.OutputTokens, 10), evs,
 		first.Node, last.Node, parent, packedBody(c.Steps))
@@ -151,13 +157,19 @@ func (call *commitCall) add(c *Commit, n int) {
 }
 
 // commitGroups splits commits into the groups one script call commits: those of one
-// partition of one flow (whose keys share a slot and the partition's streams), at most
-// maxCallCommits each, in order.
+// partition of one flow (whose keys share a slot and the partition's streams) with the
+// same settings (max_steps, retention, keep_last: the flow's), at most maxCallCommits
+// each, in order.
 func commitGroups(commits []*Commit) [][]int {
+	type groupKey struct {
+		k                  Keys
+		maxSteps, keepLast int
+		ttl                time.Duration
+	}
 	var groups [][]int
-	at := map[Keys]int{}
+	at := map[groupKey]int{}
 	for i, c := range commits {
-		k := c.Act.keys()
+		k := groupKey{c.Act.keys(), c.MaxSteps, c.KeepLast, c.TTL}
 		g, ok := at[k]
 		if !ok || len(groups[g]) >= maxCallCommits {
 			g = len(groups)
@@ -190,7 +202,7 @@ func (r *Redis) CommitBatch(ctx context.Context, commits []*Commit) ([]CommitRes
 			if attempt > 0 && !isNoScript(errs[g[0]]) {
 				continue
 			}
-			call := newCommitCall(commits[g[0]].Act.keys(), len(g))
+			call := newCommitCall(commits[g[0]], len(g))
 			for _, i := range g {
 				call.add(commits[i], len(g))
 			}

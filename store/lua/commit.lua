@@ -17,26 +17,28 @@
 -- ARGV[1] -> consumer group
 -- ARGV[2] -> now, unix ms
 -- ARGV[3] -> events stream MAXLEN (approximate)
--- ARGV[4] -> n, the number of commits; then each commit's arguments, from its first (+0):
+-- ARGV[4] -> max_steps: the deepest an activation may be (the loop guard)
+-- ARGV[5] -> seconds a finished run is kept ("0": forever)
+-- ARGV[6] -> keep_last: checkpoints kept when the run finishes ("0": all)
+-- ARGV[7] -> when a run finishing now expires, unix ms (its score in the expiry set)
+--            (the settings are the flow's: the commits of one call share them)
+-- ARGV[8] -> n, the number of commits; then each commit's arguments, from its first (+0):
 -- +0 -> consumer name: the entry must still be pending for it (the fence)
 -- +1 -> entry id
 -- +2 -> run id
--- +3 -> max_steps: the deepest an activation may be (the loop guard)
--- +4 -> seconds a finished run is kept ("0": forever)
--- +5 -> keep_last: checkpoints kept when the run finishes ("0": all)
--- +6 -> depth of the consumed activation: steps along its line since the run started
+-- +3 -> depth of the consumed activation: steps along its line since the run started
 --       (the activations the commit adds are that plus the steps committed deep)
--- +7 -> s, the number of steps committed (the first ran the consumed activation, each
+-- +4 -> s, the number of steps committed (the first ran the consumed activation, each
 --       further one the single successor of the one before)
--- +8, +9 -> input and output tokens the steps spent ("0" for none)
--- +10 -> the steps' live events: a JSON array, one object per step
--- +11, +12 -> the first and the last step's node ids
--- +13 -> the parent checkpoint of the first step
--- +14 -> the steps' checkpoints, packed (see store/checkpoints.go): one entry holds
+-- +5, +6 -> input and output tokens the steps spent ("0" for none)
+-- +7 -> the steps' live events: a JSON array, one object per step
+-- +8, +9 -> the first and the last step's node ids
+-- +10 -> the parent checkpoint of the first step
+-- +11 -> the steps' checkpoints, packed (see store/checkpoints.go): one entry holds
 --        them all; step k of s gets the id "<entry>.<k-1>", the last the entry's id
--- +15 -> m, the number of states: 1 (only the last step's: a fused step's state is
+-- +12 -> m, the number of states: 1 (only the last step's: a fused step's state is
 --        computed from the updates when asked for) or s (each step's)
--- +16 .. +15+m -> the state JSON after the steps
+-- +13 .. +12+m -> the state JSON after the steps
 -- then f, the number of final (output node) values, then f pairs: node id, output JSON
 -- then t, the number of transitions, then each: an op code and its arguments.
 --   A KEY REF TOK             activate: an activation on KEYS[KEY] reading REF
@@ -76,8 +78,10 @@
 -- max_steps (the run fails).
 
 local group, now, maxlen = ARGV[1], ARGV[2], ARGV[3]
-local ncommits = tonumber(ARGV[4])
-if not ncommits then return redis.error_reply('commit.lua: the number of commits is not a number') end
+local maxsteps, ttl, keeplast, expireat = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local maxdepth = tonumber(maxsteps)
+local ncommits = tonumber(ARGV[8])
+if not ncommits or not maxdepth or not tonumber(keeplast) then return redis.error_reply('commit.lua: max_steps, keep_last or the number of commits is not a number') end
 local firstextra = 5 + 5 * ncommits -- the first transition stream's index in KEYS
 local arity = {A = 3, S = 2, O = 5, P = 2, R = 4, G = 2, C = 1, W = 2}
 
@@ -87,19 +91,19 @@ local arity = {A = 3, S = 2, O = 5, P = 2, R = 4, G = 2, C = 1, W = 2}
 local starts, states, finals, transs = {}, {}, {}, {}
 do
   local nargv = #ARGV
-  local i = 5
+  local i = 9
   for c = 1, ncommits do
     starts[c] = i
-    local nstates = tonumber(ARGV[i + 15])
+    local nstates = tonumber(ARGV[i + 12])
     if not nstates or nstates < 1 then return redis.error_reply('commit.lua: commit ' .. c .. ': the number of states is not a number') end
-    local nfinals = tonumber(ARGV[i + 16 + nstates])
+    local nfinals = tonumber(ARGV[i + 13 + nstates])
     if not nfinals then return redis.error_reply('commit.lua: commit ' .. c .. ': the number of outputs is not a number') end
-    local ti = i + 17 + nstates + 2 * nfinals
+    local ti = i + 14 + nstates + 2 * nfinals
     local nt = tonumber(ARGV[ti])
     if not nt then return redis.error_reply('commit.lua: commit ' .. c .. ': the number of transitions is not a number') end
     states[c], finals[c], transs[c] = nstates, nfinals, nt
-    if not tonumber(ARGV[i + 6]) or not tonumber(ARGV[i + 7]) or not tonumber(ARGV[i + 3]) then
-      return redis.error_reply('commit.lua: commit ' .. c .. ': depth, steps or max_steps is not a number')
+    if not tonumber(ARGV[i + 3]) or not tonumber(ARGV[i + 4]) then
+      return redis.error_reply('commit.lua: commit ' .. c .. ': depth or steps is not a number')
     end
     i = ti + 1
     local seeds = 0
@@ -161,9 +165,8 @@ local events = {}
 local function commit(c, b, a)
 local KIN, KRUN, KCKPT, KSTATE, KFRAMES = KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4], KEYS[b + 5]
 local consumer, entry, run = ARGV[a], ARGV[a + 1], ARGV[a + 2]
-local maxsteps, ttl, keeplast = ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
-local depth = tonumber(ARGV[a + 6])
-local nsteps = tonumber(ARGV[a + 7])
+local depth = tonumber(ARGV[a + 3])
+local nsteps = tonumber(ARGV[a + 4])
 local nextdepth = tostring(depth + nsteps)
 local nstates, nfinals, ntrans = states[c], finals[c], transs[c]
 
@@ -205,7 +208,7 @@ local function expire_run()
     redis.call('EXPIRE', KRUN, ttl)
     redis.call('EXPIRE', KCKPT, ttl)
     redis.call('EXPIRE', KSTATE, ttl)
-    redis.call('ZADD', KEYS[4], tonumber(now) + tonumber(ttl) * 1000, run)
+    redis.call('ZADD', KEYS[4], expireat, run)
   end
 end
 
@@ -260,13 +263,13 @@ local function finish(st)
   end
 end
 
-if depth > tonumber(maxsteps) then
+if depth > maxdepth then
   consume()
   set[#set + 1] = 'live'; set[#set + 1] = live - 1
   if status ~= 'failed' then
     set[#set + 1] = 'error'
     set[#set + 1] = 'the run went more than max_steps (' .. maxsteps .. ') steps deep: a loop that does not end?'
-    set[#set + 1] = 'error_node'; set[#set + 1] = ARGV[a + 11]
+    set[#set + 1] = 'error_node'; set[#set + 1] = ARGV[a + 8]
     finish('failed')
     redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'type', 'steps', 'run', run, 'node', 'failed', 'data', '[]', 'ckpt', '', 'step', '')
     expire_run()
@@ -276,28 +279,28 @@ if depth > tonumber(maxsteps) then
 end
 
 -- The steps: one checkpoint entry for all of them, a state each.
-local node = ARGV[a + 12]
+local node = ARGV[a + 9]
 local first = steps + 1
 steps = steps + nsteps
-local ckpt = redis.call('XADD', KCKPT, '*', 'n', node, 'p', ARGV[a + 13], 'c', ARGV[a + 14], 'k', ARGV[a + 7], 's', tostring(first), 't', now)
+local ckpt = redis.call('XADD', KCKPT, '*', 'n', node, 'p', ARGV[a + 10], 'c', ARGV[a + 11], 'k', ARGV[a + 4], 's', tostring(first), 't', now)
 if nstates == 1 then
-  redis.call('HSET', KSTATE, ckpt, ARGV[a + 16])
+  redis.call('HSET', KSTATE, ckpt, ARGV[a + 13])
 else
   local sts = {}
   for k = 1, nstates - 1 do
-    sts[#sts + 1] = ckpt .. '.' .. (k - 1); sts[#sts + 1] = ARGV[a + 15 + k]
+    sts[#sts + 1] = ckpt .. '.' .. (k - 1); sts[#sts + 1] = ARGV[a + 12 + k]
   end
-  sts[#sts + 1] = ckpt; sts[#sts + 1] = ARGV[a + 15 + nstates]
+  sts[#sts + 1] = ckpt; sts[#sts + 1] = ARGV[a + 12 + nstates]
   redis.call('HSET', KSTATE, unpack(sts))
 end
-local i = a + 16 + nstates
+local i = a + 13 + nstates
 for _ = 1, nfinals do
   set[#set + 1] = 'out:' .. ARGV[i + 1]; set[#set + 1] = ARGV[i + 2]
   i = i + 2
 end
 i = i + 1
-if ARGV[a + 8] ~= '0' then redis.call('HINCRBY', KRUN, 'in_tokens', ARGV[a + 8]) end
-if ARGV[a + 9] ~= '0' then redis.call('HINCRBY', KRUN, 'out_tokens', ARGV[a + 9]) end
+if ARGV[a + 5] ~= '0' then redis.call('HINCRBY', KRUN, 'in_tokens', ARGV[a + 5]) end
+if ARGV[a + 6] ~= '0' then redis.call('HINCRBY', KRUN, 'out_tokens', ARGV[a + 6]) end
 
 local refs = {}
 local function ref(x)
@@ -392,7 +395,7 @@ elseif live <= 0 and forks then
 end
 local changed = ''
 if newstatus ~= status then changed = newstatus end
-events[#events + 1] = {run, changed, ckpt, first, ARGV[a + 10]}
+events[#events + 1] = {run, changed, ckpt, first, ARGV[a + 7]}
 redis.call('HSET', KRUN, unpack(set))
 if live <= 0 then expire_run() end
 return {'ok', ckpt, steps, live, newstatus}
