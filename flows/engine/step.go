@@ -73,6 +73,16 @@ func pure(n *flows.PlanNode) bool {
 	return ok && in.Inline()
 }
 
+// bounded reports whether a node's steps are pure and finish in bounded time
+// (flows.Bounder): they run without a deadline timer.
+func bounded(n *flows.PlanNode) bool {
+	if !pure(n) {
+		return false
+	}
+	b, ok := n.Component.(flows.Bounder)
+	return ok && b.Bounded()
+}
+
 // preloaded is what the reader fetched for an activation in its batch round trip.
 type preloaded struct {
 	state  map[string]any // nil: not loaded (a join, a cache miss that failed)

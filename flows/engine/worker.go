@@ -40,7 +40,7 @@ type Worker struct {
 	inflight *inflight
 
 	// The execute stage's middleware chains (execute.go).
-	run, runPure runFunc
+	run, runPure, runBounded runFunc
 
 	mu      sync.Mutex
 	running bool
@@ -89,6 +89,7 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 		wake: make(chan struct{}, 1), pureSem: make(chan struct{}, maxPureSteps)}
 	w.run = chain(component, w.withCancel, e.withAnnounce, withDeadline, withRecover)
 	w.runPure = chain(component, withDeadline, withRecover)
+	w.runBounded = chain(component, withRecover)
 	return w
 }
 
