@@ -186,6 +186,7 @@ func printBench(w io.Writer, r benchReport) {
 	row("Redis CPU per step (µs)", num(s.CPUPerStep, ""), num(b.CPUPerStep, ""), rt("redis_cpu_per_step"))
 	row("Redis bytes per run", num(s.BytesPerRun, ""), num(b.BytesPerRun, ""), rt("redis_bytes_per_run"))
 	row("Redis bytes per checkpoint", num(s.BytesPerCkpt, ""), "", "")
+	row("Go CPU per run (µs)", num(s.GoCPUPerRun, ""), "", "")
 	if !math.IsNaN(float64(s.Spread)) {
 		row("busiest / quietest master", num(s.Spread, "×"), "", "")
 	}

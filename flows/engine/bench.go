@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
@@ -47,7 +48,11 @@ type BenchFigures struct {
 	BytesPerRun  store.Figure      `json:"redis_bytes_per_run"`
 	BytesPerCkpt store.Figure      `json:"redis_bytes_per_checkpoint"`
 	// Spread is, on a Redis Cluster, the busiest master's commands over the quietest's.
-	Spread      store.Figure `json:"master_spread"`
+	Spread store.Figure `json:"master_spread"`
+	// GoCPUPerRun is this process's CPU time (user and system, every goroutine: the
+	// starters, the worker, the bench's own result reader) per run, in µs; NaN when
+	// worker processes did the work (--procs).
+	GoCPUPerRun store.Figure `json:"go_cpu_us_per_run"`
 	Steps       int          `json:"steps"`
 	Failed      int          `json:"failed_runs"`
 	Drained     bool         `json:"drained"`
@@ -190,6 +195,7 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 	obs.steps = 0
 
 	before := rdb.Stats(ctx)
+	cpuBefore := processCPU()
 	var e2e store.Latencies
 	var mu sync.Mutex
 	submitted := map[string]time.Time{}
@@ -288,6 +294,7 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 		return nil, ctx.Err()
 	}
 	elapsed := time.Since(start)
+	cpuUsed := processCPU() - cpuBefore
 	after := rdb.Stats(ctx)
 	stopWorkers()
 	wg.Wait()
@@ -296,7 +303,10 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 	f := &BenchFigures{Seconds: elapsed.Seconds(), RunsPerSec: float64(o.Runs) / elapsed.Seconds(), EndToEnd: e2e.Percentiles(),
 		Step: obs.step.Percentiles(), Commit: obs.commit.Percentiles(), Steps: o.Runs * stepsPerRun, Failed: failed,
 		CPUPerStep: store.Figure(math.NaN()), BytesPerRun: store.Figure(math.NaN()), BytesPerCkpt: store.Figure(math.NaN()),
-		Spread: store.Figure(store.Spread(before, after))}
+		Spread: store.Figure(store.Spread(before, after)), GoCPUPerRun: store.Figure(math.NaN())}
+	if o.Procs == 0 {
+		f.GoCPUPerRun = store.Figure(float64(cpuUsed.Microseconds()) / float64(o.Runs))
+	}
 	if !math.IsNaN(before.CPU) && !math.IsNaN(after.CPU) {
 		f.CPUPerStep = store.Figure((after.CPU - before.CPU) * 1e6 / float64(f.Steps))
 	}
@@ -308,6 +318,15 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 	f.MaxPending = maxPending
 	f.DeadLetters = rdb.DeadLetterCount(ctx, id)
 	return f, nil
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // drained reports whether every node stream is empty with nothing pending.
