@@ -46,9 +46,12 @@ type job struct {
 	plan  *flows.Plan
 	node  *flows.PlanNode
 	state map[string]any
-	join  *joined
-	step  *flows.Step
-	pin   *Pin // the node's output is pinned for this run: the component does not run
+	// stateJSON is state's JSON, checked against the plan's limits, when it is at hand
+	// (a step fused after another); nil otherwise.
+	stateJSON []byte
+	join      *joined
+	step      *flows.Step
+	pin       *Pin // the node's output is pinned for this run: the component does not run
 	// emitted is set once the step emitted a live event (withAnnounce): its commit
 	// waits until those are in Redis (eventBatcher.barrier).
 	emitted atomic.Bool
