@@ -14,14 +14,15 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/engine/bench"
 	"github.com/sluicehq/sluice/store"
 )
 
 // benchReport is what `sluice bench --json` prints.
 type benchReport struct {
-	Options engine.BenchOptions     `json:"options"`
+	Options bench.Options           `json:"options"`
 	Redis   string                  `json:"redis"`
-	Sluice  *engine.BenchFigures    `json:"sluice"`
+	Sluice  *bench.Figures          `json:"sluice"`
 	Bare    *store.BareFigures      `json:"bare"`
 	Ratio   map[string]store.Figure `json:"ratio"` // sluice / bare
 }
@@ -29,7 +30,7 @@ type benchReport struct {
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o engine.BenchOptions
+	var o bench.Options
 	fs.IntVar(&o.Runs, "runs", 20000, "runs to drive through each side")
 	fs.IntVar(&o.Nodes, "nodes", 3, "no-op nodes in a row")
 	fs.StringVar(&o.Shape, "shape", "linear", "linear (--nodes in a row) or fork (--branches between a fork and a join)")
@@ -90,7 +91,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if !*skipBare {
 		pad := []byte(strings.Repeat("x", o.StateBytes))
-		rep.Bare, err = rdb.BenchBare(ctx, store.BareOptions{Prefix: "sluicebench:" + engine.NewRunID(), Hops: engine.CommitsPerRun(o), Runs: o.Runs,
+		rep.Bare, err = rdb.BenchBare(ctx, store.BareOptions{Prefix: "sluicebench:" + engine.NewRunID(), Hops: bench.CommitsPerRun(o), Runs: o.Runs,
 			Submitters: o.Submitters, Rate: o.Rate, Payload: pad})
 		if err != nil {
 			return fmt.Errorf("bare loop: %w", err)
@@ -106,7 +107,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	rep.Sluice, err = engine.Bench(ctx, rdb, registry(nil), o)
+	rep.Sluice, err = bench.Run(ctx, rdb, registry(nil), o)
 	if *cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -146,7 +147,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-func shapeName(o engine.BenchOptions) string {
+func shapeName(o bench.Options) string {
 	if o.Shape == "fork" {
 		return fmt.Sprintf("fork of %d branches into a join", o.Branches)
 	}

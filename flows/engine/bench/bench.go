@@ -1,9 +1,13 @@
-package engine
+// Package bench drives runs through flows of no-op nodes and measures them: what
+// `sluice bench` reports. It is a client of the engine like any other and holds no rule
+// of the runtime.
+package bench
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"os/exec"
@@ -15,11 +19,12 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/store"
 )
 
-// BenchOptions shape a benchmark run.
-type BenchOptions struct {
+// Options shape a benchmark run.
+type Options struct {
 	Runs       int
 	Nodes      int           // no-op nodes in a row (shape "linear")
 	Branches   int           // parallel no-op branches between a fork and a join (shape "fork")
@@ -37,8 +42,8 @@ type BenchOptions struct {
 	Partitions int           // partitions the runs are spread over (0: the backend's default)
 }
 
-// BenchFigures are what Sluice measured.
-type BenchFigures struct {
+// Figures are what Sluice measured.
+type Figures struct {
 	Seconds      float64           `json:"seconds"`
 	RunsPerSec   float64           `json:"runs_per_sec"`
 	EndToEnd     store.Percentiles `json:"end_to_end"`
@@ -64,7 +69,7 @@ type BenchFigures struct {
 // BenchFlow returns the benchmark's flow document: k no-op transforms in a row, or a
 // fork of k no-op branches into a join. With sleep, the nodes are delays; with poison,
 // the first node fails runs whose input says so.
-func BenchFlow(id, shape string, k int, sleep time.Duration, poison bool) []byte {
+func Flow(id, shape string, k int, sleep time.Duration, poison bool) []byte {
 	type node = map[string]any
 	nodes := []node{{"id": "in", "type": "input"}}
 	var edges []node
@@ -110,7 +115,7 @@ type benchObserver struct {
 	steps        int
 }
 
-func (o *benchObserver) StepDone(_, _ string, t StepTiming, _ flows.Usage) {
+func (o *benchObserver) StepDone(_, _ string, t engine.StepTiming, _ flows.Usage) {
 	o.step.Add(t.Total)
 	o.commit.Add(t.Commit)
 	o.mu.Lock()
@@ -120,17 +125,17 @@ func (o *benchObserver) StepDone(_, _ string, t StepTiming, _ flows.Usage) {
 
 func (o *benchObserver) StepFailed(string, string, bool) {}
 
-// Bench drives o.Runs runs through the benchmark flow on rdb and measures them. The
+// Run drives o.Runs runs through the benchmark flow on rdb and measures them. The
 // engine must not run other workers for the flow meanwhile.
-func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOptions) (*BenchFigures, error) {
-	id := "bench-" + strings.ToLower(NewRunID()[len(NewRunID())-8:])
+func Run(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o Options) (*Figures, error) {
+	id := "bench-" + strings.ToLower(engine.NewRunID()[len(engine.NewRunID())-8:])
 	k := o.Nodes
 	if o.Shape == "fork" {
 		k = o.Branches
 	}
-	doc := BenchFlow(id, o.Shape, k, o.Sleep, o.Poison > 0)
+	doc := Flow(id, o.Shape, k, o.Sleep, o.Poison > 0)
 	obs := &benchObserver{}
-	e := New(rdb, reg, Options{Observer: obs, Logger: discardLogger(), NoFuse: o.NoFuse, Partitions: o.Partitions})
+	e := engine.New(rdb, reg, engine.Options{Observer: obs, Logger: slog.New(slog.DiscardHandler), NoFuse: o.NoFuse, Partitions: o.Partitions})
 	plan, _, err := e.Compile(doc)
 	if err != nil {
 		return nil, err
@@ -147,7 +152,7 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 	defer stopWorkers()
 	var wg sync.WaitGroup
 	if o.Procs == 0 {
-		w := e.NewWorker(WorkerOptions{Flows: []string{id}, Grace: time.Second})
+		w := e.NewWorker(engine.WorkerOptions{Flows: []string{id}, Grace: time.Second})
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = w.Run(wctx) }()
 	} else {
@@ -180,7 +185,7 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 	poisoned, _ := json.Marshal(map[string]any{"pad": pad, "poison": true})
 
 	// Warm up: one run end to end, so the workers have started and loaded the plan.
-	warm, err := e.Start(ctx, plan, input, StartOptions{})
+	warm, err := e.Start(ctx, plan, input, engine.StartOptions{})
 	if err != nil {
 		return nil, err
 	} else {
@@ -268,7 +273,7 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 		if every > 0 && i%every == every-1 {
 			in = poisoned
 		}
-		run, err := e.Start(ctx, plan, in, StartOptions{})
+		run, err := e.Start(ctx, plan, in, engine.StartOptions{})
 		if err != nil {
 			mu.Lock()
 			startErr = err
@@ -300,7 +305,7 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 	wg.Wait()
 
 	stepsPerRun := len(plan.Nodes)
-	f := &BenchFigures{Seconds: elapsed.Seconds(), RunsPerSec: float64(o.Runs) / elapsed.Seconds(), EndToEnd: e2e.Percentiles(),
+	f := &Figures{Seconds: elapsed.Seconds(), RunsPerSec: float64(o.Runs) / elapsed.Seconds(), EndToEnd: e2e.Percentiles(),
 		Step: obs.step.Percentiles(), Commit: obs.commit.Percentiles(), Steps: o.Runs * stepsPerRun, Failed: failed,
 		CPUPerStep: store.Figure(math.NaN()), BytesPerRun: store.Figure(math.NaN()), BytesPerCkpt: store.Figure(math.NaN()),
 		Spread: store.Figure(store.Spread(before, after)), GoCPUPerRun: store.Figure(math.NaN())}
@@ -344,7 +349,7 @@ func drained(ctx context.Context, rdb *store.Redis, flow string, nodes []string)
 // CommitsPerRun is how many commits (stream hops) one run of the benchmark flow takes:
 // with fusion, a linear flow of pure steps is one; without, one per node. A fork takes
 // its first step, one per branch, the join and the output.
-func CommitsPerRun(o BenchOptions) int {
+func CommitsPerRun(o Options) int {
 	switch {
 	case o.Shape == "fork":
 		return o.Branches + 3
