@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
@@ -174,9 +175,20 @@ func (w *Worker) done(rd aRead) {
 // room: a blocking read cannot be told that room was made, so it must come back soon.
 const busyBlock = 20 * time.Millisecond
 
-// readLoop is reader i: it reads activations and starts their steps until ctx ends.
+// readAhead is how many read batches a reader has between its read and their steps'
+// start (their preload round trip) while it reads on: the read, the preload and the
+// start of the last batch's steps overlap instead of taking turns.
+const readAhead = 2
+
+// readLoop is reader i: it reads activations and starts their steps until ctx ends. A
+// batch's preload and start run beside the reader, at most readAhead batches at once;
+// the room a read reserved is held until its steps are counted in flight, so the
+// nodes' limits hold across the batches in between.
 func (w *Worker) readLoop(ctx context.Context, i int) {
 	backoff := 50 * time.Millisecond
+	ahead := make(chan struct{}, readAhead)
+	var batches sync.WaitGroup
+	defer batches.Wait()
 	for turn := 0; ctx.Err() == nil; turn++ {
 		rd := w.planRead(i, turn)
 		if len(rd.streams) == 0 {
@@ -211,16 +223,27 @@ func (w *Worker) readLoop(ctx context.Context, i int) {
 			continue
 		}
 		backoff = 50 * time.Millisecond
-		if len(acts) > 0 {
+		if len(acts) == 0 {
+			w.done(rd)
+			if len(rd.reserved) > 0 {
+				w.poke()
+			}
+			continue
+		}
+		ahead <- struct{}{}
+		batches.Add(1)
+		go func() {
+			defer batches.Done()
+			defer func() { <-ahead }()
 			pre := w.preload(acts)
 			for k, a := range acts {
 				w.start(a, pre[k])
 			}
-		}
-		w.done(rd)
-		if len(rd.reserved) > 0 {
-			w.poke() // readers left out for lack of room may read now
-		}
+			w.done(rd)
+			if len(rd.reserved) > 0 {
+				w.poke() // readers left out for lack of room may read now
+			}
+		}()
 	}
 }
 
