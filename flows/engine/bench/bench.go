@@ -20,6 +20,7 @@ import (
 
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/nodes"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -28,7 +29,7 @@ type Options struct {
 	Runs       int
 	Nodes      int           // no-op nodes in a row (shape "linear")
 	Branches   int           // parallel no-op branches between a fork and a join (shape "fork")
-	Shape      string        // "linear" or "fork"
+	Shape      string        // "linear", "fork" or "agent" (an agent calling a tool once: two model calls)
 	Submitters int           // goroutines starting runs
 	Rate       float64       // runs per second; 0 starts them as fast as the submitters can
 	StateBytes int           // size of the run state (a padding string in the input)
@@ -66,8 +67,8 @@ type Figures struct {
 	Leftover    string       `json:"leftover,omitempty"`
 }
 
-// BenchFlow returns the benchmark's flow document: k no-op transforms in a row, or a
-// fork of k no-op branches into a join. With sleep, the nodes are delays; with poison,
+// Flow returns the benchmark's flow document: k no-op transforms in a row, a fork of k
+// no-op branches into a join, or an agent that calls a tool once (shape "agent"). With sleep, the nodes are delays; with poison,
 // the first node fails runs whose input says so.
 func Flow(id, shape string, k int, sleep time.Duration, poison bool) []byte {
 	type node = map[string]any
@@ -85,6 +86,13 @@ func Flow(id, shape string, k int, sleep time.Duration, poison bool) []byte {
 		return node{"id": id, "type": "transform", "params": map[string]any{"expr": "{}"}}
 	}
 	switch shape {
+	case "agent":
+		nodes = append(nodes,
+			node{"id": "agent", "type": "agent", "params": map[string]any{"model": "bench", "user": "Look it up."}},
+			node{"id": agentTool, "type": "data", "params": map[string]any{"tool_name": agentTool}},
+			node{"id": "out", "type": "output", "params": map[string]any{"value": "null"}})
+		edges = append(edges, node{"from": "in", "to": "agent"}, node{"from": agentTool, "port": "tool", "to": "agent", "to_port": "tools"},
+			node{"from": "agent", "to": "out"})
 	case "fork":
 		nodes = append(nodes, node{"id": "j", "type": "join"}, node{"id": "out", "type": "output", "params": map[string]any{"value": "null"}})
 		for i := 1; i <= k; i++ {
@@ -127,8 +135,21 @@ func (o *benchObserver) StepFailed(string, string, bool) {}
 
 // Run drives o.Runs runs through the benchmark flow on rdb and measures them. The
 // engine must not run other workers for the flow meanwhile.
-func Run(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o Options) (*Figures, error) {
+func Run(ctx context.Context, rdb *store.Redis, o Options) (*Figures, error) {
 	id := "bench-" + strings.ToLower(engine.NewRunID()[len(engine.NewRunID())-8:])
+	env := &nodes.Env{}
+	var modelURL string
+	if o.Shape == "agent" {
+		url, stop, err := startModel()
+		if err != nil {
+			return nil, fmt.Errorf("the agent's model: %w", err)
+		}
+		defer stop()
+		retries := 0
+		modelURL = url
+		env.Providers = map[string]*nodes.Provider{nodes.DefaultProvider: {Name: nodes.DefaultProvider, BaseURL: url, MaxRetries: &retries}}
+	}
+	reg := nodes.NewRegistry(env)
 	k := o.Nodes
 	if o.Shape == "fork" {
 		k = o.Branches
@@ -173,6 +194,9 @@ func Run(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o Options) 
 			}
 			cmd := exec.CommandContext(wctx, o.Binary, append(args, path)...)
 			cmd.Stderr = os.Stderr
+			if modelURL != "" {
+				cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+modelURL, "OPENAI_API_KEY=bench")
+			}
 			if err := cmd.Start(); err != nil {
 				return nil, err
 			}
@@ -346,15 +370,17 @@ func drained(ctx context.Context, rdb *store.Redis, flow string, nodes []string)
 	return len(left) == 0, strings.Join(left, "; ")
 }
 
-// CommitsPerRun is how many commits (stream hops) one run of the benchmark flow takes:
-// with fusion, a linear flow of pure steps is one; without, one per node. A fork takes
-// its first step, one per branch, the join and the output.
-func CommitsPerRun(o Options) int {
-	switch {
-	case o.Shape == "fork":
+// Stages is the number of stages of the independent raw loop a run of the benchmark
+// flow is compared with (issue 29): one per no-op node of a linear flow, fused or not
+// (the input and output nodes are Sluice's own); a fork of k branches into a join has
+// k+3 (the step before the fork, the branches, the join, the output); the agent loop
+// has 3 (the agent's two model calls and the tool between them).
+func Stages(o Options) int {
+	switch o.Shape {
+	case "fork":
 		return o.Branches + 3
-	case o.NoFuse || o.Sleep > 0:
-		return o.Nodes + 2
+	case "agent":
+		return 3
 	}
-	return 1
+	return o.Nodes
 }
