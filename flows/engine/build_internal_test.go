@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/store"
 )
 
 // TestStepEventIsWhatEncodingJSONWrites pins that the hand-written event of a plain step
@@ -25,5 +26,32 @@ func TestStepEventIsWhatEncodingJSONWrites(t *testing.T) {
 	want := `{"duration_ms":1,"kind":"step","pinned":true,"ports":["yes"],"status":"done"}`
 	if string(got) != want {
 		t.Errorf("a step with ports and a pin: %s, want %s", got, want)
+	}
+}
+
+// TestGateRuleOnTheRunStatus pins the gate's decision on a run's status, the one rule the
+// worker applies before a step runs.
+func TestGateRuleOnTheRunStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		status               string
+		known, cancelledHere bool
+		goOn, cancelled      bool
+	}{
+		{"a running run goes on", store.StatusRunning, true, false, true, false},
+		{"a queued run goes on", store.StatusQueued, true, false, true, false},
+		{"a waiting run goes on (a resume)", store.StatusWaiting, true, false, true, false},
+		{"a failed run's branches in flight go on", store.StatusFailed, true, false, true, false},
+		{"a cancelled run stops, and is remembered", store.StatusCancelled, true, false, false, true},
+		{"a succeeded run stops", store.StatusSucceeded, true, false, false, false},
+		{"a run that is gone stops", "", true, false, false, false},
+		{"unknown status: the step runs", "", false, false, true, false},
+		{"unknown status, seen cancelled here: it stops", "", false, true, false, false},
+		{"a status read wins over this process's memory", store.StatusRunning, true, true, true, false},
+	} {
+		goOn, cancelled := runGoesOn(tc.status, tc.known, tc.cancelledHere)
+		if goOn != tc.goOn || cancelled != tc.cancelled {
+			t.Errorf("%s: goOn %v cancelled %v, want %v %v", tc.name, goOn, cancelled, tc.goOn, tc.cancelled)
+		}
 	}
 }
