@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"encoding/json"
 	"strconv"
 )
@@ -128,11 +127,31 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// plainRaw reports whether encoding/json copies a raw field as it is: valid JSON
-// without whitespace and without the characters it escapes (<, >, &, U+2028, U+2029).
+// plainRaw reports whether encoding/json copies a raw field as it is: valid JSON with
+// no whitespace between tokens and none of the characters it escapes (<, >, &, U+2028,
+// U+2029). Spaces inside strings are kept, as encoding/json keeps them.
 func plainRaw(v []byte) bool {
-	if bytes.ContainsAny(v, " \t\r\n<>&") || bytes.Contains(v, []byte("\u2028")) || bytes.Contains(v, []byte("\u2029")) {
-		return false
+	inString, escaped := false, false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '<' || c == '>' || c == '&':
+			return false
+		case c == 0xE2 && i+2 < len(v) && v[i+1] == 0x80 && (v[i+2] == 0xA8 || v[i+2] == 0xA9):
+			return false
+		case inString:
+			if escaped {
+				escaped = false
+			} else if c == '\\' {
+				escaped = true
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+			return false
+		}
 	}
 	return json.Valid(v)
 }

@@ -45,7 +45,9 @@ func TestCheckpointBodyIsWhatEncodingJSONWrites(t *testing.T) {
 		{Kind: "step", Output: json.RawMessage("\"\u2028\"")},   // a line separator: escaped
 		{Kind: "step", Error: "line\nbreak \"quoted\" <tag> é"}, // strings that need escaping
 		{Kind: "step", Ports: []string{"a&b"}},
-		{Kind: "step", Update: json.RawMessage(`{`)}, // not JSON: encoding/json refuses it
+		{Kind: "step", Update: json.RawMessage(`{`)},                                // not JSON: encoding/json refuses it
+		{Kind: "step", Update: json.RawMessage(`{"t":"two words, \"quoted\" \\"}`)}, // spaces in strings stay
+		{Kind: "step", Update: json.RawMessage("{\"a\":[1,\n2]}")},                  // a newline between tokens goes
 	} {
 		bodies = append(bodies, odd)
 	}
@@ -58,5 +60,24 @@ func TestCheckpointBodyIsWhatEncodingJSONWrites(t *testing.T) {
 	want, _ := json.Marshal(bodies[:len(bodies)-1])
 	if got := encodeBodies(bodies[:len(bodies)-1]); string(got) != string(want) {
 		t.Errorf("packed bodies:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestCheckpointBodyTakesTheHandWrittenPath pins which bodies are written by hand (the
+// equality test above would pass if every body went through encoding/json).
+func TestCheckpointBodyTakesTheHandWrittenPath(t *testing.T) {
+	for _, tc := range []struct {
+		b    ckptBody
+		hand bool
+	}{
+		{ckptBody{Kind: "step", Output: json.RawMessage(`{}`), DurUS: 12, Worker: "h-1-2"}, true},
+		{ckptBody{Kind: "input", Update: json.RawMessage(`{"pad":"two words \"q\" \\ é"}`)}, true},
+		{ckptBody{Kind: "step", Update: json.RawMessage(`{"a": 1}`)}, false},
+		{ckptBody{Kind: "step", Output: json.RawMessage(`"<b>"`)}, false},
+		{ckptBody{Kind: "step", Update: json.RawMessage(`{`)}, false},
+	} {
+		if _, ok := appendBody(nil, &tc.b); ok != tc.hand {
+			t.Errorf("%+v: by hand %v, want %v", tc.b, ok, tc.hand)
+		}
 	}
 }
