@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/engine/dispatch"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/storetest"
@@ -26,7 +27,7 @@ var openAPISchemas = map[string]any{
 	"Checkpoint": store.Checkpoint{}, "CheckpointList": server.CheckpointList{}, "Change": engine.Change{}, "CheckpointDiff": server.CheckpointDiff{},
 	"Consumer": store.Consumer{}, "QueueStats": store.QueueStats{}, "FlowQueues": store.FlowQueues{}, "DeadLetter": store.DeadLetter{},
 	"DeadLetterList": server.DeadLetterList{}, "Retried": server.Retried{}, "HookInfo": server.HookInfo{}, "FailedDelivery": store.FailedDelivery{},
-	"DeliveryList": server.DeliveryList{}, "Health": server.Health{}, "Ready": server.Ready{}, "Event": store.Event{}, "ResultPayload": engine.ResultPayload{},
+	"DeliveryList": server.DeliveryList{}, "Health": server.Health{}, "Ready": server.Ready{}, "Event": store.Event{}, "ResultPayload": dispatch.ResultPayload{},
 	"ToolDef": flows.ToolDef{}, "MCPToolList": server.MCPToolList{}, "Trial": engine.Trial{},
 	"ImportReport": server.ImportReport{}, "VersionRuns": engine.VersionRuns{}, "Version": engine.Version{}, "VersionHistory": engine.VersionHistory{},
 	"VersionDetail": engine.VersionDetail{}, "ValueChange": flows.ValueChange{}, "VersionDiff": engine.VersionDiff{},
