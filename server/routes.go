@@ -90,6 +90,8 @@ func (s *Server) routes() {
 	api.POST("/flows/:flow/runs/:run/cancel", s.cancelRun)
 	api.POST("/flows/:flow/runs/:run/resume", s.resumeRun)
 	api.POST("/flows/:flow/runs/:run/fork", s.forkRun)
+	api.POST("/flows/:flow/runs/:run/retry", s.retryRun)
+	api.POST("/flows/:flow/runs/:run/move", s.moveRun)
 	api.GET("/flows/:flow/runs/:run/events", s.runEvents)
 
 	api.GET("/flows/:flow/runs/:run/checkpoints", s.listCheckpoints)

@@ -172,7 +172,8 @@ local function finish(st)
   set[#set + 1] = 'status'; set[#set + 1] = st
   set[#set + 1] = 'finished_at'; set[#set + 1] = now
   redis.call('XADD', KEYS[7], '*', 'run', run, 'status', st)
-  redis.call('DEL', KEYS[5])
+  -- A run with dead letters keeps its open forks: a retried one arrives at its join.
+  if dead <= 0 then redis.call('DEL', KEYS[5]) end
   local keep = tonumber(ARGV[8])
   if keep > 0 then
     -- Keep the last keep checkpoints. Entries older than the one that holds the oldest
@@ -325,7 +326,7 @@ if status ~= 'failed' then
   if newstatus ~= status and newstatus ~= 'succeeded' and newstatus ~= 'failed' then
     set[#set + 1] = 'status'; set[#set + 1] = newstatus
   end
-elseif live <= 0 then
+elseif live <= 0 and dead <= 0 then
   redis.call('DEL', KEYS[5])
 end
 local changed = ''
