@@ -61,4 +61,3 @@ func (e *Engine) Replay(ctx context.Context, flow, run string, o ReplayOptions) 
 	}
 	return id, nil
 }
-
