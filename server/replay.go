@@ -5,12 +5,14 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/store"
 )
 
 // replayEngine is what the retry, replay and compare handlers need of the engine.
@@ -20,6 +22,9 @@ type replayEngine interface {
 	RetryDead(ctx context.Context, flow, id string, opts engine.RetryOptions) (*engine.Retry, error)
 	RetryRun(ctx context.Context, flow, run, node string, opts engine.RetryOptions) ([]*engine.Retry, error)
 	MoveWaiting(ctx context.Context, flow, run string, opts engine.MoveOptions) ([]engine.Moved, error)
+	Replay(ctx context.Context, flow, run string, o engine.ReplayOptions) (string, error)
+	Compare(ctx context.Context, flow, a, b string) (*engine.Comparison, error)
+	Get(ctx context.Context, flow, run string) (*store.Run, error)
 }
 
 var _ replayEngine = (*engine.Engine)(nil)
@@ -158,4 +163,83 @@ func (s *Server) moveRun(c echo.Context) error {
 		ms = []engine.Moved{}
 	}
 	return c.JSON(http.StatusOK, MoveList{Moved: ms})
+}
+
+// ReplayRequest is the body of POST .../runs/RUN/replay.
+type ReplayRequest struct {
+	// Version is the version the replay runs on: "" or "original" the run's own,
+	// "current", or a version.
+	Version string `json:"version"`
+	// Checkpoint, when set, starts the replay from the state after that checkpoint;
+	// otherwise from the run's input.
+	Checkpoint string `json:"checkpoint,omitempty"`
+	// Reuse gives back the recorded output of every node whose definition and input
+	// are unchanged instead of running it again.
+	Reuse bool `json:"reuse,omitempty"`
+}
+
+// replayRun starts a new run that replays a run (202 with the new run; with ?wait=30s
+// 200 with it once it finishes in time).
+func (s *Server) replayRun(c echo.Context) error {
+	flow, err := flowParam(c)
+	if err != nil {
+		return err
+	}
+	wait, err := s.waitParam(c)
+	if err != nil {
+		return err
+	}
+	var req ReplayRequest
+	if err := decodeRequest(c, &req); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	target, err := s.targetPlan(ctx, flow, req.Version)
+	if err != nil {
+		return err
+	}
+	id, err := s.replays().Replay(ctx, flow, c.Param("run"), engine.ReplayOptions{Target: target, Checkpoint: req.Checkpoint, Reuse: req.Reuse})
+	if err != nil {
+		return err
+	}
+	return s.answerStarted(c, flow, id, wait)
+}
+
+// compareRuns compares two runs node by node: GET .../runs/RUN/compare?with=OTHER
+// compares RUN with OTHER; without with, a replay with the run it replays, or a run
+// with its latest replay.
+func (s *Server) compareRuns(c echo.Context) error {
+	flow, err := flowParam(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	a, b, err := s.comparePair(ctx, flow, c.Param("run"), c.QueryParam("with"))
+	if err != nil {
+		return err
+	}
+	cmp, err := s.replays().Compare(ctx, flow, a, b)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, cmp)
+}
+
+// comparePair is which run is compared with which: run with with, or (with "") the run
+// it replays with it, or it with its latest replay.
+func (s *Server) comparePair(ctx context.Context, flow, run, with string) (string, string, error) {
+	if with != "" {
+		return run, with, nil
+	}
+	r, err := s.replays().Get(ctx, flow, run)
+	if err != nil {
+		return "", "", err
+	}
+	switch {
+	case r.ReplayOf != "":
+		return r.ReplayOf, run, nil
+	case len(r.ReplayedAs) > 0:
+		return run, r.ReplayedAs[len(r.ReplayedAs)-1], nil
+	}
+	return "", "", &flows.Error{Code: flows.Invalid, Flow: flow, Path: "with", Message: fmt.Sprintf("run %s is no replay and has none: name the run to compare it with (?with=RUN)", run)}
 }

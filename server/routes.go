@@ -92,6 +92,8 @@ func (s *Server) routes() {
 	api.POST("/flows/:flow/runs/:run/fork", s.forkRun)
 	api.POST("/flows/:flow/runs/:run/retry", s.retryRun)
 	api.POST("/flows/:flow/runs/:run/move", s.moveRun)
+	api.POST("/flows/:flow/runs/:run/replay", s.replayRun)
+	api.GET("/flows/:flow/runs/:run/compare", s.compareRuns)
 	api.GET("/flows/:flow/runs/:run/events", s.runEvents)
 
 	api.GET("/flows/:flow/runs/:run/checkpoints", s.listCheckpoints)

@@ -195,3 +195,30 @@ func TestAMoveThatBreaksAnOpenForkIsRefused(t *testing.T) {
 		}
 	})
 }
+
+func TestCompareSaysWhichNodeNowFails(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		v := newEnv(t, r)
+		ctx := context.Background()
+		fixed := v.compile(discountFlow(`{tier: "small", discount: (.amount / 10)}`))
+		v.work(fixed)
+		good := v.run(fixed, `{"customer":"Ada","amount":50}`)
+		mustStatus(t, good, store.StatusSucceeded)
+		broken := v.version(fixed, discountFlow(`{tier: "small", discount: (.customer | tonumber)}`))
+		id, err := v.e.Replay(ctx, fixed.Flow, good.ID, engine.ReplayOptions{Target: broken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustStatus(t, v.wait(fixed, id), store.StatusFailed)
+		cmp, err := v.e.Compare(ctx, fixed.Flow, good.ID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cmp.Summary != "1 same, 1 now fails, 1 not run now" {
+			t.Errorf("summary %q, want \"1 same, 1 now fails, 1 not run now\"", cmp.Summary)
+		}
+		if len(cmp.Nodes) != 3 || cmp.Nodes[1].Node != "price" || cmp.Nodes[1].Verdict != engine.VerdictNowFails || !strings.Contains(cmp.Nodes[1].After.Error, "tonumber") {
+			t.Errorf("nodes %+v, want price now failing with its error", cmp.Nodes)
+		}
+	})
+}

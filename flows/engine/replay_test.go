@@ -75,6 +75,27 @@ func TestReplayWithReuseCallsOnlyTheModelsWhoseQuestionChanged(t *testing.T) {
 		if rp.ReplayOf != orig.ID || rp.Version != changed.Version || rp.Trigger != "replay" {
 			t.Errorf("replay: of %q, version %.7s, trigger %q; want of %s on %.7s by replay", rp.ReplayOf, rp.Version, rp.Trigger, orig.ID, changed.Version)
 		}
+		cmp, err := v.e.Compare(ctx, p.Flow, orig.ID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cmp.Summary != "4 same, 1 changed" {
+			t.Errorf("compare summary %q, want \"4 same, 1 changed\"", cmp.Summary)
+		}
+		for _, n := range cmp.Nodes {
+			want := engine.VerdictSame
+			if n.Node == "keywords" {
+				want = engine.VerdictChanged
+				if len(n.Changes) == 0 || n.After == nil || n.After.Reused || n.After.Tokens == 0 {
+					t.Errorf("keywords compared: %+v, want its output changed, run (not reused), with tokens", n)
+				}
+			} else if n.Node != "in" && (n.After == nil || !n.After.Reused) {
+				t.Errorf("%s in the replay: %+v, want reused", n.Node, n.After)
+			}
+			if n.Verdict != want {
+				t.Errorf("%s: verdict %q, want %q", n.Node, n.Verdict, want)
+			}
+		}
 		// Without reuse every model is called.
 		before = srv.Calls()
 		full, err := v.e.Replay(ctx, p.Flow, orig.ID, engine.ReplayOptions{Target: changed})
