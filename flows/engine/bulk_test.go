@@ -102,4 +102,3 @@ func TestBulkReplayStoppedAndTakenOverReplaysEveryRunOnce(t *testing.T) {
 		}
 	})
 }
-
