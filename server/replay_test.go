@@ -1,10 +1,13 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/server"
@@ -155,5 +158,70 @@ func TestAWaitingRunMovesToTheCurrentVersion(t *testing.T) {
 			t.Errorf("refusal = %+v", e)
 		}
 		a.must(http.StatusBadRequest, "POST", base+w2.ID+"/move", `{}`)
+	})
+}
+
+// A bulk replay through the API: the estimate first, then a job that a runner works
+// on, its progress and report, and a bulk move of waiting runs.
+func TestBulkReplayAndBulkMoveThroughTheAPI(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		a := newAPI(t, r)
+		id := a.saveFlow(discountDoc("x", `{tier: "small", discount: (.customer | tonumber)}`), nil)
+		base := "/api/flows/" + id
+		var failed []string
+		for i := 0; i < 6; i++ {
+			rid := a.start(id, map[string]any{"input": map[string]any{"customer": "Ada", "amount": 10 * i}})
+			if got := a.settle(id, rid); got.Status != "failed" {
+				t.Fatalf("run = %+v", got)
+			}
+			failed = append(failed, rid)
+		}
+		var est engine.BulkEstimate
+		a.must(http.StatusOK, "POST", base+"/replays", `{"query": {"status": "failed", "since": "24h", "error": "tonumber"}, "dry_run": true}`).into(t, &est)
+		if est.Runs != 6 {
+			t.Fatalf("estimate = %+v, want 6 runs", est)
+		}
+		a.must(http.StatusBadRequest, "POST", base+"/replays", `{"query": {"since": "yesterday"}}`)
+		a.must(http.StatusOK, "PUT", base, discountDoc(id, `{tier: "small", discount: (.amount / 10)}`))
+		var made server.BulkCreated
+		a.must(http.StatusAccepted, "POST", base+"/replays", `{"query": {"status": "failed", "since": "24h"}, "version": "current", "rate": 100}`).into(t, &made)
+		if made.Job == "" || made.Estimate.Runs != 6 {
+			t.Fatalf("made = %+v", made)
+		}
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		go func() { _ = a.e.NewBulkRunner(engine.BulkRunnerOptions{Every: 50 * time.Millisecond, Flows: func(context.Context) ([]string, error) { return []string{id}, nil }}).Run(ctx) }()
+		var rep engine.BulkReport
+		eventually(t, 30*time.Second, func() string {
+			a.must(http.StatusOK, "GET", base+"/replays/"+made.Job, nil).into(t, &rep)
+			if rep.Status != store.JobDone {
+				return fmt.Sprintf("job %s: %d of %d done", rep.Status, rep.Done, rep.Total)
+			}
+			return ""
+		})
+		if rep.Done != 6 || len(rep.Results) != 6 || rep.Results[0].Summary != "1 same, 1 fixed, 1 new" {
+			t.Errorf("report = %+v", rep)
+		}
+		var jobs server.BulkJobList
+		a.must(http.StatusOK, "GET", base+"/replays", nil).into(t, &jobs)
+		if len(jobs.Jobs) != 1 || jobs.Jobs[0].ID != made.Job {
+			t.Errorf("jobs = %+v", jobs)
+		}
+		a.must(http.StatusConflict, "POST", base+"/replays/"+made.Job+"/cancel", nil)
+		a.must(http.StatusNotFound, "GET", base+"/replays/bjnosuchjob", nil)
+
+		// Waiting runs in bulk.
+		wid, doc := a.flowDoc("approval", nil)
+		a.must(http.StatusCreated, "PUT", "/api/flows/"+wid, doc)
+		for _, c := range []string{"Ada", "Bo"} {
+			var w run
+			a.must(http.StatusOK, "POST", "/api/flows/"+wid+"/runs?wait=30s", `{"input": {"customer": "`+c+`"}}`).into(t, &w)
+		}
+		a.must(http.StatusOK, "PUT", "/api/flows/"+wid, strings.Replace(string(doc), `{sent: .reply}`, `{sent: (.reply + \" -- the team\")}`, 1))
+		var bm server.BulkMoved
+		a.must(http.StatusOK, "POST", "/api/flows/"+wid+"/runs/move", `{"version": "current", "query": {"node": "review"}}`).into(t, &bm)
+		if len(bm.Moved) != 2 || len(bm.Refused) != 0 {
+			t.Errorf("bulk move = %+v, want both waiting runs moved", bm)
+		}
 	})
 }

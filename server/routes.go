@@ -86,6 +86,11 @@ func (s *Server) routes() {
 
 	api.POST("/flows/:flow/runs", s.startRun)
 	api.GET("/flows/:flow/runs", s.listRuns)
+	api.POST("/flows/:flow/runs/move", s.moveRuns)
+	api.POST("/flows/:flow/replays", s.replayRuns)
+	api.GET("/flows/:flow/replays", s.listReplayJobs)
+	api.GET("/flows/:flow/replays/:job", s.getReplayJob)
+	api.POST("/flows/:flow/replays/:job/cancel", s.cancelReplayJob)
 	api.GET("/flows/:flow/runs/:run", s.getRun)
 	api.POST("/flows/:flow/runs/:run/cancel", s.cancelRun)
 	api.POST("/flows/:flow/runs/:run/resume", s.resumeRun)
