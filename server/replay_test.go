@@ -190,7 +190,9 @@ func TestBulkReplayAndBulkMoveThroughTheAPI(t *testing.T) {
 		}
 		ctx, stop := context.WithCancel(context.Background())
 		defer stop()
-		go func() { _ = a.e.NewBulkRunner(engine.BulkRunnerOptions{Every: 50 * time.Millisecond, Flows: func(context.Context) ([]string, error) { return []string{id}, nil }}).Run(ctx) }()
+		go func() {
+			_ = a.e.NewBulkRunner(engine.BulkRunnerOptions{Every: 50 * time.Millisecond, Flows: func(context.Context) ([]string, error) { return []string{id}, nil }}).Run(ctx)
+		}()
 		var rep engine.BulkReport
 		eventually(t, 30*time.Second, func() string {
 			a.must(http.StatusOK, "GET", base+"/replays/"+made.Job, nil).into(t, &rep)
