@@ -276,3 +276,19 @@ func (k VectorKeys) Changes() string { return k.prefix + "changes" }
 // Meta is the hash of the collection's version, dimensions, embedding model, the version
 // below which deletions were pruned (floor) and the deleted ids still in Changes.
 func (k VectorKeys) Meta() string { return k.prefix + "meta" }
+
+// ReplayJob is the hash of a bulk replay job: its spec, status and counts. The job's keys
+// are flow-wide (its runs live on every partition) and share the flow's tag.
+func (k Keys) ReplayJob(job string) string { return k.fwide + "replay:" + job }
+
+// ReplayJobRuns is the list of the runs a bulk replay job replays, fixed when it is made.
+func (k Keys) ReplayJobRuns(job string) string { return k.fwide + "replay:" + job + ":runs" }
+
+// ReplayJobDone is the hash of what replaying each run of a job gave: run -> JSON.
+func (k Keys) ReplayJobDone(job string) string { return k.fwide + "replay:" + job + ":done" }
+
+// ReplayJobLease is held by the process working on a job (its token; it expires).
+func (k Keys) ReplayJobLease(job string) string { return k.fwide + "replay:" + job + ":lease" }
+
+// ReplayJobs is the sorted set of a flow's bulk replay jobs by creation time (ms).
+func (k Keys) ReplayJobs() string { return k.fwide + "replays" }

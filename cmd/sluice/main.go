@@ -46,6 +46,7 @@ func commands() []command {
 		{"worker", "run headless workers for flow files", cmdWorker},
 		{"run", "run a flow file once and print its output", cmdRun},
 		{"resume", "answer a run's approval and continue it", cmdResume},
+		{"replay", "replay many runs of a flow on a version, with a report (replay FLOW --status failed --since 24h --version current)", cmdReplay},
 		{"mcp", "serve flows as MCP tools on stdio", cmdMCP},
 		{"validate", "check flow files and print every problem", cmdValidate},
 		{"import", "convert a Langflow export into a flow (import langflow FILE.json)", cmdImport},

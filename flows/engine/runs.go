@@ -33,6 +33,8 @@ type StartOptions struct {
 	// does not run its component but gives back what the pin says, so a person can
 	// debug the rest of a flow without calling a model again (n8n's pinned data).
 	Pins map[string]Pin
+	// ReplayOf is the run this one replays (see Replay).
+	ReplayOf string
 }
 
 // Pin is a node's fixed result: its output, its state update and the ports it chose
@@ -41,6 +43,10 @@ type Pin struct {
 	Output json.RawMessage `json:"output,omitempty"`
 	Update json.RawMessage `json:"update,omitempty"`
 	Ports  []string        `json:"ports,omitempty"`
+	// Recorded, for a replay that reuses recorded outputs, holds the node's recorded
+	// results by the ReuseKey of the step that gave them: a step whose key is among them
+	// gives that result back, any other runs (see reuse.go).
+	Recorded map[string]Pin `json:"recorded,omitempty"`
 }
 
 // checkPins refuses pins of nodes the plan does not have, of pure nodes (a pin saves
@@ -142,6 +148,9 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	}
 	if !opts.Tick.IsZero() {
 		fields = append(fields, "tick", strconv.FormatInt(opts.Tick.UnixMilli(), 10))
+	}
+	if opts.ReplayOf != "" {
+		fields = append(fields, "replay_of", opts.ReplayOf)
 	}
 	if c := opts.Caller; c != nil {
 		fields = append(fields, "caller_flow", c.Flow, "caller_run", c.Run, "caller_node", c.Node)
