@@ -37,6 +37,7 @@ type api struct {
 	base    string
 	token   string
 	logs    *syncBuffer // everything the engine and the server logged
+	teams   *store.Teams
 }
 
 // syncBuffer is a bytes.Buffer for concurrent writers.
@@ -82,6 +83,7 @@ func newAPIWith(t *testing.T, r *store.Redis, env *nodes.Env, opts ...apiOption)
 		o(&cfg, &deps)
 	}
 	a.token = cfg.Token
+	a.teams = deps.Teams
 	a.srv = server.New(cfg, deps)
 
 	ctx, cancel := context.WithCancel(context.Background())
