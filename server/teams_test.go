@@ -45,8 +45,6 @@ func (a *api) workspace(id string) {
 	a.must(http.StatusCreated, "POST", "/api/workspaces", map[string]any{"id": id})
 }
 
-
-
 // browser is a cookie jar that remembers what the server set.
 type browser struct {
 	a       *api
