@@ -405,6 +405,7 @@ func (s *Server) authorize(next echo.HandlerFunc) echo.HandlerFunc {
 			return &flows.Error{Code: flows.Forbidden, Message: fmt.Sprintf("you are not a member of workspace %q", ws)}
 		}
 		c.Set("workspace", ws)
+		c.SetRequest(c.Request().WithContext(withWorkspace(c.Request().Context(), ws)))
 		role := p.role(ws)
 		c.Set("role", role)
 		switch perm {

@@ -375,7 +375,8 @@ func HookSecretFromEnv(flow string) string {
 
 // HookSecretEnv is the name of the environment variable that holds flow's webhook secret.
 func HookSecretEnv(flow string) string {
-	return "SLUICE_HOOK_SECRET_" + strings.ToUpper(strings.ReplaceAll(flow, "-", "_"))
+	// A flow of a workspace ("acme.triage") reads SLUICE_HOOK_SECRET_ACME__TRIAGE.
+	return "SLUICE_HOOK_SECRET_" + strings.ToUpper(strings.ReplaceAll(strings.ReplaceAll(flow, "-", "_"), ".", "__"))
 }
 
 // Run listens on cfg.Addr and serves until ctx ends, then shuts down gracefully within
