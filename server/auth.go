@@ -23,6 +23,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/teams"
+	"github.com/sluicehq/sluice/templ/layout"
 )
 
 // SessionCookie holds a signed-in browser's session; WorkspaceCookie the workspace it
@@ -427,6 +428,9 @@ func (s *Server) authorize(next echo.HandlerFunc) echo.HandlerFunc {
 		if err := s.qualifyParams(c, ws); err != nil {
 			return err
 		}
+		if c.Request().Method == http.MethodGet && wantsHTML(c) {
+			c.SetRequest(c.Request().WithContext(layout.WithFrame(c.Request().Context(), s.frame(c))))
+		}
 		err = next(c)
 		if err == nil {
 			s.auditRoute(c, route)
@@ -461,3 +465,23 @@ func (s *Server) qualifyParams(c echo.Context, ws string) error {
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }
 
 func hmacEqual(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+
+// frame is what a page's top bar shows of who is looking.
+func (s *Server) frame(c echo.Context) *layout.Frame {
+	m := s.me(c)
+	f := &layout.Frame{Who: m.Who, Role: string(m.Role), Workspace: m.Workspace, Teams: m.Teams,
+		SignedIn: principalOf(c).session != "", Can: map[string]bool{}, Why: map[string]string{}}
+	for _, w := range m.Workspaces {
+		f.Workspaces = append(f.Workspaces, w.ID)
+	}
+	for p, ok := range m.Can {
+		f.Can[string(p)] = ok
+	}
+	for p, why := range m.Why {
+		f.Why[string(p)] = why
+	}
+	if f.SignedIn || f.Teams {
+		f.CSRF = s.csrfToken(c)
+	}
+	return f
+}
