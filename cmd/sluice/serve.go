@@ -168,7 +168,7 @@ func watchLibrary(ctx context.Context, s *engine.LibrarySync, log *slog.Logger) 
 // libraryFlows lists the ids of the library's flow files.
 func libraryFlows(lib *store.Library) func(context.Context) ([]string, error) {
 	return func(context.Context) ([]string, error) {
-		files, err := lib.List()
+		files, err := lib.ListAll()
 		ids := make([]string, len(files))
 		for i, f := range files {
 			ids[i] = f.ID

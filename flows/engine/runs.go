@@ -228,7 +228,7 @@ func runID(asked string) (string, error) {
 
 // Get returns a run.
 func (e *Engine) Get(ctx context.Context, flow, run string) (*store.Run, error) {
-	if !flows.ValidID(flow) || !flows.ValidID(run) {
+	if !flows.ValidFlowID(flow) || !flows.ValidID(run) {
 		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no run %q", run)}
 	}
 	return e.rdb.GetRun(ctx, flow, run)
@@ -246,7 +246,7 @@ func (e *Engine) Wait(ctx context.Context, flow, run string) (*store.Run, error)
 // waitUntil returns the run once done says so, or when ctx ends (with ctx's error and
 // the run as it was last seen), woken by the run's status events.
 func (e *Engine) waitUntil(ctx context.Context, flow, run string, done func(*store.Run) bool) (*store.Run, error) {
-	if !flows.ValidID(flow) || !flows.ValidID(run) {
+	if !flows.ValidFlowID(flow) || !flows.ValidID(run) {
 		return e.Get(ctx, flow, run)
 	}
 	wake, stop, err := e.watch.register(ctx, flow, run)

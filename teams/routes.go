@@ -1,0 +1,105 @@
+package teams
+
+// Routes is the permission every route of the server needs, by "METHOD path" (Echo's
+// :param syntax). It is the one table: the server's middleware applies it, docs/teams.md
+// shows it (a test checks the two agree), and a test walks every route × role ×
+// workspace against it. A route missing here is refused to everyone but the owner of
+// every workspace, and a server test fails until it is added.
+var Routes = map[string]Perm{
+	"GET /healthz":          Public,
+	"GET /readyz":           Public,
+	"POST /hooks/:flow":     Public,
+	"GET /static/*":         Public,
+	"GET /signin":           Public,
+	"POST /signin":          Public,
+	"GET /reset":            Public,
+	"POST /reset":           Public,
+	"GET /sso/start":        Public,
+	"GET /sso/callback":     Public,
+	"POST /signout":         Self,
+	"GET /api/me":           Self,
+	"GET /api/keys":         Self,
+	"POST /api/keys":        Self,
+	"DELETE /api/keys/:key": Self,
+
+	"GET /metrics":         Instance,
+	"GET /api/workspaces":  Self,
+	"POST /api/workspaces": Instance,
+
+	"GET /api/members":                Admin,
+	"POST /api/members":               Admin,
+	"PUT /api/members/:person":        Admin,
+	"DELETE /api/members/:person":     Admin,
+	"POST /api/members/:person/reset": Admin,
+	"GET /api/settings":               Read,
+	"PUT /api/settings":               Admin,
+	"GET /api/audit":                  Admin,
+
+	"GET /ws":                               ReadState,
+	"GET /":                                 Read,
+	"GET /flows/new":                        Read,
+	"GET /flows/:flow":                      Read,
+	"POST /flows/:flow/duplicate":           Edit,
+	"POST /flows/:flow/delete":              Edit,
+	"GET /runs":                             Read,
+	"GET /flows/:flow/runs/:run":            ReadState,
+	"GET /queues":                           Read,
+	"GET /mcp":                              Run,
+	"POST /mcp":                             Run,
+	"DELETE /mcp":                           Run,
+	"GET /v1/models":                        Read,
+	"GET /v1/models/:model":                 Read,
+	"POST /v1/chat/completions":             Run,
+	"POST /api/flows/:flow/files":           Run,
+	"GET /api/openapi.json":                 Read,
+	"GET /api/components":                   Read,
+	"POST /api/mcp/tools":                   Edit,
+	"GET /api/flows":                        Read,
+	"POST /api/flows":                       Edit,
+	"POST /api/flows/validate":              Read,
+	"GET /api/flows/:flow":                  Read,
+	"PUT /api/flows/:flow":                  Edit,
+	"DELETE /api/flows/:flow":               Edit,
+	"GET /api/flows/:flow/draft":            Read,
+	"PUT /api/flows/:flow/draft":            Edit,
+	"DELETE /api/flows/:flow/draft":         Edit,
+	"GET /api/flows/:flow/export":           Read,
+	"GET /api/flows/:flow/events":           ReadState,
+	"POST /api/flows/:flow/nodes/:node/try": Edit,
+
+	"GET /api/flows/:flow/versions":               Read,
+	"GET /api/flows/:flow/versions/:version":      Read,
+	"GET /api/flows/:flow/versions/:version/diff": Read,
+	"POST /api/flows/:flow/rollback":              Edit,
+
+	"GET /api/flows/:flow/schedules":                   Read,
+	"POST /api/flows/:flow/schedules/:schedule/pause":  Run,
+	"POST /api/flows/:flow/schedules/:schedule/resume": Run,
+
+	"POST /api/flows/:flow/runs":             Run,
+	"GET /api/flows/:flow/runs":              Read,
+	"GET /api/flows/:flow/runs/:run":         ReadState,
+	"POST /api/flows/:flow/runs/:run/cancel": Run,
+	"POST /api/flows/:flow/runs/:run/resume": Run,
+	"POST /api/flows/:flow/runs/:run/fork":   Run,
+	"GET /api/flows/:flow/runs/:run/events":  ReadState,
+
+	"GET /api/flows/:flow/runs/:run/checkpoints":            ReadState,
+	"GET /api/flows/:flow/runs/:run/checkpoints/:ckpt":      ReadState,
+	"GET /api/flows/:flow/runs/:run/checkpoints/:ckpt/diff": ReadState,
+
+	"GET /api/flows/:flow/files/:file":         ReadState,
+	"GET /api/flows/:flow/files/:file/content": ReadState,
+	"DELETE /api/flows/:flow/files/:file":      Run,
+
+	"GET /api/flows/:flow/queues": Read,
+
+	"GET /api/flows/:flow/deadletters":            Read,
+	"POST /api/flows/:flow/deadletters/:id/retry": Run,
+	"DELETE /api/flows/:flow/deadletters/:id":     Run,
+
+	"GET /api/flows/:flow/hooks":                 Read,
+	"GET /api/flows/:flow/deliveries":            Read,
+	"POST /api/flows/:flow/deliveries/:id/retry": Run,
+	"DELETE /api/flows/:flow/deliveries/:id":     Run,
+}
