@@ -151,7 +151,6 @@ func TestParseReportsEveryProblemAtItsPath(t *testing.T) {
 	_, probs = cases.Parse([]byte(bad), nodes)
 	want := map[string]string{
 		"cases[0].expect[3].max_tokens": "",
-		"cases[0].expect[2].jq":         "",
 		"cases[1].extra":                "unknown field",
 		"cases[2].id":                   "",
 		"cases[2].expect":               "",
@@ -170,7 +169,7 @@ func TestParseReportsEveryProblemAtItsPath(t *testing.T) {
 	}
 	// The schema-valid parts are checked beyond the schema once the schema passes.
 	bad2 := `{"sluice_cases": 1, "cases": [
-	  {"id": "a", "input": {}, "expect": [{"succeeds": true, "equals": 1}, {"name": "x"}, {"path": ".x", "succeeds": true}]},
+	  {"id": "a", "input": {}, "expect": [{"succeeds": true, "equals": 1}, {"name": "x"}, {"path": ".x", "succeeds": true}, {"jq": ".x | "}, {"jq": "$nope"}]},
 	  {"id": "a", "input": 1, "start": {"node": "nope", "state": {}}, "pins": {"ghost": {}}, "expect": [{"fails_at": "missing"}]}]}`
 	_, probs = cases.Parse([]byte(bad2), nodes)
 	want = map[string]string{

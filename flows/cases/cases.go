@@ -204,6 +204,14 @@ func (f *File) Check(nodes map[string]bool) flows.Problems {
 			case a.Path != "" && k[0] != "equals" && k[0] != "contains" && k[0] != "schema" && k[0] != "graded":
 				bad(ap+".path", flows.CodeInvalidValue, "path selects what equals, contains, schema and graded look at; %s does not use it", k[0])
 			}
+			for field, src := range map[string]string{"jq": a.JQ, "path": a.Path} {
+				if src == "" {
+					continue
+				}
+				if _, err := compileJQ(src); err != nil {
+					bad(ap+"."+field, flows.CodeJQSyntax, "not a valid jq: %v", err)
+				}
+			}
 			if a.FailsAt != "" && a.FailsAt != "*" && !hasNode(a.FailsAt) {
 				bad(ap+".fails_at", flows.CodeInvalidValue, "the flow has no node %q", a.FailsAt)
 			}

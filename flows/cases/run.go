@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -163,6 +164,12 @@ func runCase(ctx context.Context, e Runner, plan *flows.Plan, c *Case, g Grader)
 		opts.At, input = c.Start.Node, c.Start.State
 	}
 	id, err := e.Start(ctx, plan, input, opts)
+	var fe *flows.Error
+	if err != nil && errors.As(err, &fe) && strings.HasPrefix(fe.Path, "input") {
+		// The flow refused the input: that is an outcome a case may expect
+		// ({"succeeds": false}), not a mistake of the case.
+		return check(ctx, res, c, &Outcome{Flow: plan.Flow, Status: StatusRefused, Error: err.Error()}, g)
+	}
 	if err != nil {
 		return failed("the run did not start: " + err.Error())
 	}
@@ -210,6 +217,19 @@ func runCase(ctx context.Context, e Runner, plan *flows.Plan, c *Case, g Grader)
 			}
 		}
 	}
+	res = check(ctx, res, c, o, g)
+	if cps, err := e.Checkpoints(ctx, plan.Flow, id); err == nil {
+		res.NodeOutputs = NodeOutputs(cps)
+	}
+	res.Changed = Changed(c.NodeOutputs, res.NodeOutputs)
+	return res
+}
+
+// StatusRefused is the outcome of a case whose input the flow refused: no run started.
+const StatusRefused = "refused"
+
+// check evaluates the case's assertions on the outcome.
+func check(ctx context.Context, res Result, c *Case, o *Outcome, g Grader) Result {
 	res.Status = o.Status
 	res.Tokens = o.Usage.InputTokens + o.Usage.OutputTokens
 	res.DurationMS = float64(o.Duration.Microseconds()) / 1000
@@ -227,10 +247,6 @@ func runCase(ctx context.Context, e Runner, plan *flows.Plan, c *Case, g Grader)
 		}
 	}
 	res.CostUSD = o.Usage.CostUSD // grading's cost counts: it is what the case cost
-	if cps, err := e.Checkpoints(ctx, plan.Flow, id); err == nil {
-		res.NodeOutputs = NodeOutputs(cps)
-	}
-	res.Changed = Changed(c.NodeOutputs, res.NodeOutputs)
 	return res
 }
 
@@ -267,4 +283,12 @@ func SameJSON(a, b json.RawMessage) bool {
 		return string(a) == string(b)
 	}
 	return reflect.DeepEqual(x, y)
+}
+
+// DiffOutputs lists the differences between two outputs (JSON texts).
+func DiffOutputs(a, b json.RawMessage) []flows.ValueChange {
+	var x, y any
+	_ = json.Unmarshal(a, &x)
+	_ = json.Unmarshal(b, &y)
+	return flows.DiffValues(x, y)
 }
