@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -136,7 +137,7 @@ func (s *Server) getCases(c echo.Context) error {
 }
 
 // saveCases serves PUT /api/flows/:flow/cases: the whole file, checked (every problem at
-// its JSON path, 422) against the flow's nodes, then written beside the flow.
+// its JSON path, 400) against the flow's nodes, then written beside the flow.
 func (s *Server) saveCases(c echo.Context) error {
 	flow, err := s.existingFlow(c)
 	if err != nil {
@@ -401,6 +402,16 @@ func (s *Server) getTest(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	v, err := s.engine.ResolveVersion(ctx, flow, c.Param("version"))
+	if flows.ErrorCode(err) == flows.NotFound {
+		// A working copy's version is in no history: look among the tested ones.
+		if sums, serr := s.rdb.TestSummaries(ctx, flow); serr == nil {
+			for tested := range sums {
+				if p := c.Param("version"); len(p) >= 7 && strings.HasPrefix(tested, p) {
+					v, err = tested, nil
+				}
+			}
+		}
+	}
 	if err != nil {
 		return err
 	}

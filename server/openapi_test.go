@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/cases"
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store"
@@ -30,7 +31,9 @@ var openAPISchemas = map[string]any{
 	"ToolDef": flows.ToolDef{}, "MCPToolList": server.MCPToolList{}, "Trial": engine.Trial{},
 	"ImportReport": server.ImportReport{}, "VersionRuns": engine.VersionRuns{}, "Version": engine.Version{}, "VersionHistory": engine.VersionHistory{},
 	"VersionDetail": engine.VersionDetail{}, "ValueChange": flows.ValueChange{}, "VersionDiff": engine.VersionDiff{},
-	"RolledBack": server.RolledBack{}, "Schedule": engine.ScheduleView{}, "ScheduleList": server.ScheduleList{}, "DraftSummary": server.DraftSummary{}, "DraftSaved": server.DraftSaved{},
+	"RolledBack": server.RolledBack{},
+	"CasesView":  server.CasesView{}, "SavedCase": server.SavedCase{}, "Check": cases.Check{}, "CaseResult": cases.Result{},
+	"TestReport": cases.Report{}, "LastResult": cases.LastResult{}, "TestSummaries": server.TestSummaries{}, "Schedule": engine.ScheduleView{}, "ScheduleList": server.ScheduleList{}, "DraftSummary": server.DraftSummary{}, "DraftSaved": server.DraftSaved{},
 }
 
 // openAPIRequests are the request bodies' schemas, with the members a request must have
@@ -38,6 +41,7 @@ var openAPISchemas = map[string]any{
 var openAPIRequests = map[string][]string{
 	"StartRequest": nil, "ResumeRequest": nil, "ForkRequest": {"checkpoint"}, "MCPToolsRequest": {"params"},
 	"ChatCompletionRequest": {"messages", "model"}, "RollbackRequest": {"version"}, "TryNodeRequest": nil,
+	"SaveCaseRequest": {"run"}, "RunCasesRequest": nil,
 }
 
 // jsonFields are a struct type's JSON members and whether each is always there (no

@@ -31,16 +31,16 @@ type Verdict struct {
 // LastResult is what the version history keeps of a version's last test.
 type LastResult struct {
 	Summary
-	At    time.Time `json:"at"`
-	Draft bool      `json:"draft,omitempty"`
-	Cases []Verdict `json:"cases"`
+	At       time.Time `json:"at"`
+	Draft    bool      `json:"draft,omitempty"`
+	Verdicts []Verdict `json:"verdicts"`
 }
 
 // Last is the report as the version history keeps it.
 func (r *Report) Last() LastResult {
-	l := LastResult{Summary: r.Summary, At: r.At, Draft: r.Draft, Cases: []Verdict{}}
+	l := LastResult{Summary: r.Summary, At: r.At, Draft: r.Draft, Verdicts: []Verdict{}}
 	for _, c := range r.Results {
-		l.Cases = append(l.Cases, Verdict{Case: c.Case, Pass: c.Pass, Why: c.Why})
+		l.Verdicts = append(l.Verdicts, Verdict{Case: c.Case, Pass: c.Pass, Why: c.Why})
 	}
 	return l
 }
