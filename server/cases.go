@@ -61,7 +61,7 @@ type RunCasesRequest struct {
 
 // TestSummaries is the body of GET /api/flows/FLOW/tests: each version's last test.
 type TestSummaries struct {
-	Flow     string                       `json:"flow"`
+	Flow     string                      `json:"flow"`
 	Versions map[string]cases.LastResult `json:"versions"`
 }
 
