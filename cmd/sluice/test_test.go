@@ -186,3 +186,20 @@ func TestSluiceTestGradesWithAModel(t *testing.T) {
 		t.Errorf("%d grading requests, want 1", n)
 	}
 }
+
+// sluice validate flows/*.json checks the cases files the glob names as cases files,
+// against the flow beside them, instead of calling them broken flows.
+func TestValidateChecksCasesFilesBesideTheirFlows(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "flows", "examples", "*.json"))
+	if out, err := exec.Command(binary, append([]string{"validate"}, files...)...).CombinedOutput(); err != nil {
+		t.Fatalf("the examples and their cases: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	linear, _ := os.ReadFile(filepath.Join("..", "..", "flows", "examples", "linear.json"))
+	os.WriteFile(filepath.Join(dir, "linear.json"), linear, 0o644)
+	os.WriteFile(filepath.Join(dir, "linear.cases.json"), []byte(`{"sluice_cases": 1, "cases": [{"id": "x", "input": {}, "expect": [{"fails_at": "zz"}]}]}`), 0o644)
+	out, err := exec.Command(binary, "validate", filepath.Join(dir, "linear.json"), filepath.Join(dir, "linear.cases.json")).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), `linear.cases.json: cases[0].expect[0].fails_at: the flow has no node "zz"`) {
+		t.Errorf("a bad cases file: %v\n%s", err, out)
+	}
+}
