@@ -364,13 +364,23 @@ func (s *Server) runCases(c echo.Context) error {
 		return err
 	}
 	rep := cases.NewReport(flow, plan.Version, rs)
-	rep.Draft = len(req.Document) > 0
+	rep.Draft = len(req.Document) > 0 && !s.isSaved(flow, plan.Version)
 	if s.rdb != nil {
 		if err := cases.Record(ctx, s.rdb, rep); err != nil {
 			s.log.Warn("cannot record a test result", "flow", flow, "error", err)
 		}
 	}
 	return c.JSON(http.StatusOK, rep)
+}
+
+// isSaved reports whether version is the flow's saved file's.
+func (s *Server) isSaved(flow, version string) bool {
+	doc, err := s.library.Load(flow)
+	if err != nil {
+		return false
+	}
+	p, _, err := s.runs().Compile(doc)
+	return err == nil && p.Version == version
 }
 
 // listTests serves GET /api/flows/:flow/tests: each version's last test result.

@@ -82,6 +82,13 @@ func TestBrowserSaveARunAsACaseChangeAPromptAndSeeTheRegression(t *testing.T) {
 	}
 	b.waitText(`[data-node="ask"]`, "output changed")
 	b.shot("editor-tests-regression")
+	// The marks stay while the node is inspected, and go with Clear.
+	b.inspect("ask")
+	b.waitFor("the marks while inspecting", `document.querySelector('[data-node="ask"]')?.dataset.outputChanged === "true"`)
+	b.click("#tests-tab")
+	b.waitText("#test-summary", "0/1 passed")
+	b.click("#clear-test-report")
+	b.waitFor("no marks after Clear", `!document.querySelector('[data-output-changed="true"]')`)
 
 	// The version history shows the saved version's last result (1/1 passed).
 	b.click("#history-tab")

@@ -174,6 +174,11 @@ func loadTarget(ctx context.Context, e *engine.Engine, file, version, compare st
 		ids[id] = true
 	}
 	f, probs := cases.Parse(data, ids)
+	if f != nil && f.Flow != "" && f.Flow != t.plan.Flow {
+		probs = append(probs, flows.Problem{Severity: flows.SeverityError, Code: flows.CodeInvalidValue, Path: "flow",
+			Message: fmt.Sprintf("the cases are flow %q's, not %q's", f.Flow, t.plan.Flow)})
+		f = nil
+	}
 	for _, p := range probs {
 		fmt.Fprintf(stderr, "%s: %s\n", cfile, p)
 	}

@@ -22,14 +22,18 @@ interface Props {
 
 const errText = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
+// The last report of each flow in this page, and the case shown: they outlive the tab,
+// so the canvas keeps its marks while another tab (the inspector) is open.
+const lastReports = new Map<string, { report: TestReport; shown: string | undefined }>();
+
 export function TestsPanel({ doc, isNew, lastRun, canRun, onMark, say }: Props) {
   const [text, setText] = useState<string | undefined>();
   const [saved, setSaved] = useState<string | undefined>();
   const [problems, setProblems] = useState<Problem[]>([]);
   const [loadError, setLoadError] = useState<string | undefined>();
   const [busy, setBusy] = useState<"" | "run" | "save" | "case">("");
-  const [report, setReport] = useState<TestReport | undefined>();
-  const [shown, setShown] = useState<string | undefined>();
+  const [report, setReport] = useState<TestReport | undefined>(() => lastReports.get(doc.id)?.report);
+  const [shown, setShown] = useState<string | undefined>(() => lastReports.get(doc.id)?.shown);
 
   const load = useCallback(() => {
     if (isNew) return;
@@ -47,9 +51,14 @@ export function TestsPanel({ doc, isNew, lastRun, canRun, onMark, say }: Props) 
   useEffect(load, [load]);
 
   useEffect(() => {
+    if (report) lastReports.set(doc.id, { report, shown });
     onMark(report ? changedNodes(report.results, shown) : new Set());
-  }, [report, shown, onMark]);
-  useEffect(() => () => onMark(new Set()), [onMark]);
+  }, [doc.id, report, shown, onMark]);
+  const clear = () => {
+    lastReports.delete(doc.id);
+    setReport(undefined);
+    setShown(undefined);
+  };
 
   let parsed: unknown;
   let parseError: string | undefined;
@@ -129,7 +138,10 @@ export function TestsPanel({ doc, isNew, lastRun, canRun, onMark, say }: Props) 
       {report && (
         <section className="test-report" id="test-report" aria-label="test results">
           <h3 className={report.failed ? "error" : ""} id="test-summary">
-            {summaryLine(report)} <span className="muted small">on {report.draft ? "the working copy" : "the saved flow"} ({report.version.slice(0, 12)})</span>
+            {summaryLine(report)} <span className="muted small">on {report.draft ? "the working copy" : "the saved flow"} ({report.version.slice(0, 12)})</span>{" "}
+            <button type="button" className="link small" id="clear-test-report" onClick={clear} title="Clear the results and the canvas's marks">
+              Clear
+            </button>
           </h3>
           <table className="test-results">
             <thead>
