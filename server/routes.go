@@ -110,6 +110,15 @@ func (s *Server) routes() {
 	api.GET("/flows/:flow/versions/:version/diff", s.diffVersion)
 	api.POST("/flows/:flow/rollback", s.rollback)
 
+	// Test cases (cases.go): the cases file beside the flow, runs saved as cases, the
+	// cases run on a working copy or a version, each version's last result.
+	api.GET("/flows/:flow/cases", s.getCases)
+	api.PUT("/flows/:flow/cases", s.saveCases)
+	api.POST("/flows/:flow/cases", s.addCase)
+	api.POST("/flows/:flow/cases/run", s.runCases)
+	api.GET("/flows/:flow/tests", s.listTests)
+	api.GET("/flows/:flow/tests/:version", s.getTest)
+
 	api.GET("/flows/:flow/schedules", s.listSchedules)
 	api.POST("/flows/:flow/schedules/:schedule/pause", s.pauseSchedule)
 	api.POST("/flows/:flow/schedules/:schedule/resume", s.resumeSchedule)

@@ -104,6 +104,14 @@ func (k Keys) Versions() string { return k.fwide + "versions" }
 // VersionNotes is the hash of the messages given when versions were saved.
 func (k Keys) VersionNotes() string { return k.fwide + "versions:notes" }
 
+// TestResults is the hash of each version's last test result (the summary of its cases'
+// verdicts): version -> JSON, kept as long as the version history.
+func (k Keys) TestResults() string { return k.fwide + "tests" }
+
+// TestResult holds the whole last test result of a version (each case's output and node
+// outputs too), for TestResultTTL.
+func (k Keys) TestResult(version string) string { return k.fwide + "tests:" + version }
+
 // ScheduleTicks is the sorted set of schedule keys scored by the last tick (ms) that
 // was run or passed over; a tick at or before it never runs again.
 func (k Keys) ScheduleTicks() string { return k.fwide + "schedules:ticks" }
