@@ -70,7 +70,7 @@ func TestAFusedRunCostsPinnedRedisCommands(t *testing.T) {
 			t.Fatalf("commit: %v %+v", errs[0], res[0])
 		}
 	})
-	want := runCost{Commands: 11, Bytes: 3325, Scripts: 1, InScripts: 14}
+	want := runCost{Commands: 11, Bytes: 3338, Scripts: 1, InScripts: 11}
 	if got.Commands != want.Commands || got.Scripts != want.Scripts || got.InScripts != want.InScripts ||
 		got.Bytes < want.Bytes-16 || got.Bytes > want.Bytes+16 {
 		t.Errorf("one fused run: %d commands (%d scripts) of %d argument bytes, %d commands inside scripts; want %d (%d), %d ± 16, %d\n%s",

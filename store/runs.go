@@ -605,12 +605,13 @@ func (r *Redis) Touch(ctx context.Context, ref RunRef, ttl time.Duration) error 
 	return err
 }
 
-// PruneRuns removes up to limit runs whose keys have expired from the run index of a
-// flow's partition and returns how many it removed. Runs due that still exist (their
-// retention was refreshed by other means) are given their new deadline.
+// PruneRuns ends the retention of up to limit finished runs of a flow's partition that
+// are due — it deletes their keys and removes them from the run index — and returns how
+// many it removed. Runs due whose keys have a TTL of their own (retention refreshed by
+// reading them) are given its deadline (see prune.lua).
 func (r *Redis) PruneRuns(ctx context.Context, flow string, part, limit int) (int, error) {
 	k := PartKeys(flow, part)
-	n, err := pruneScript.Run(ctx, r.Client, []string{k.Expiry(), k.Runs(), k.Prefix() + "run:"}, nowMS(), limit).Int()
+	n, err := pruneScript.Run(ctx, r.Client, []string{k.Expiry(), k.Runs(), k.Prefix()}, nowMS(), limit).Int()
 	if err != nil {
 		return 0, fmt.Errorf("prune runs of flow %q: %w", flow, err)
 	}

@@ -202,12 +202,11 @@ local function consume()
   ids[#ids + 1] = entry
 end
 
--- expire_run starts the retention of a run nothing is live in (its frames are gone).
+-- expire_run starts the retention of a run nothing is live in (its frames are gone):
+-- the expiry set says when it ends, and the janitor (prune.lua) deletes the run's keys
+-- then. One ZADD, where an EXPIRE of each key cost three calls more.
 local function expire_run()
   if ttl ~= '0' then
-    redis.call('EXPIRE', KRUN, ttl)
-    redis.call('EXPIRE', KCKPT, ttl)
-    redis.call('EXPIRE', KSTATE, ttl)
     redis.call('ZADD', KEYS[4], expireat, run)
   end
 end
