@@ -66,7 +66,7 @@ func TestAFusedRunCostsPinnedRedisCommands(t *testing.T) {
 			c.Steps = append(c.Steps, s)
 		}
 		res, errs := r.CommitBatch(ctx, []*store.Commit{c})
-		if errs[0] != nil || res[0].Status != "ok" || res[0].RunStatus != store.StatusSucceeded {
+		if errs[0] != nil || res[0].Status != store.CommitOK || res[0].RunStatus != store.StatusSucceeded {
 			t.Fatalf("commit: %v %+v", errs[0], res[0])
 		}
 	})
