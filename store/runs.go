@@ -186,7 +186,7 @@ func (r *Redis) StartRun(ctx context.Context, a StartArgs) (string, error) {
 	for _, n := range a.Entries {
 		keys = append(keys, k.In(n))
 	}
-	args := []any{a.Run, a.Version, strconv.FormatInt(nowMS(), 10), EventsMaxLen, a.State, a.Checkpoint.Node, a.Checkpoint.Parent, a.Checkpoint.body(), len(a.Fields) / 2}
+	args := []any{a.Run, a.Version, strconv.FormatInt(nowMS(), 10), EventsMaxLen, a.State, a.Checkpoint.Node, a.Checkpoint.Parent, a.Checkpoint.inputBody(a.Fields), len(a.Fields) / 2}
 	for _, f := range a.Fields {
 		args = append(args, f)
 	}
@@ -249,7 +249,7 @@ func (r *Redis) startFresh(ctx context.Context, a StartArgs) (string, error) {
 	}
 	pipe := r.Client.TxPipeline()
 	add := pipe.XAdd(ctx, &redis.XAddArgs{Stream: k.Ckpt(a.Run), ID: ckpt,
-		Values: []any{ckptNode, a.Checkpoint.Node, ckptParent, a.Checkpoint.Parent, ckptBodyF, a.Checkpoint.body(), ckptSteps, "1", ckptStep, "0", ckptTime, now}})
+		Values: []any{ckptNode, a.Checkpoint.Node, ckptParent, a.Checkpoint.Parent, ckptBodyF, a.Checkpoint.inputBody(a.Fields), ckptSteps, "1", ckptStep, "0", ckptTime, now}})
 	pipe.HSet(ctx, k.State(a.Run), ckpt, a.State)
 	pipe.HSet(ctx, k.Run(a.Run), run...)
 	for _, n := range a.Entries {
