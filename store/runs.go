@@ -72,6 +72,15 @@ type Run struct {
 	// Tick is the schedule tick a scheduled run is for.
 	Tick *time.Time `json:"tick,omitempty"`
 
+	// Moves are the run's moves to other versions (a retry on another version, a
+	// waiting run moved), oldest first.
+	Moves []Move `json:"moves,omitempty"`
+	// ReplayOf is the run this one replays (ReplayOfCkpt the checkpoint it started
+	// from, "" for the original's input); ReplayedAs the replays of this run.
+	ReplayOf     string   `json:"replay_of,omitempty"`
+	ReplayOfCkpt string   `json:"replay_of_checkpoint,omitempty"`
+	ReplayedAs   []string `json:"replayed_as,omitempty"`
+
 	// Trace is the traceparent of the run's span and TraceParent the span id of its
 	// parent ("" for a trace's root); both "" when the run is not traced.
 	Trace       string `json:"-"`
@@ -112,6 +121,7 @@ func parseRun(flow, id string, h map[string]string) *Run {
 	r.Webhook = h["webhook"]
 	r.Trigger = h["trigger"]
 	r.Trace, r.TraceParent = h["tp"], h["tpp"]
+	parseReplayFields(r, h)
 	if t := msTime(h["tick"]); !t.IsZero() {
 		r.Tick = &t
 	}
@@ -434,6 +444,11 @@ type DeadLetter struct {
 	Attempts int       `json:"attempts"`
 	Time     time.Time `json:"time"`
 	Ckpt     string    `json:"checkpoint"`
+	// Version is the version the step ran on; Before the attempts of earlier retries
+	// (attempt numbers go on across retries).
+	Version string `json:"version"`
+	Before  int    `json:"attempts_before,omitempty"`
+	Tok     string `json:"-"` // the activation's fork tokens
 }
 
 // DeadLetters lists a flow's dead letters, oldest first, over every partition.
@@ -454,9 +469,7 @@ func (r *Redis) DeadLetters(ctx context.Context, flow string, count int64) ([]De
 	for i, c := range cmds {
 		p := parts[i].Part
 		for _, m := range c.Val() {
-			s := func(k string) string { v, _ := m.Values[k].(string); return v }
-			n, _ := strconv.Atoi(s("attempts"))
-			out = append(out, DeadLetter{ID: withPart(m.ID, p), Flow: flow, Node: s("node"), Run: s("run"), Error: s("error"), Attempts: n, Time: msTime(s("ts")), Ckpt: s("a:ckpt")})
+			out = append(out, deadLetterOf(flow, withPart(m.ID, p), m))
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
@@ -486,35 +499,10 @@ func splitPart(id string) (string, int) {
 	return e, p
 }
 
-// RetryDead puts a dead letter back on its node's stream and reopens its run.
+// RetryDead puts a dead letter back on its node's stream, on the version it ran, and
+// reopens its run (RetryDeadOn moves it to another version).
 func (r *Redis) RetryDead(ctx context.Context, flow, id string) (string, error) {
-	entry, p := splitPart(id)
-	if p < 0 || !ValidStreamID(entry) {
-		return "", &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no dead letter %q", id)}
-	}
-	k := PartKeys(flow, p)
-	msgs, err := r.Client.XRange(ctx, k.Dead(), entry, entry).Result()
-	if err != nil {
-		return "", err
-	}
-	if len(msgs) == 0 {
-		return "", &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no dead letter %q", id)}
-	}
-	node, _ := msgs[0].Values["node"].(string)
-	run, _ := msgs[0].Values["run"].(string)
-	res, err := retryDeadScript.Run(ctx, r.Client, []string{k.Dead(), k.In(node), k.Run(run), k.Events(), k.Ckpt(run), k.State(run), k.Frames(run), k.Expiry()},
-		entry, node, nowMS(), EventsMaxLen).Slice()
-	if err != nil {
-		return "", err
-	}
-	switch res[0] {
-	case "not_found":
-		return "", &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no dead letter %q", id)}
-	case "gone":
-		return "", &flows.Error{Code: flows.Conflict, Flow: flow, Message: fmt.Sprintf("run %q of dead letter %q has expired", run, id)}
-	}
-	newID, _ := res[1].(string)
-	return newID, nil
+	return r.RetryDeadOn(ctx, flow, id, RetryArgs{})
 }
 
 // DiscardDead deletes a dead letter; its run stays failed.

@@ -147,5 +147,3 @@ func NewRunID() string {
 	_, _ = rand.Read(b[6:])
 	return "r" + idEncoding.EncodeToString(b[:])
 }
-
-func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

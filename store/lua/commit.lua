@@ -230,7 +230,8 @@ local function finish(st)
   set[#set + 1] = 'status'; set[#set + 1] = st
   set[#set + 1] = 'finished_at'; set[#set + 1] = now
   redis.call('XADD', KEYS[2], '*', 'run', run, 'status', st)
-  if forks then redis.call('DEL', KFRAMES) end
+  -- A run with dead letters keeps its open forks: a retried one arrives at its join.
+  if forks and dead <= 0 then redis.call('DEL', KFRAMES) end
   local keep = tonumber(keeplast)
   if keep > 0 then
     -- Keep the last keep checkpoints. Entries older than the one that holds the oldest
@@ -391,7 +392,7 @@ if status ~= 'failed' then
   if newstatus ~= status and newstatus ~= 'succeeded' and newstatus ~= 'failed' then
     set[#set + 1] = 'status'; set[#set + 1] = newstatus
   end
-elseif live <= 0 and forks then
+elseif live <= 0 and forks and dead <= 0 then
   redis.call('DEL', KFRAMES)
 end
 local changed = ''
