@@ -129,8 +129,7 @@ func (c *Checkpoint) inputBody(fields []string) []byte {
 			b.Update, b.RunInput = nil, true
 		}
 	}
-	out, _ := json.Marshal(b)
-	return out
+	return encodeBody(&b)
 }
 
 // fillInputs gives the checkpoints whose update is their run's input (a first
