@@ -40,6 +40,8 @@ type Checkpoint struct {
 	Entry string `json:"-"`
 	// Pinned says the step did not run: its output was pinned for the run.
 	Pinned bool `json:"pinned,omitempty"`
+
+	runInput bool // the update is the run's input, not stored with the checkpoint
 }
 
 // IsState reports whether the checkpoint records a state a run can continue from (not
@@ -87,6 +89,9 @@ type ckptBody struct {
 	Worker     string          `json:"w,omitempty"`
 	Entry      string          `json:"x,omitempty"`
 	Pinned     bool            `json:"pin,omitempty"`
+	// RunInput says the update is the run's input, kept once, in the run hash: a run's
+	// first checkpoint does not store it again (readers fill it in: fillInputs).
+	RunInput bool `json:"ri,omitempty"`
 }
 
 func (c *Checkpoint) toBody() ckptBody {
@@ -115,7 +120,42 @@ func packedBody(steps []CommitStep) []byte {
 	return encodeBodies(bodies)
 }
 
+// inputBody is the body of a run's first checkpoint: without its update when that is
+// the run's input, which the run hash keeps (fields: its field/value pairs).
+func (c *Checkpoint) inputBody(fields []string) []byte {
+	b := c.toBody()
+	for i := 0; i+1 < len(fields); i += 2 {
+		if fields[i] == "input" && c.Kind == "input" && len(c.Update) > 0 && fields[i+1] == string(c.Update) {
+			b.Update, b.RunInput = nil, true
+		}
+	}
+	return encodeBody(&b)
+}
+
+// fillInputs gives the checkpoints whose update is their run's input (a first
+// checkpoint, see inputBody) that update, read from the run hash.
+func (r *Redis) fillInputs(ctx context.Context, ref RunRef, cps []Checkpoint) error {
+	var in []byte
+	for i := range cps {
+		if !cps[i].runInput {
+			continue
+		}
+		if in == nil {
+			b, err := r.Client.HGet(ctx, ref.keys().Run(ref.Run), "input").Bytes()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+			in = b
+		}
+		if len(in) > 0 {
+			cps[i].Update = json.RawMessage(in)
+		}
+	}
+	return nil
+}
+
 func (c *Checkpoint) fromBody(b ckptBody) {
+	c.runInput = b.RunInput
 	c.Kind, c.Update, c.Output, c.Error, c.Attempt = b.Kind, b.Update, b.Output, b.Error, b.Attempt
 	c.Ports, c.Branches, c.Worker, c.Entry, c.StateBytes, c.Pinned = b.Ports, b.Branches, b.Worker, b.Entry, b.StateBytes, b.Pinned
 	c.Duration = time.Duration(b.DurUS) * time.Microsecond
@@ -242,6 +282,9 @@ func (r *Redis) Checkpoints(ctx context.Context, ref RunRef, start string, count
 			out = append(out, c)
 		}
 	}
+	if err := r.fillInputs(ctx, ref, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -265,7 +308,11 @@ func (r *Redis) GetCheckpoint(ctx context.Context, ref RunRef, id string) (*Chec
 			if b, err := st.Bytes(); err == nil {
 				c.State = b
 			}
-			return &c, nil
+			cps := []Checkpoint{c}
+			if err := r.fillInputs(ctx, ref, cps); err != nil {
+				return nil, err
+			}
+			return &cps[0], nil
 		}
 	}
 	return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("run %q has no checkpoint %q", run, id)}

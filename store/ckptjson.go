@@ -84,6 +84,10 @@ func appendBody(dst []byte, b *ckptBody) (_ []byte, ok bool) {
 		field("pin")
 		dst = append(dst, "true"...)
 	}
+	if b.RunInput {
+		field("ri")
+		dst = append(dst, "true"...)
+	}
 	return append(dst, '}'), true
 }
 

@@ -42,7 +42,7 @@ type CommitStep struct {
 
 // CommitResult says what a commit did.
 type CommitResult struct {
-	Status    string // "ok", "stale", "dropped", "max_steps"
+	Status    CommitStatus
 	Ckpt      string
 	Step      int
 	Live      int
@@ -265,20 +265,21 @@ func isScriptError(err error) bool {
 func parseCommitResult(res []any) CommitResult {
 	var cr CommitResult
 	if len(res) > 0 {
-		cr.Status, _ = res[0].(string)
+		s, _ := res[0].(string)
+		cr.Status = CommitStatus(s)
 	}
 	switch cr.Status {
-	case "ok":
+	case CommitOK:
 		cr.Ckpt, _ = res[1].(string)
 		s, _ := res[2].(int64)
 		l, _ := res[3].(int64)
 		cr.Step, cr.Live = int(s), int(l)
 		cr.RunStatus, _ = res[4].(string)
-	case "dropped":
+	case CommitDropped:
 		if len(res) > 1 {
 			cr.RunStatus, _ = res[1].(string)
 		}
-	case "max_steps":
+	case CommitMaxSteps:
 		if len(res) > 1 {
 			d, _ := res[1].(int64)
 			cr.Step = int(d)

@@ -66,11 +66,11 @@ func TestAFusedRunCostsPinnedRedisCommands(t *testing.T) {
 			c.Steps = append(c.Steps, s)
 		}
 		res, errs := r.CommitBatch(ctx, []*store.Commit{c})
-		if errs[0] != nil || res[0].Status != "ok" || res[0].RunStatus != store.StatusSucceeded {
+		if errs[0] != nil || res[0].Status != store.CommitOK || res[0].RunStatus != store.StatusSucceeded {
 			t.Fatalf("commit: %v %+v", errs[0], res[0])
 		}
 	})
-	want := runCost{Commands: 11, Bytes: 3325, Scripts: 1, InScripts: 14}
+	want := runCost{Commands: 11, Bytes: 3093, Scripts: 1, InScripts: 11}
 	if got.Commands != want.Commands || got.Scripts != want.Scripts || got.InScripts != want.InScripts ||
 		got.Bytes < want.Bytes-16 || got.Bytes > want.Bytes+16 {
 		t.Errorf("one fused run: %d commands (%d scripts) of %d argument bytes, %d commands inside scripts; want %d (%d), %d ± 16, %d\n%s",
@@ -195,4 +195,43 @@ func waitFor(t *testing.T, ch chan string, opt *redis.Options, marker string, li
 		}
 	}
 	t.Fatalf("MONITOR never showed %q", marker)
+}
+
+// A run's input is kept once, in the run hash: the first checkpoint, whose update it
+// is, does not store it again, and reading the history gives it back.
+func TestTheInputIsKeptOnceAndTheFirstCheckpointShowsIt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		ctx := context.Background()
+		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
+		in := `{"question":"` + strings.Repeat("why ", 64) + `"}`
+		if err := r.StoreVersion(ctx, flow, "v1", []byte("{}"), []string{"a"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, fresh := range []bool{true, false} {
+			run := fmt.Sprintf("r-%v", fresh)
+			ckpt, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: run, Version: "v1", State: []byte(in), Fresh: fresh,
+				Checkpoint: store.Checkpoint{Kind: "input", Update: []byte(in)}, Entries: []string{"a"}, Fields: []string{"input", in}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := r.Client.XRange(ctx, store.FlowKeys(flow).Ckpt(run), "-", "+").Result()
+			if err != nil || len(raw) != 1 {
+				t.Fatalf("checkpoint stream: %v %v", raw, err)
+			}
+			for f, v := range raw[0].Values {
+				if s, _ := v.(string); strings.Contains(s, "why why") {
+					t.Errorf("fresh %v: the first checkpoint's %q holds the input again", fresh, f)
+				}
+			}
+			cps, err := r.Checkpoints(ctx, store.RunRef{Flow: flow, Run: run}, "", 0)
+			if err != nil || len(cps) != 1 || string(cps[0].Update) != in {
+				t.Errorf("fresh %v: history %+v %v, want the input checkpoint with the input as its update", fresh, cps, err)
+			}
+			c, err := r.GetCheckpoint(ctx, store.RunRef{Flow: flow, Run: run}, ckpt)
+			if err != nil || string(c.Update) != in {
+				t.Errorf("fresh %v: checkpoint %+v %v, want the input as its update", fresh, c, err)
+			}
+		}
+	})
 }

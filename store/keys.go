@@ -134,8 +134,8 @@ func (k Keys) Run(run string) string { return k.prefix + "run:" + run }
 // Runs is the sorted set of run ids by creation time (ms).
 func (k Keys) Runs() string { return k.prefix + "runs" }
 
-// Expiry is the sorted set of finished runs by the time (ms) their keys expire: the
-// janitor removes them from Runs once they have.
+// Expiry is the sorted set of finished runs by the time (ms) their retention ends: the
+// janitor (every worker's sweeper) then deletes their keys and removes them from Runs.
 func (k Keys) Expiry() string { return k.prefix + "expiry" }
 
 // Ckpt is the stream of a run's checkpoints, in commit order.

@@ -196,7 +196,7 @@ func (r *Redis) StartRun(ctx context.Context, a StartArgs) (string, error) {
 	for _, n := range a.Entries {
 		keys = append(keys, k.In(n))
 	}
-	args := []any{a.Run, a.Version, strconv.FormatInt(nowMS(), 10), EventsMaxLen, a.State, a.Checkpoint.Node, a.Checkpoint.Parent, a.Checkpoint.body(), len(a.Fields) / 2}
+	args := []any{a.Run, a.Version, strconv.FormatInt(nowMS(), 10), EventsMaxLen, a.State, a.Checkpoint.Node, a.Checkpoint.Parent, a.Checkpoint.inputBody(a.Fields), len(a.Fields) / 2}
 	for _, f := range a.Fields {
 		args = append(args, f)
 	}
@@ -259,7 +259,7 @@ func (r *Redis) startFresh(ctx context.Context, a StartArgs) (string, error) {
 	}
 	pipe := r.Client.TxPipeline()
 	add := pipe.XAdd(ctx, &redis.XAddArgs{Stream: k.Ckpt(a.Run), ID: ckpt,
-		Values: []any{ckptNode, a.Checkpoint.Node, ckptParent, a.Checkpoint.Parent, ckptBodyF, a.Checkpoint.body(), ckptSteps, "1", ckptStep, "0", ckptTime, now}})
+		Values: []any{ckptNode, a.Checkpoint.Node, ckptParent, a.Checkpoint.Parent, ckptBodyF, a.Checkpoint.inputBody(a.Fields), ckptSteps, "1", ckptStep, "0", ckptTime, now}})
 	pipe.HSet(ctx, k.State(a.Run), ckpt, a.State)
 	pipe.HSet(ctx, k.Run(a.Run), run...)
 	for _, n := range a.Entries {
@@ -593,12 +593,13 @@ func (r *Redis) Touch(ctx context.Context, ref RunRef, ttl time.Duration) error 
 	return err
 }
 
-// PruneRuns removes up to limit runs whose keys have expired from the run index of a
-// flow's partition and returns how many it removed. Runs due that still exist (their
-// retention was refreshed by other means) are given their new deadline.
+// PruneRuns ends the retention of up to limit finished runs of a flow's partition that
+// are due — it deletes their keys and removes them from the run index — and returns how
+// many it removed. Runs due whose keys have a TTL of their own (retention refreshed by
+// reading them) are given its deadline (see prune.lua).
 func (r *Redis) PruneRuns(ctx context.Context, flow string, part, limit int) (int, error) {
 	k := PartKeys(flow, part)
-	n, err := pruneScript.Run(ctx, r.Client, []string{k.Expiry(), k.Runs(), k.Prefix() + "run:"}, nowMS(), limit).Int()
+	n, err := pruneScript.Run(ctx, r.Client, []string{k.Expiry(), k.Runs(), k.Prefix()}, nowMS(), limit).Int()
 	if err != nil {
 		return 0, fmt.Errorf("prune runs of flow %q: %w", flow, err)
 	}

@@ -22,9 +22,19 @@ func mustScript(name string) *redis.Script {
 	return redis.NewScript(string(b))
 }
 
+// mustPreludeScript is a script that uses the op codes and replies of store/ops.go: the
+// prelude that defines them goes before it.
+func mustPreludeScript(name string) *redis.Script {
+	b, err := luaFiles.ReadFile("lua/" + name + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	return redis.NewScript(scriptPrelude() + string(b))
+}
+
 // The Lua scripts; each file's header documents its KEYS and ARGV.
 var (
-	commitScript      = mustScript("commit")
+	commitScript      = mustPreludeScript("commit")
 	failScript        = mustScript("fail")
 	reclaimScript     = mustScript("reclaim")
 	heartbeatScript   = mustScript("heartbeat")

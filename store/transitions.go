@@ -82,35 +82,35 @@ type Park struct {
 }
 
 func (t Activate) op(k Keys) (string, string, []string) {
-	return "A", k.In(t.Node), []string{"KEY", t.From.String(), t.Tokens}
+	return opActivate, k.In(t.Node), []string{"KEY", t.From.String(), t.Tokens}
 }
 
 func (t Seed) op(Keys) (string, string, []string) {
-	return "S", "", []string{string(t.Update), string(t.State)}
+	return opSeed, "", []string{string(t.Update), string(t.State)}
 }
 
 func (t OpenFork) op(k Keys) (string, string, []string) {
-	return "O", k.In(t.Join), []string{t.Frame, strconv.Itoa(t.Branches), t.Outer, t.Base.String(), "KEY"}
+	return opOpenFork, k.In(t.Join), []string{t.Frame, strconv.Itoa(t.Branches), t.Outer, t.Base.String(), "KEY"}
 }
 
 func (t Split) op(Keys) (string, string, []string) {
-	return "P", "", []string{t.Frame, strconv.Itoa(t.More)}
+	return opSplit, "", []string{t.Frame, strconv.Itoa(t.More)}
 }
 
 func (t Arrive) op(k Keys) (string, string, []string) {
-	return "R", k.In(t.Join), []string{t.Frame, t.Branch, t.From.String(), "KEY"}
+	return opArrive, k.In(t.Join), []string{t.Frame, t.Branch, t.From.String(), "KEY"}
 }
 
 func (t GiveBack) op(k Keys) (string, string, []string) {
-	return "G", k.In(t.Join), []string{t.Frame, "KEY"}
+	return opGiveBack, k.In(t.Join), []string{t.Frame, "KEY"}
 }
 
 func (t CloseFork) op(Keys) (string, string, []string) {
-	return "C", "", []string{t.Frame}
+	return opClose, "", []string{t.Frame}
 }
 
 func (t Park) op(Keys) (string, string, []string) {
-	return "W", "", []string{string(t.Record), strconv.FormatInt(t.Deadline, 10)}
+	return opPark, "", []string{string(t.Record), strconv.FormatInt(t.Deadline, 10)}
 }
 
 // String describes a transition for tests and logs.

@@ -114,7 +114,7 @@ func (w *Worker) commit(plan *flows.Plan, c *store.Commit, b *built, fused []fus
 // committed handles a commit's reply.
 func (w *Worker) committed(a store.Activation, b *built, trans []store.Transition, fused []fusedStep, res store.CommitResult, cdur time.Duration, received time.Time) stepOutcome {
 	switch res.Status {
-	case "ok":
+	case store.CommitOK:
 		w.e.cache.put(a.Run, res.Ckpt, b.newState)
 		for _, t := range trans {
 			if p, ok := t.(store.Park); ok && p.Deadline > 0 {
@@ -129,7 +129,7 @@ func (w *Worker) committed(a store.Activation, b *built, trans []store.Transitio
 			}
 		}
 		return outcomeCommitted
-	case "max_steps":
+	case store.CommitMaxSteps:
 		w.e.log.Info("run failed: deeper than max_steps", "flow", a.Flow, "run", a.Run, "node", a.Node, "depth", res.Step)
 		return outcomeCommitted
 	default:

@@ -72,6 +72,9 @@
 -- entry, "s": first step, "e": the steps' events}. The store splits either into one event
 -- per step (and one for the run) when reading (store/events.go).
 --
+-- ARITY (the ops' numbers of arguments) and the replies OK, STALE, DROPPED and MAX_STEPS
+-- are defined by the prelude store/ops.go puts before this script.
+--
 -- Returns one reply per commit, in order: {"ok", last checkpoint id, step number, live
 -- activations, run status}, or {"stale"} when the fence fails, {"dropped", status} for
 -- a cancelled or lost run, {"max_steps", depth} when the activation is deeper than
@@ -83,7 +86,6 @@ local maxdepth = tonumber(maxsteps)
 local ncommits = tonumber(ARGV[8])
 if not ncommits or not maxdepth or not tonumber(keeplast) then return redis.error_reply('commit.lua: max_steps, keep_last or the number of commits is not a number') end
 local firstextra = 5 + 5 * ncommits -- the first transition stream's index in KEYS
-local arity = {A = 3, S = 2, O = 5, P = 2, R = 4, G = 2, C = 1, W = 2}
 
 -- The transitions and the counts before them are checked before the first write. The
 -- check runs on every commit, so it is written for speed: no tables or closures, and
@@ -109,7 +111,7 @@ do
     local seeds = 0
     for k = 1, nt do
       local op = ARGV[i]
-      local n = arity[op]
+      local n = ARITY[op]
       if not n then
         return redis.error_reply('commit.lua: unknown transition ' .. tostring(op) .. ' (transition ' .. k .. ' of ' .. nt .. ')')
       end
@@ -171,10 +173,10 @@ local nextdepth = tostring(depth + nsteps)
 local nstates, nfinals, ntrans = states[c], finals[c], transs[c]
 
 local f = KIN .. ' ' .. entry
-if fenced[f] then return {'stale'} end
+if fenced[f] then return {STALE} end
 local p = redis.call('XPENDING', KIN, group, entry, entry, 1)
 if #p == 0 or p[1][2] ~= consumer then
-  return {'stale'}
+  return {STALE}
 end
 fenced[f] = true
 
@@ -202,12 +204,11 @@ local function consume()
   ids[#ids + 1] = entry
 end
 
--- expire_run starts the retention of a run nothing is live in (its frames are gone).
+-- expire_run starts the retention of a run nothing is live in (its frames are gone):
+-- the expiry set says when it ends, and the janitor (prune.lua) deletes the run's keys
+-- then. One ZADD, where an EXPIRE of each key cost three calls more.
 local function expire_run()
   if ttl ~= '0' then
-    redis.call('EXPIRE', KRUN, ttl)
-    redis.call('EXPIRE', KCKPT, ttl)
-    redis.call('EXPIRE', KSTATE, ttl)
     redis.call('ZADD', KEYS[4], expireat, run)
   end
 end
@@ -220,7 +221,7 @@ if not status or status == 'cancelled' or status == 'succeeded' then
     live = redis.call('HINCRBY', KRUN, 'live', -1)
     if live <= 0 then expire_run() end
   end
-  return {'dropped', status or 'lost'}
+  return {DROPPED, status or 'lost'}
 end
 
 local newstatus = status
@@ -276,7 +277,7 @@ if depth > maxdepth then
     expire_run()
   end
   redis.call('HSET', KRUN, unpack(set))
-  return {'max_steps', depth}
+  return {MAX_STEPS, depth}
 end
 
 -- The steps: one checkpoint entry for all of them, a state each.
@@ -324,7 +325,7 @@ end
 i = i + 1
 for _ = 1, ntrans do
   local op = ARGV[i]
-  local n = arity[op] -- checked above
+  local n = ARITY[op] -- checked above
   if not forks and (op == 'O' or op == 'P' or op == 'R' or op == 'G') then
     -- The run has a frames hash from now on (a run of an older build may have one
     -- already: its next fork op marks it).
@@ -399,7 +400,7 @@ if newstatus ~= status then changed = newstatus end
 events[#events + 1] = {run, changed, ckpt, first, ARGV[a + 7]}
 redis.call('HSET', KRUN, unpack(set))
 if live <= 0 then expire_run() end
-return {'ok', ckpt, steps, live, newstatus}
+return {OK, ckpt, steps, live, newstatus}
 end
 
 
