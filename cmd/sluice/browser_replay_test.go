@@ -5,6 +5,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,7 +89,14 @@ func TestBrowserFixAFailedStepAndRetryItWithTheCurrentVersion(t *testing.T) {
 	}
 	b.shot("editor-retried-on-current")
 
-	// The run page shows the move.
+	// The run page shows the move, and replays the run: the replay's page compares it
+	// with the original node by node.
 	b.open("/flows/" + flowID + "/runs/" + run)
 	b.waitText("#run-moves", "moved from "+broken[:7])
+	b.click("#replay-button")
+	b.waitFor("the replay's page", fmt.Sprintf(`location.pathname !== "/flows/%s/runs/%s"`, flowID, run))
+	b.waitText("#replay-of", run)
+	b.waitText("#compare-summary", "3 same")
+	b.waitText(`#run-compare tr[data-node="price"]`, "same")
+	b.shot("run-page-replay-compare")
 }

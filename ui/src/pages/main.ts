@@ -46,6 +46,13 @@ document.addEventListener("click", async (e) => {
       const err = (await res.json().catch(() => ({}))) as { error?: { code?: string; message?: string } };
       throw new ApiError(res.status, err.error?.code ?? "internal", err.error?.message ?? `failed (${res.status})`);
     }
+    if (b.dataset.then === "go") {
+      const started = (await res.json().catch(() => ({}))) as { run?: string; flow?: string };
+      if (started.run && started.flow) {
+        location.href = `/flows/${encodeURIComponent(started.flow)}/runs/${encodeURIComponent(started.run)}`;
+        return;
+      }
+    }
     if (b.dataset.then !== "none") location.reload();
   } catch (err) {
     showError(b.closest("[data-actions]"), err);
@@ -146,6 +153,27 @@ fork?.addEventListener("submit", async (e) => {
     location.href = `/flows/${encodeURIComponent(started.flow)}/runs/${encodeURIComponent(started.run)}`;
   } catch (err) {
     showError(fork, err instanceof SyntaxError ? `The state is not JSON: ${err.message}` : err);
+  }
+});
+
+// Replay a run: a new run on the version chosen, from its input or the checkpoint shown.
+const replay = document.querySelector<HTMLFormElement>("form[data-replay]");
+replay?.addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const data = new FormData(replay);
+  const body: { version: string; reuse: boolean; checkpoint?: string } = { version: String(data.get("version") ?? ""), reuse: data.get("reuse") === "on" };
+  if (data.get("from") === "checkpoint" && replay.dataset.checkpoint) body.checkpoint = replay.dataset.checkpoint;
+  try {
+    const res = await fetch(`/api/flows/${encodeURIComponent(replay.dataset.flow!)}/runs/${encodeURIComponent(replay.dataset.replay!)}/replay`, {
+      method: "POST",
+      headers: { Accept: "application/json", "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    const answer = (await res.json().catch(() => ({}))) as { run?: string; flow?: string; error?: { code?: string; message?: string } };
+    if (!res.ok) throw new ApiError(res.status, answer.error?.code ?? "internal", answer.error?.message ?? `failed (${res.status})`);
+    location.href = `/flows/${encodeURIComponent(answer.flow!)}/runs/${encodeURIComponent(answer.run!)}`;
+  } catch (err) {
+    showError(replay, err);
   }
 });
 
