@@ -204,6 +204,11 @@ func TestBulkReplayAndBulkMoveThroughTheAPI(t *testing.T) {
 		if rep.Done != 6 || len(rep.Results) != 6 || rep.Results[0].Summary != "1 same, 1 fixed, 1 new" {
 			t.Errorf("report = %+v", rep)
 		}
+		for i, res := range rep.Results { // oldest first: the order they were started
+			if i < len(failed) && res.Run != failed[i] {
+				t.Errorf("result %d is of run %s, want %s", i, res.Run, failed[i])
+			}
+		}
 		var jobs server.BulkJobList
 		a.must(http.StatusOK, "GET", base+"/replays", nil).into(t, &jobs)
 		if len(jobs.Jobs) != 1 || jobs.Jobs[0].ID != made.Job {
