@@ -404,6 +404,7 @@ func (s *Server) runsPage(c echo.Context) error {
 		if int64(offset+len(runs)) < total && len(runs) == limit {
 			r.Next = link(offset + limit)
 		}
+		r.Bulk = s.bulkPanel(ctx, r)
 	}
 	return s.render(c, http.StatusOK, pages.Runs(s.page("Runs", "runs"), r))
 }

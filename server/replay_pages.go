@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -84,4 +85,31 @@ func (s *Server) compareView(ctx context.Context, flow, a, b string) *pages.Comp
 		v.Rows = append(v.Rows, row)
 	}
 	return v
+}
+
+// bulkPanel is the runs page's bulk replay of the runs its filters choose, and the
+// flow's latest jobs.
+func (s *Server) bulkPanel(ctx context.Context, r pages.RunsPage) *pages.BulkPanel {
+	b := &pages.BulkPanel{Flow: r.Flow, Status: r.Status, Version: r.Version, Trigger: r.Trigger}
+	if p, err := s.planFor(ctx, r.Flow, ""); err == nil {
+		b.Current = p.Version
+	}
+	if s.rdb == nil {
+		return b
+	}
+	jobs, err := s.rdb.BulkJobs(ctx, r.Flow, 10)
+	if err != nil {
+		return b
+	}
+	for _, j := range jobs {
+		var spec engine.BulkSpec
+		_ = json.Unmarshal(j.Spec, &spec)
+		target := spec.Target
+		if target == "" {
+			target = "own"
+		}
+		b.Jobs = append(b.Jobs, pages.BulkJobLine{ID: j.ID, Status: j.Status, Created: j.Created.Format(time.RFC3339), Target: target,
+			Done: j.Done, Failed: j.Failed, Skipped: j.Skipped, Total: j.Total})
+	}
+	return b
 }

@@ -177,6 +177,72 @@ replay?.addEventListener("submit", async (e) => {
   }
 });
 
+// The runs page's bulk replay: how many runs the filters choose and what they spent,
+// then a job replaying them; running jobs' progress is read every second.
+const bulk = document.querySelector<HTMLFormElement>("form[data-bulk]");
+if (bulk) {
+  const card = bulk.closest("section");
+  const post = async (extra: Record<string, unknown>) => {
+    const data = new FormData(bulk);
+    const query: Record<string, string> = {};
+    for (const [k, v] of [
+      ["status", bulk.dataset.status],
+      ["version", bulk.dataset.version],
+      ["trigger", bulk.dataset.trigger],
+      ["node", data.get("node")],
+      ["error", data.get("error")],
+      ["since", data.get("since")],
+    ] as const) {
+      if (typeof v === "string" && v.trim() !== "") query[k] = v.trim();
+    }
+    const res = await fetch(`/api/flows/${encodeURIComponent(bulk.dataset.bulk!)}/replays`, {
+      method: "POST",
+      headers: { Accept: "application/json", "Content-Type": "application/json" },
+      body: JSON.stringify({ query, version: data.get("target"), reuse: data.get("reuse") === "on", ...extra }),
+    });
+    const answer = (await res.json().catch(() => ({}))) as { error?: { code?: string; message?: string } } & Record<string, unknown>;
+    if (!res.ok) throw new ApiError(res.status, answer.error?.code ?? "internal", answer.error?.message ?? `failed (${res.status})`);
+    return answer;
+  };
+  const say = document.getElementById("bulk-estimate-text")!;
+  document.getElementById("bulk-estimate")?.addEventListener("click", async () => {
+    try {
+      const est = (await post({ dry_run: true })) as { runs?: number; tokens?: number; cost_usd?: number };
+      say.textContent = `${est.runs ?? 0} ${est.runs === 1 ? "run" : "runs"} to replay; they spent ${est.tokens ?? 0} tokens${est.cost_usd ? ` ($${est.cost_usd.toFixed(4)})` : ""}, about what replaying them without reuse costs again.`;
+    } catch (err) {
+      showError(card, err);
+    }
+  });
+  bulk.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      await post({});
+      location.reload();
+    } catch (err) {
+      showError(card, err);
+    }
+  });
+  const rows = () => [...document.querySelectorAll<HTMLTableRowElement>("#replay-jobs tr[data-job][data-status=running]")];
+  if (rows().length > 0) {
+    const timer = setInterval(async () => {
+      const running = rows();
+      if (running.length === 0) return clearInterval(timer);
+      for (const tr of running) {
+        const job = (await fetch(`/api/flows/${encodeURIComponent(tr.dataset.flow!)}/replays/${encodeURIComponent(tr.dataset.job!)}`, { headers: { Accept: "application/json" } })
+          .then((r) => r.json())
+          .catch(() => undefined)) as { status?: string; done?: number; failed?: number; skipped?: number } | undefined;
+        if (!job?.status) continue;
+        tr.querySelector(".job-status")!.textContent = job.status;
+        tr.querySelector(".job-done")!.textContent = String(job.done ?? 0);
+        tr.querySelector(".job-failed")!.textContent = String(job.failed ?? 0);
+        tr.querySelector(".job-skipped")!.textContent = String(job.skipped ?? 0);
+        tr.dataset.status = job.status;
+        if (job.status !== "running") tr.querySelector("button")?.remove();
+      }
+    }, 1000);
+  }
+}
+
 // A run page of a run still going reloads as it moves on (unless a form is being edited).
 const live = document.querySelector<HTMLElement>("[data-live-run]");
 if (live) {
