@@ -78,6 +78,7 @@ type preloaded struct {
 	state  map[string]any // nil: not loaded (a join, a cache miss that failed)
 	status string         // the run's status; "" unknown or gone
 	pins   string         // the run's pins (JSON), when status was read
+	keysOf string         // the run whose idempotency keys it sends, when status was read
 	known  bool           // status was read
 }
 
@@ -105,7 +106,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) (*job, stepOutcome, boo
 	}
 	var pin *Pin
 	isPure := pure(node)
-	status, pins, known := pre.status, pre.pins, pre.known
+	status, pins, keysOf, known := pre.status, pre.pins, pre.keysOf, pre.known
 	if !known && !isPure {
 		g, err := e.rdb.StepGate(ctx, a.Ref())
 		if err != nil {
@@ -114,7 +115,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) (*job, stepOutcome, boo
 			}
 			return nil, w.fail(a, plan, node, err, 0), false
 		}
-		status, pins, known = g.Status, g.Pins, true
+		status, pins, keysOf, known = g.Status, g.Pins, g.KeysOf, true
 	}
 	if known && (status == "" || status == store.StatusCancelled || store.Finished(status) && status != store.StatusFailed) ||
 		!known && e.cancelled.has(a.Flow, a.Run) {
@@ -151,6 +152,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) (*job, stepOutcome, boo
 		return nil, w.fail(a, plan, node, err, 0), false
 	}
 	step := &flows.Step{Flow: a.Flow, Run: a.Run, Node: a.Node, Version: a.Version, Depth: a.Depth, Attempt: a.Deliveries, Branch: a.Tok, State: state, Input: state, Tools: node.Tools}
+	step.KeysOf = keysOf
 	if a.Resume != "" {
 		step.Resume = []byte(a.Resume)
 	}
