@@ -31,6 +31,8 @@ func (s *Server) replayView(ctx context.Context, run *store.Run, compare, ckpt s
 	if p, err := s.planFor(ctx, run.Flow, ""); err == nil {
 		r.Current = p.Version
 	}
+	r.Version = run.Version
+	r.MoveWaiting = run.Status == store.StatusWaiting && r.Current != "" && r.Current != run.Version
 	if store.Finished(run.Status) || run.Status == store.StatusWaiting {
 		r.Form = &pages.ReplayForm{Version: run.Version, Current: r.Current, Checkpoint: ckpt, Node: ckpt}
 	}
