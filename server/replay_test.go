@@ -134,6 +134,9 @@ func TestAWaitingRunMovesToTheCurrentVersion(t *testing.T) {
 			t.Fatal("the edit did not apply")
 		}
 		a.must(http.StatusOK, "PUT", "/api/flows/"+id, fixed)
+		if page := a.must(http.StatusOK, "GET", "/flows/"+id+"/runs/"+waiting.ID, nil, "Accept", "text/html").String(); !strings.Contains(page, `id="move-run"`) {
+			t.Error("the run page of a run waiting on an older version offers no move")
+		}
 		var ml server.MoveList
 		a.must(http.StatusOK, "POST", base+waiting.ID+"/move", `{"version": "current"}`).into(t, &ml)
 		if len(ml.Moved) != 1 || ml.Moved[0].Node != "review" || ml.Moved[0].From == ml.Moved[0].To {
@@ -147,6 +150,9 @@ func TestAWaitingRunMovesToTheCurrentVersion(t *testing.T) {
 		a.must(200, "GET", base+waiting.ID, nil).into(t, &rm)
 		if len(rm.Moves) != 1 || !rm.Moves[0].Waiting {
 			t.Errorf("moves = %+v, want one made while waiting", rm.Moves)
+		}
+		if page := a.must(http.StatusOK, "GET", "/flows/"+id+"/runs/"+waiting.ID, nil, "Accept", "text/html").String(); !strings.Contains(page, `id="run-moves"`) || strings.Contains(page, `id="move-run"`) {
+			t.Error("the run page of the moved run does not list the move, or still offers one")
 		}
 		// A finished run does not move; nor one whose approval the version lacks.
 		a.must(http.StatusConflict, "POST", base+waiting.ID+"/move", `{"version": "current"}`)
