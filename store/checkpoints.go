@@ -98,8 +98,8 @@ func (c *Checkpoint) toBody() ckptBody {
 
 // body encodes the checkpoint's packed field.
 func (c *Checkpoint) body() []byte {
-	b, _ := json.Marshal(c.toBody())
-	return b
+	b := c.toBody()
+	return encodeBody(&b)
 }
 
 // packedBody encodes several fused steps' checkpoints for one entry.
@@ -112,8 +112,7 @@ func packedBody(steps []CommitStep) []byte {
 		bodies[i] = s.Checkpoint.toBody()
 		bodies[i].Node = s.Node
 	}
-	b, _ := json.Marshal(bodies)
-	return b
+	return encodeBodies(bodies)
 }
 
 func (c *Checkpoint) fromBody(b ckptBody) {

@@ -90,7 +90,7 @@ func (e *Engine) Compare(ctx context.Context, flow, a, b string) (*Comparison, e
 	c := &Comparison{From: a, To: b, Counts: map[string]int{}}
 	for _, n := range order {
 		nc := NodeComparison{Node: n, Before: oa[n], After: ob[n]}
-		nc.Verdict, nc.Changes = verdict(nc.Before, nc.After)
+		nc.Verdict, nc.Changes = compareOutcomes(nc.Before, nc.After)
 		c.Counts[nc.Verdict]++
 		c.Nodes = append(c.Nodes, nc)
 	}
@@ -107,7 +107,7 @@ func (e *Engine) Compare(ctx context.Context, flow, a, b string) (*Comparison, e
 	return c, nil
 }
 
-func verdict(a, b *NodeOutcome) (string, []Change) {
+func compareOutcomes(a, b *NodeOutcome) (string, []Change) {
 	switch {
 	case a == nil:
 		return VerdictNew, nil

@@ -129,7 +129,10 @@ func (w *Worker) withCancel(next runFunc) runFunc {
 // component's time; err is the step's failure.
 func (w *Worker) execute(j *job) (*built, error) {
 	run := w.run
-	if pure(j.node) {
+	switch {
+	case bounded(j.node):
+		run = w.runBounded
+	case pure(j.node):
 		run = w.runPure
 	}
 	if j.pin != nil {

@@ -37,6 +37,11 @@ type StartOptions struct {
 	ReplayOf string
 	// KeysOf is the run whose idempotency keys this run's calls send ("" its own).
 	KeysOf string
+	// At, when set, starts the run at that node instead of the entry node, and the input
+	// is the whole state the node sees (over the flow's declared defaults), not the entry
+	// node's input: a test case of one node starts there with a recorded state and pays
+	// for nothing before it.
+	At string
 }
 
 // Pin is a node's fixed result: its output, its state update and the ports it chose
@@ -73,6 +78,27 @@ func checkPins(plan *flows.Plan, pins map[string]Pin) error {
 		}
 	}
 	return nil
+}
+
+// startState is the state of a run started at node at: the declared defaults with the
+// keys of state (an object) put over them as they are, without the reducers (the
+// state is a recorded one, not an update).
+func startState(plan *flows.Plan, at string, state any) (map[string]any, error) {
+	if plan.Nodes[at] == nil {
+		return nil, &flows.Error{Code: flows.Invalid, Flow: plan.Flow, Path: "start.node", Message: fmt.Sprintf("the flow has no node %q", at)}
+	}
+	obj, ok := state.(map[string]any)
+	if !ok {
+		return nil, &flows.Error{Code: flows.Invalid, Flow: plan.Flow, Path: "start.state", Message: fmt.Sprintf("the state a run starts with at a node is an object, got %s", flows.TypeName(state))}
+	}
+	out := make(map[string]any, len(plan.Defaults)+len(obj))
+	for k, v := range plan.Defaults {
+		out[k] = v
+	}
+	for k, v := range obj {
+		out[k] = v
+	}
+	return out, nil
 }
 
 // Caller names the step of another run that started a run (a subflow).
@@ -116,14 +142,24 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 		}
 		in = v
 	}
-	if ic, ok := plan.Nodes[plan.Entry].Component.(inputChecker); ok {
-		if err := ic.CheckInput(in); err != nil {
+	entry := plan.Entry
+	var state map[string]any
+	if opts.At != "" {
+		var err error
+		if state, err = startState(plan, opts.At, in); err != nil {
 			return "", err
 		}
-	}
-	state, err := InitialState(plan, in)
-	if err != nil {
-		return "", err
+		entry = opts.At
+	} else {
+		if ic, ok := plan.Nodes[plan.Entry].Component.(inputChecker); ok {
+			if err := ic.CheckInput(in); err != nil {
+				return "", err
+			}
+		}
+		var err error
+		if state, err = InitialState(plan, in); err != nil {
+			return "", err
+		}
 	}
 	id, err := runID(opts.RunID)
 	if err != nil {
@@ -174,7 +210,7 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	traceFields, tp := runTraceFields(ctx, plan.Flow)
 	fields = append(fields, traceFields...)
 	args := store.StartArgs{Flow: plan.Flow, Run: id, Part: part, Version: plan.Version, State: stateJSON,
-		Checkpoint: cp, Entries: []string{plan.Entry}, Fields: fields, Trace: tp}
+		Checkpoint: cp, Entries: []string{entry}, Fields: fields, Trace: tp, Fresh: opts.RunID == ""}
 	ckpt, err := e.rdb.StartRun(ctx, args)
 	if flows.ErrorCode(err) == flows.NotFound {
 		// The run is created, but the version this process stored is gone (Redis
@@ -233,7 +269,7 @@ func runID(asked string) (string, error) {
 
 // Get returns a run.
 func (e *Engine) Get(ctx context.Context, flow, run string) (*store.Run, error) {
-	if !flows.ValidID(flow) || !flows.ValidID(run) {
+	if !flows.ValidFlowID(flow) || !flows.ValidID(run) {
 		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no run %q", run)}
 	}
 	return e.rdb.GetRun(ctx, flow, run)
@@ -251,7 +287,7 @@ func (e *Engine) Wait(ctx context.Context, flow, run string) (*store.Run, error)
 // waitUntil returns the run once done says so, or when ctx ends (with ctx's error and
 // the run as it was last seen), woken by the run's status events.
 func (e *Engine) waitUntil(ctx context.Context, flow, run string, done func(*store.Run) bool) (*store.Run, error) {
-	if !flows.ValidID(flow) || !flows.ValidID(run) {
+	if !flows.ValidFlowID(flow) || !flows.ValidID(run) {
 		return e.Get(ctx, flow, run)
 	}
 	wake, stop, err := e.watch.register(ctx, flow, run)

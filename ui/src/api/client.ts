@@ -19,7 +19,7 @@ export class ApiError extends Error {
   }
 }
 
-async function call<T>(method: string, url: string, body?: unknown): Promise<T> {
+export async function call<T>(method: string, url: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { Accept: "application/json" };
   // Every change is a JSON request, with a body or without: the server refuses others
   // (another site's page cannot send this type without a CORS preflight).
