@@ -47,6 +47,7 @@ type BulkReplayRequest struct {
 	// "original" (each run's own).
 	Version     string  `json:"version"`
 	Reuse       bool    `json:"reuse,omitempty"`
+	SameKeys    bool    `json:"same_keys,omitempty"`
 	Rate        float64 `json:"rate,omitempty"`        // replays started per second at most (default 10)
 	Concurrency int     `json:"concurrency,omitempty"` // replays running at once (default 8)
 	// DryRun answers the estimate and makes no job.
@@ -140,7 +141,7 @@ func (s *Server) replayRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	job, est, err := s.bulk().CreateBulk(ctx, flow, engine.BulkSpec{Query: q, Reuse: req.Reuse, Rate: req.Rate, Concurrency: req.Concurrency, By: byOf(req.By)}, target)
+	job, est, err := s.bulk().CreateBulk(ctx, flow, engine.BulkSpec{Query: q, Reuse: req.Reuse, SameKeys: req.SameKeys, Rate: req.Rate, Concurrency: req.Concurrency, By: byOf(req.By)}, target)
 	if err != nil {
 		return err
 	}

@@ -414,6 +414,7 @@ func (s *Server) runsPage(c echo.Context) error {
 		if int64(offset+len(runs)) < total && len(runs) == limit {
 			r.Next = link(offset + limit)
 		}
+		r.Bulk = s.bulkPanel(ctx, r)
 	}
 	return s.render(c, http.StatusOK, pages.Runs(s.page("Runs", "runs"), r))
 }
@@ -448,7 +449,7 @@ func (s *Server) runPage(c echo.Context) error {
 	}
 	r.Budget = s.budgetOf(ctx, flow, run)
 	r.Live = s.liveSteps(ctx, run)
-	r.Replay = s.replayView(ctx, run, c.QueryParam("compare"))
+	r.Replay = s.replayView(ctx, run, c.QueryParam("compare"), c.QueryParam("checkpoint"))
 	nodes := make([]string, 0, len(run.Waits))
 	for n := range run.Waits {
 		nodes = append(nodes, n)

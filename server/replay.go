@@ -176,6 +176,9 @@ type ReplayRequest struct {
 	// Reuse gives back the recorded output of every node whose definition and input
 	// are unchanged instead of running it again.
 	Reuse bool `json:"reuse,omitempty"`
+	// SameKeys sends the original's idempotency keys with the replay's outbound calls
+	// (by default a replay sends keys of its own).
+	SameKeys bool `json:"same_keys,omitempty"`
 }
 
 // replayRun starts a new run that replays a run (202 with the new run; with ?wait=30s
@@ -198,7 +201,7 @@ func (s *Server) replayRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := s.replays().Replay(ctx, flow, c.Param("run"), engine.ReplayOptions{Target: target, Checkpoint: req.Checkpoint, Reuse: req.Reuse})
+	id, err := s.replays().Replay(ctx, flow, c.Param("run"), engine.ReplayOptions{Target: target, Checkpoint: req.Checkpoint, Reuse: req.Reuse, SameKeys: req.SameKeys})
 	if err != nil {
 		return err
 	}

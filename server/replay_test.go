@@ -134,6 +134,9 @@ func TestAWaitingRunMovesToTheCurrentVersion(t *testing.T) {
 			t.Fatal("the edit did not apply")
 		}
 		a.must(http.StatusOK, "PUT", "/api/flows/"+id, fixed)
+		if page := a.must(http.StatusOK, "GET", "/flows/"+id+"/runs/"+waiting.ID, nil, "Accept", "text/html").String(); !strings.Contains(page, `id="move-run"`) {
+			t.Error("the run page of a run waiting on an older version offers no move")
+		}
 		var ml server.MoveList
 		a.must(http.StatusOK, "POST", base+waiting.ID+"/move", `{"version": "current"}`).into(t, &ml)
 		if len(ml.Moved) != 1 || ml.Moved[0].Node != "review" || ml.Moved[0].From == ml.Moved[0].To {
@@ -147,6 +150,9 @@ func TestAWaitingRunMovesToTheCurrentVersion(t *testing.T) {
 		a.must(200, "GET", base+waiting.ID, nil).into(t, &rm)
 		if len(rm.Moves) != 1 || !rm.Moves[0].Waiting {
 			t.Errorf("moves = %+v, want one made while waiting", rm.Moves)
+		}
+		if page := a.must(http.StatusOK, "GET", "/flows/"+id+"/runs/"+waiting.ID, nil, "Accept", "text/html").String(); !strings.Contains(page, `id="run-moves"`) || strings.Contains(page, `id="move-run"`) {
+			t.Error("the run page of the moved run does not list the move, or still offers one")
 		}
 		// A finished run does not move; nor one whose approval the version lacks.
 		a.must(http.StatusConflict, "POST", base+waiting.ID+"/move", `{"version": "current"}`)
@@ -168,11 +174,13 @@ func TestBulkReplayAndBulkMoveThroughTheAPI(t *testing.T) {
 		a := newAPI(t, r)
 		id := a.saveFlow(discountDoc("x", `{tier: "small", discount: (.customer | tonumber)}`), nil)
 		base := "/api/flows/" + id
+		var failed []string
 		for i := 0; i < 6; i++ {
 			rid := a.start(id, map[string]any{"input": map[string]any{"customer": "Ada", "amount": 10 * i}})
 			if got := a.settle(id, rid); got.Status != "failed" {
 				t.Fatalf("run = %+v", got)
 			}
+			failed = append(failed, rid)
 		}
 		var est engine.BulkEstimate
 		a.must(http.StatusOK, "POST", base+"/replays", `{"query": {"status": "failed", "since": "24h", "error": "tonumber"}, "dry_run": true}`).into(t, &est)
@@ -201,6 +209,15 @@ func TestBulkReplayAndBulkMoveThroughTheAPI(t *testing.T) {
 		})
 		if rep.Done != 6 || len(rep.Results) != 6 || rep.Results[0].Summary != "1 same, 1 fixed, 1 new" {
 			t.Errorf("report = %+v", rep)
+		}
+		in := map[string]bool{}
+		for _, res := range rep.Results {
+			in[res.Run] = true
+		}
+		for _, f := range failed {
+			if !in[f] {
+				t.Errorf("failed run %s is not in the report", f)
+			}
 		}
 		var jobs server.BulkJobList
 		a.must(http.StatusOK, "GET", base+"/replays", nil).into(t, &jobs)

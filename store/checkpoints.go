@@ -341,6 +341,9 @@ type StepInput struct {
 	State  []byte
 	Status string
 	Pins   string
+	// KeysOf is the run whose idempotency keys the run's calls send (a replay that keeps
+	// its origin's keys), "" for its own.
+	KeysOf string
 }
 
 // LoadStepInputs reads, for several activations, their checkpoints' states (only where
@@ -354,7 +357,7 @@ func (r *Redis) LoadStepInputs(ctx context.Context, refs []StateRef, want []bool
 		if want[i] {
 			states[i] = pipe.HGet(ctx, k.State(ref.Run), ref.Ckpt)
 		}
-		runs[i] = pipe.HMGet(ctx, k.Run(ref.Run), "status", "pins")
+		runs[i] = pipe.HMGet(ctx, k.Run(ref.Run), "status", "pins", "keys_of")
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
@@ -366,9 +369,10 @@ func (r *Redis) LoadStepInputs(ctx context.Context, refs []StateRef, want []bool
 				out[i].State = b
 			}
 		}
-		if v := runs[i].Val(); len(v) == 2 {
+		if v := runs[i].Val(); len(v) == 3 {
 			out[i].Status, _ = v[0].(string)
 			out[i].Pins, _ = v[1].(string)
+			out[i].KeysOf, _ = v[2].(string)
 		}
 	}
 	return out, nil
@@ -377,13 +381,14 @@ func (r *Redis) LoadStepInputs(ctx context.Context, refs []StateRef, want []bool
 // StepGate reads what the gate needs of one run: its status ("" when it is gone) and
 // its pins.
 func (r *Redis) StepGate(ctx context.Context, ref RunRef) (StepInput, error) {
-	v, err := r.Client.HMGet(ctx, ref.keys().Run(ref.Run), "status", "pins").Result()
+	v, err := r.Client.HMGet(ctx, ref.keys().Run(ref.Run), "status", "pins", "keys_of").Result()
 	if err != nil {
 		return StepInput{}, err
 	}
 	var in StepInput
 	in.Status, _ = v[0].(string)
 	in.Pins, _ = v[1].(string)
+	in.KeysOf, _ = v[2].(string)
 	return in, nil
 }
 

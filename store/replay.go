@@ -36,7 +36,7 @@ func parseReplayFields(r *Run, h map[string]string) {
 	if m := h["moves"]; m != "" {
 		_ = json.Unmarshal([]byte(m), &r.Moves)
 	}
-	r.ReplayOf, r.ReplayOfCkpt = h["replay_of"], h["replay_of_ckpt"]
+	r.ReplayOf, r.ReplayOfCkpt, r.KeysOf = h["replay_of"], h["replay_of_ckpt"], h["keys_of"]
 	if s := h["replayed_as"]; s != "" {
 		r.ReplayedAs = strings.Fields(s)
 	}

@@ -80,6 +80,9 @@ type Run struct {
 	ReplayOf     string   `json:"replay_of,omitempty"`
 	ReplayOfCkpt string   `json:"replay_of_checkpoint,omitempty"`
 	ReplayedAs   []string `json:"replayed_as,omitempty"`
+	// KeysOf is the run whose idempotency keys this run's calls send (a replay asked to
+	// keep its origin's); "" its own.
+	KeysOf string `json:"keys_of,omitempty"`
 
 	// Trace is the traceparent of the run's span and TraceParent the span id of its
 	// parent ("" for a trace's root); both "" when the run is not traced.

@@ -5,6 +5,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,7 +89,63 @@ func TestBrowserFixAFailedStepAndRetryItWithTheCurrentVersion(t *testing.T) {
 	}
 	b.shot("editor-retried-on-current")
 
-	// The run page shows the move.
+	// The run page shows the move, and replays the run: the replay's page compares it
+	// with the original node by node.
 	b.open("/flows/" + flowID + "/runs/" + run)
 	b.waitText("#run-moves", "moved from "+broken[:7])
+	b.click("#replay-button")
+	b.waitFor("the replay's page", fmt.Sprintf(`location.pathname !== "/flows/%s/runs/%s"`, flowID, run))
+	b.waitText("#replay-of", run)
+	b.waitText("#compare-summary", "3 same")
+	b.waitText(`#run-compare tr[data-node="price"]`, "same")
+	b.shot("run-page-replay-compare")
+}
+
+// The runs page replays the runs its filters choose: how many first, then a job whose
+// progress it shows until it is done.
+func TestBrowserBulkReplayFailedRunsFromTheRunsPage(t *testing.T) {
+	rdb := storetest.Real(t)
+	flowID := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, rdb, flowID)
+	dir := t.TempDir()
+	doc := map[string]any{
+		"sluice": 1, "id": flowID, "name": "Discounts",
+		"nodes": []any{
+			map[string]any{"id": "in", "type": "input", "position": map[string]any{"x": 0, "y": 0}},
+			map[string]any{"id": "price", "type": "transform", "position": map[string]any{"x": 260, "y": 0}, "params": map[string]any{"expr": `{tier: "small", discount: (.customer | tonumber)}`}},
+			map[string]any{"id": "out", "type": "output", "position": map[string]any{"x": 520, "y": 0}, "params": map[string]any{"value": "{tier, discount}"}},
+		},
+		"edges": []any{map[string]any{"from": "in", "to": "price"}, map[string]any{"from": "price", "to": "out"}},
+	}
+	raw, _ := json.MarshalIndent(doc, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, flowID+".json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := serveForBrowser(t, dir)
+	b := newBrowser(t, base)
+	b.open("/runs?flow=" + flowID)
+	api := func(method, path string, body any) string {
+		b.t.Helper()
+		bs, _ := json.Marshal(body)
+		return evaluate[string](b, fmt.Sprintf(`fetch(%q, {method: %q, headers: {"Content-Type": "application/json", Accept: "application/json"}, body: %q}).then(r => r.text())`, path, method, string(bs)), chromedp.EvalAwaitPromise)
+	}
+	for i := 0; i < 3; i++ {
+		out := api("POST", "/api/flows/"+flowID+"/runs?wait=30s", map[string]any{"input": map[string]any{"customer": "Ada", "amount": 10 * (i + 1)}})
+		if !strings.Contains(out, `"status":"failed"`) {
+			t.Fatalf("run %d: %s", i, out)
+		}
+	}
+	doc["nodes"].([]any)[1].(map[string]any)["params"] = map[string]any{"expr": `{tier: "small", discount: (.amount / 10)}`}
+	if out := api("PUT", "/api/flows/"+flowID, doc); !strings.Contains(out, `"version"`) {
+		t.Fatalf("save: %s", out)
+	}
+	b.open("/runs?flow=" + flowID + "&status=failed")
+	b.typeInto("#bulk-node", "price")
+	b.click("#bulk-estimate")
+	b.waitText("#bulk-estimate-text", "3 runs to replay")
+	b.click("#bulk-start")
+	b.waitFor("the job listed", `!!document.querySelector("#replay-jobs tr[data-job]")`)
+	b.waitText("#replay-jobs .job-status", "done")
+	b.waitText("#replay-jobs .job-done", "3")
+	b.shot("runs-page-bulk-replay")
 }

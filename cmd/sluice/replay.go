@@ -30,6 +30,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	until := fs.String("until", "", "replay runs started until: a duration back or an RFC 3339 time")
 	version := fs.String("version", "original", `the version the replays run on: "current", a version, or "original" (each run's own)`)
 	reuse := fs.Bool("reuse", false, "give back the recorded output of nodes whose definition and input are unchanged")
+	sameKeys := fs.Bool("same-keys", false, "send each original's idempotency keys with its replay's calls (receivers then do them once)")
 	rate := fs.Float64("rate", 10, "replays started per second at most")
 	conc := fs.Int("concurrency", 8, "replays running at once")
 	yes := fs.Bool("yes", false, "replay them (without it, only say how many and what they spent)")
@@ -89,7 +90,7 @@ Flags:
 		if err != nil {
 			return err
 		}
-		if id, _, err = e.CreateBulk(ctx, flow, engine.BulkSpec{Query: q, Reuse: *reuse, Rate: *rate, Concurrency: *conc, By: "cli"}, target); err != nil {
+		if id, _, err = e.CreateBulk(ctx, flow, engine.BulkSpec{Query: q, Reuse: *reuse, SameKeys: *sameKeys, Rate: *rate, Concurrency: *conc, By: "cli"}, target); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "bulk replay job %s\n", id)

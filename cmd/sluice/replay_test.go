@@ -80,6 +80,16 @@ func TestFaultBulkReplayOfFailedRunsWithWorkersKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Without --yes it only says how many and what they spent.
+	dry := start(t, env, "replay", id, "--status", "failed", "--since", "1h", "--node", "price", "--error", "tonumber")
+	dry.waitLine(t, regexp.MustCompile(fmt.Sprintf(`^%d runs to replay; they spent \d+ tokens`, n)), 60*time.Second)
+	if err := <-dry.done; err != nil {
+		t.Fatalf("sluice replay without --yes: %v", err)
+	}
+	if jobs, _ := rdb.BulkJobs(ctx, id, 10); len(jobs) != 0 {
+		t.Fatalf("sluice replay without --yes made %d jobs", len(jobs))
+	}
+
 	args := []string{"replay", id, "--status", "failed", "--since", "1h", "--version", "current", "--yes", "--rate", "500", "--concurrency", "16"}
 	p := start(t, env, args...)
 	job := p.waitLine(t, jobLine, 60*time.Second)[1]

@@ -40,6 +40,8 @@ type BulkSpec struct {
 	// Target is the version the replays run on (a full hash); "" each run's own.
 	Target string `json:"target,omitempty"`
 	Reuse  bool   `json:"reuse,omitempty"`
+	// SameKeys sends each original's idempotency keys with its replay's calls.
+	SameKeys bool `json:"same_keys,omitempty"`
 	// Rate is how many replays start per second at most (default 10); Concurrency how
 	// many run at once (default 8).
 	Rate        float64 `json:"rate,omitempty"`
@@ -314,7 +316,7 @@ func (e *Engine) RunBulk(ctx context.Context, flow, job string) (bool, error) {
 func (e *Engine) replayOne(ctx context.Context, flow, job, run string, spec BulkSpec, target *flows.Plan) BulkResult {
 	id := bulkRunID(job, run)
 	res := BulkResult{Run: run, Replay: id}
-	_, err := e.Replay(ctx, flow, run, ReplayOptions{Target: target, Reuse: spec.Reuse, RunID: id})
+	_, err := e.Replay(ctx, flow, run, ReplayOptions{Target: target, Reuse: spec.Reuse, RunID: id, SameKeys: spec.SameKeys})
 	if err != nil {
 		if _, gerr := e.Get(ctx, flow, id); gerr != nil { // not started before either
 			if ctx.Err() != nil {

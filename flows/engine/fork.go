@@ -23,6 +23,8 @@ type ForkOptions struct {
 	Replay bool
 	// Pins hold nodes' results for the new run (see StartOptions.Pins).
 	Pins map[string]Pin
+	// KeysOf is the run whose idempotency keys the new run's calls send ("" its own).
+	KeysOf string
 }
 
 // Fork starts a new run from checkpoint ckpt of run: the state after that checkpoint,
@@ -183,6 +185,9 @@ func forkFields(in json.RawMessage, run, ckpt string, opts ForkOptions) []string
 	if len(opts.Pins) > 0 {
 		b, _ := json.Marshal(opts.Pins)
 		f = append(f, "pins", string(b))
+	}
+	if opts.KeysOf != "" {
+		f = append(f, "keys_of", opts.KeysOf)
 	}
 	return f
 }

@@ -287,7 +287,7 @@ func (w *Worker) preload(acts []store.Activation) []preloaded {
 					w.e.cache.put(acts[k].Run, acts[k].Ckpt, s)
 				}
 			}
-			out[k].status, out[k].pins, out[k].known = got[i].Status, got[i].Pins, true
+			out[k].status, out[k].pins, out[k].keysOf, out[k].known = got[i].Status, got[i].Pins, got[i].KeysOf, true
 		}
 	}
 	return out

@@ -19,6 +19,10 @@ type ReplayOptions struct {
 	Reuse bool
 	// RunID names the replay (it must be new); "" generates one.
 	RunID string
+	// SameKeys makes the replay's outbound calls send the original's idempotency keys,
+	// so that a receiver that did a call already does not do it again; by default a
+	// replay is a new run and sends keys of its own.
+	SameKeys bool
 }
 
 // Replay starts a new run that replays run: on a chosen version, with the same input or
@@ -47,11 +51,18 @@ func (e *Engine) Replay(ctx context.Context, flow, run string, o ReplayOptions) 
 			return "", err
 		}
 	}
+	keysOf := ""
+	if o.SameKeys {
+		keysOf = run
+		if orig.KeysOf != "" {
+			keysOf = orig.KeysOf // a replay of a replay keeps the first run's
+		}
+	}
 	var id string
 	if o.Checkpoint == "" {
-		id, err = e.Start(ctx, plan, orig.Input, StartOptions{RunID: o.RunID, Trigger: "replay", ReplayOf: run, Pins: pins})
+		id, err = e.Start(ctx, plan, orig.Input, StartOptions{RunID: o.RunID, Trigger: "replay", ReplayOf: run, Pins: pins, KeysOf: keysOf})
 	} else {
-		id, err = e.Fork(ctx, flow, run, o.Checkpoint, nil, ForkOptions{Plan: plan, RunID: o.RunID, Replay: true, Pins: pins})
+		id, err = e.Fork(ctx, flow, run, o.Checkpoint, nil, ForkOptions{Plan: plan, RunID: o.RunID, Replay: true, Pins: pins, KeysOf: keysOf})
 	}
 	if err != nil {
 		return "", err

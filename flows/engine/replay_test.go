@@ -2,8 +2,11 @@ package engine_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,6 +149,59 @@ func TestReplayFromACheckpointStartsFromItsState(t *testing.T) {
 		}
 		if rp.ReplayOf != orig.ID || rp.ReplayOfCkpt != at || rp.ParentRun != "" {
 			t.Errorf("replay of %q from %q (parent %q), want of %s from %s", rp.ReplayOf, rp.ReplayOfCkpt, rp.ParentRun, orig.ID, at)
+		}
+	})
+}
+
+// A replay is a new run: its HTTP calls send idempotency keys of their own, unless it
+// keeps its origin's — then a receiver that did the call already sees the same key.
+func TestAReplaySendsNewIdempotencyKeysUnlessAskedToKeepItsOrigins(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		var mu sync.Mutex
+		var keys []string
+		recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			mu.Lock()
+			keys = append(keys, req.Header.Get("Idempotency-Key"))
+			mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"ok": true}`))
+		}))
+		defer recv.Close()
+		v, _, _ := componentEnv(t, r, nil)
+		ctx := context.Background()
+		p := v.compile(`{"sluice": 1, "id": "FLOW",
+		 "nodes": [{"id": "in", "type": "input"},
+		  {"id": "charge", "type": "http", "params": {"method": "POST", "url": "` + recv.URL + `/charge", "json": "{amount: 5}", "as": "charged"}},
+		  {"id": "out", "type": "output", "params": {"value": ".charged.status"}}],
+		 "edges": [{"from": "in", "to": "charge"}, {"from": "charge", "to": "out"}]}`)
+		startWorker(t, v.e, 2*time.Second, p.Flow)
+		orig := v.run(p, `{}`)
+		mustStatus(t, orig, store.StatusSucceeded)
+		fresh, err := v.e.Replay(ctx, p.Flow, orig.ID, engine.ReplayOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustStatus(t, v.wait(p, fresh), store.StatusSucceeded)
+		same, err := v.e.Replay(ctx, p.Flow, orig.ID, engine.ReplayOptions{SameKeys: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustStatus(t, v.wait(p, same), store.StatusSucceeded)
+		again, err := v.e.Replay(ctx, p.Flow, same, engine.ReplayOptions{SameKeys: true}) // a replay of that replay
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustStatus(t, v.wait(p, again), store.StatusSucceeded)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(keys) != 4 || keys[0] == "" {
+			t.Fatalf("keys %q, want four calls with a key", keys)
+		}
+		if keys[1] == keys[0] {
+			t.Errorf("a replay sent its origin's key %s; want its own", keys[0])
+		}
+		if keys[2] != keys[0] || keys[3] != keys[0] {
+			t.Errorf("replays keeping their origin's keys sent %s and %s, want %s", keys[2], keys[3], keys[0])
 		}
 	})
 }

@@ -35,6 +35,8 @@ type StartOptions struct {
 	Pins map[string]Pin
 	// ReplayOf is the run this one replays (see Replay).
 	ReplayOf string
+	// KeysOf is the run whose idempotency keys this run's calls send ("" its own).
+	KeysOf string
 	// At, when set, starts the run at that node instead of the entry node, and the input
 	// is the whole state the node sees (over the flow's declared defaults), not the entry
 	// node's input: a test case of one node starts there with a recorded state and pays
@@ -187,6 +189,9 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	}
 	if opts.ReplayOf != "" {
 		fields = append(fields, "replay_of", opts.ReplayOf)
+	}
+	if opts.KeysOf != "" {
+		fields = append(fields, "keys_of", opts.KeysOf)
 	}
 	if c := opts.Caller; c != nil {
 		fields = append(fields, "caller_flow", c.Flow, "caller_run", c.Run, "caller_node", c.Node)

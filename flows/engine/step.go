@@ -91,6 +91,7 @@ type preloaded struct {
 	state  map[string]any // nil: not loaded (a join, a cache miss that failed)
 	status string         // the run's status; "" unknown or gone
 	pins   string         // the run's pins (JSON), when status was read
+	keysOf string         // the run whose idempotency keys it sends, when status was read
 	known  bool           // status was read
 }
 
@@ -175,7 +176,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) verdict {
 	}
 	var pin *Pin
 	isPure := pure(node)
-	status, pins, known := pre.status, pre.pins, pre.known
+	status, pins, keysOf, known := pre.status, pre.pins, pre.keysOf, pre.known
 	if !known && !isPure {
 		g, err := e.rdb.StepGate(ctx, a.Ref())
 		if err != nil {
@@ -184,7 +185,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) verdict {
 			}
 			return fail(plan, node, err)
 		}
-		status, pins, known = g.Status, g.Pins, true
+		status, pins, keysOf, known = g.Status, g.Pins, g.KeysOf, true
 	}
 	if goOn, cancelled := runGoesOn(status, known, e.cancelled.has(a.Flow, a.Run)); !goOn {
 		return verdict{kind: verdictDrop, plan: plan, cancelled: cancelled}
@@ -216,6 +217,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) verdict {
 		return fail(plan, node, err)
 	}
 	step := &flows.Step{Flow: a.Flow, Run: a.Run, Node: a.Node, Version: a.Version, Depth: a.Depth, Attempt: a.Deliveries, Branch: a.Tok, State: state, Input: state, Tools: node.Tools}
+	step.KeysOf = keysOf
 	if a.Resume != "" {
 		step.Resume = []byte(a.Resume)
 	}

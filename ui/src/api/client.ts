@@ -5,7 +5,7 @@ import type { Pin } from "../flow/pins";
 import type { ComponentSpec, FlowDocument, Problem } from "../flow/types";
 import type { SavedSchedule } from "../flow/schedules";
 import type { VersionDiff } from "../flow/versions";
-import type { Checkpoint, DeadLetter, FlowQueues, ImportReport, RolledBack, Run, Trial, VersionDetail, VersionHistory, Retried } from "./types";
+import type { Checkpoint, DeadLetter, FlowQueues, ImportReport, RolledBack, Run, Trial, VersionDetail, VersionHistory, Retried, Comparison } from "./types";
 
 /** An error answer of the API: {"error": {status, code, message, problems?}}. */
 export class ApiError extends Error {
@@ -160,6 +160,9 @@ export const api = {
     call<{ from: string; to: string; changes: Change[] }>("GET", `${runURL(flow, run)}/checkpoints/${encodeURIComponent(id)}/diff`).then((r) => r.changes),
   queues: (flow: string) => call<FlowQueues>("GET", `${flowURL(flow)}/queues`),
   deadLetters: (flow: string) => call<{ dead_letters: DeadLetter[] }>("GET", `${flowURL(flow)}/deadletters`).then((r) => r.dead_letters),
+  /** Compares a replay with the run it replays (or run with other) node by node. */
+  compare: (flow: string, run: string, other?: string) =>
+    call<Comparison>("GET", `${runURL(flow, run)}/compare${other ? `?with=${encodeURIComponent(other)}` : ""}`),
   /** Retries a dead letter on version ("current", a version, or "" / "original": as it was). */
   retryDead: (flow: string, id: string, version = "", by = "editor") => call<Retried>("POST", `${flowURL(flow)}/deadletters/${encodeURIComponent(id)}/retry`, { version, by }),
   discardDead: (flow: string, id: string) => call<void>("DELETE", `${flowURL(flow)}/deadletters/${encodeURIComponent(id)}`),

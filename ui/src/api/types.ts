@@ -1,4 +1,5 @@
 // What the server's JSON API answers, mirroring store and engine types.
+import type { Change } from "../flow/diff";
 
 export type RunStatus = "queued" | "running" | "waiting" | "succeeded" | "failed" | "cancelled";
 
@@ -225,4 +226,14 @@ export interface Trial {
   duration_ms: number;
   error?: string;
   retryable?: boolean;
+}
+
+/** Two runs compared node by node (GET …/runs/RUN/compare). */
+export interface Comparison {
+  from: string;
+  to: string;
+  /** "12 same, 2 changed, 1 now fails" */
+  summary: string;
+  counts: Record<string, number>;
+  nodes: { node: string; verdict: string; changes?: Change[] }[];
 }

@@ -201,20 +201,46 @@ function RunSummary({ flow, view, run }: { flow: string; view: RunView; run: Run
           ))}
         </ul>
       )}
-      {run?.replay_of && (
-        <p className="muted small" id="run-replay-of">
-          replay of{" "}
-          <a className="mono" href={`/flows/${flow}/runs/${run.replay_of}`}>
-            {run.replay_of}
-          </a>
-        </p>
-      )}
+      {run?.replay_of && <ReplayOf flow={flow} run={run} />}
       {noWorkerAt(view).length > 0 && (
         <p className="run-blocked" id="no-worker-note">
           Queued — no worker serves this flow’s version: nothing reads {noWorkerAt(view).join(", ")}. Start one with <code>sluice worker {flow}.json</code> (or <code>sluice serve</code> with workers); the run then goes on.
         </p>
       )}
     </section>
+  );
+}
+
+/** A replay: the run it replays and, once it finished, how it compares node by node. */
+function ReplayOf({ flow, run }: { flow: string; run: Run }) {
+  const [summary, setSummary] = useState<string | undefined>();
+  const done = finished(run.status);
+  useEffect(() => {
+    if (!done) return;
+    let live = true;
+    api
+      .compare(flow, run.id)
+      .then((c) => live && setSummary(c.summary))
+      .catch(() => undefined);
+    return () => {
+      live = false;
+    };
+  }, [flow, run.id, done]);
+  return (
+    <p className="muted small" id="run-replay-of">
+      replay of{" "}
+      <a className="mono" href={`/flows/${flow}/runs/${run.replay_of}`}>
+        {run.replay_of}
+      </a>
+      {summary && (
+        <>
+          {" · "}
+          <a href={`/flows/${flow}/runs/${run.id}`} id="run-compare-summary" title="compared with the run it replays, node by node">
+            {summary}
+          </a>
+        </>
+      )}
+    </p>
   );
 }
 

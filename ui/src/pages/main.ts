@@ -47,6 +47,13 @@ document.addEventListener("click", async (e) => {
       throw new ApiError(res.status, err.error?.code ?? "internal", err.error?.message ?? `failed (${res.status})`);
     }
     if (b.dataset.done) b.textContent = b.dataset.done;
+    if (b.dataset.then === "go") {
+      const started = (await res.json().catch(() => ({}))) as { run?: string; flow?: string };
+      if (started.run && started.flow) {
+        location.href = `/flows/${encodeURIComponent(started.flow)}/runs/${encodeURIComponent(started.run)}`;
+        return;
+      }
+    }
     if (b.dataset.then !== "none") location.reload();
   } catch (err) {
     showError(b.closest("[data-actions]"), err);
@@ -149,6 +156,93 @@ fork?.addEventListener("submit", async (e) => {
     showError(fork, err instanceof SyntaxError ? `The state is not JSON: ${err.message}` : err);
   }
 });
+
+// Replay a run: a new run on the version chosen, from its input or the checkpoint shown.
+const replay = document.querySelector<HTMLFormElement>("form[data-replay]");
+replay?.addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const data = new FormData(replay);
+  const body: { version: string; reuse: boolean; checkpoint?: string } = { version: String(data.get("version") ?? ""), reuse: data.get("reuse") === "on" };
+  if (data.get("from") === "checkpoint" && replay.dataset.checkpoint) body.checkpoint = replay.dataset.checkpoint;
+  try {
+    const res = await fetch(`/api/flows/${encodeURIComponent(replay.dataset.flow!)}/runs/${encodeURIComponent(replay.dataset.replay!)}/replay`, {
+      method: "POST",
+      headers: { Accept: "application/json", "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    const answer = (await res.json().catch(() => ({}))) as { run?: string; flow?: string; error?: { code?: string; message?: string } };
+    if (!res.ok) throw new ApiError(res.status, answer.error?.code ?? "internal", answer.error?.message ?? `failed (${res.status})`);
+    location.href = `/flows/${encodeURIComponent(answer.flow!)}/runs/${encodeURIComponent(answer.run!)}`;
+  } catch (err) {
+    showError(replay, err);
+  }
+});
+
+// The runs page's bulk replay: how many runs the filters choose and what they spent,
+// then a job replaying them; running jobs' progress is read every second.
+const bulk = document.querySelector<HTMLFormElement>("form[data-bulk]");
+if (bulk) {
+  const card = bulk.closest("section");
+  const post = async (extra: Record<string, unknown>) => {
+    const data = new FormData(bulk);
+    const query: Record<string, string> = {};
+    for (const [k, v] of [
+      ["status", bulk.dataset.status],
+      ["version", bulk.dataset.version],
+      ["trigger", bulk.dataset.trigger],
+      ["node", data.get("node")],
+      ["error", data.get("error")],
+      ["since", data.get("since")],
+    ] as const) {
+      if (typeof v === "string" && v.trim() !== "") query[k] = v.trim();
+    }
+    const res = await fetch(`/api/flows/${encodeURIComponent(bulk.dataset.bulk!)}/replays`, {
+      method: "POST",
+      headers: { Accept: "application/json", "Content-Type": "application/json" },
+      body: JSON.stringify({ query, version: data.get("target"), reuse: data.get("reuse") === "on", ...extra }),
+    });
+    const answer = (await res.json().catch(() => ({}))) as { error?: { code?: string; message?: string } } & Record<string, unknown>;
+    if (!res.ok) throw new ApiError(res.status, answer.error?.code ?? "internal", answer.error?.message ?? `failed (${res.status})`);
+    return answer;
+  };
+  const say = document.getElementById("bulk-estimate-text")!;
+  document.getElementById("bulk-estimate")?.addEventListener("click", async () => {
+    try {
+      const est = (await post({ dry_run: true })) as { runs?: number; tokens?: number; cost_usd?: number };
+      say.textContent = `${est.runs ?? 0} ${est.runs === 1 ? "run" : "runs"} to replay; they spent ${est.tokens ?? 0} tokens${est.cost_usd ? ` ($${est.cost_usd.toFixed(4)})` : ""}, about what replaying them without reuse costs again.`;
+    } catch (err) {
+      showError(card, err);
+    }
+  });
+  bulk.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      await post({});
+      location.reload();
+    } catch (err) {
+      showError(card, err);
+    }
+  });
+  const rows = () => [...document.querySelectorAll<HTMLTableRowElement>("#replay-jobs tr[data-job][data-status=running]")];
+  if (rows().length > 0) {
+    const timer = setInterval(async () => {
+      const running = rows();
+      if (running.length === 0) return clearInterval(timer);
+      for (const tr of running) {
+        const job = (await fetch(`/api/flows/${encodeURIComponent(tr.dataset.flow!)}/replays/${encodeURIComponent(tr.dataset.job!)}`, { headers: { Accept: "application/json" } })
+          .then((r) => r.json())
+          .catch(() => undefined)) as { status?: string; done?: number; failed?: number; skipped?: number } | undefined;
+        if (!job?.status) continue;
+        tr.querySelector(".job-status")!.textContent = job.status;
+        tr.querySelector(".job-done")!.textContent = String(job.done ?? 0);
+        tr.querySelector(".job-failed")!.textContent = String(job.failed ?? 0);
+        tr.querySelector(".job-skipped")!.textContent = String(job.skipped ?? 0);
+        tr.dataset.status = job.status;
+        if (job.status !== "running") tr.querySelector("button")?.remove();
+      }
+    }, 1000);
+  }
+}
 
 // A run page of a run still going reloads as it moves on (unless a form is being edited).
 const live = document.querySelector<HTMLElement>("[data-live-run]");

@@ -73,6 +73,15 @@ export function renderDead(root: HTMLElement, flow: string, list: DeadLetter[]):
       retry.textContent = "Retry";
       retry.dataset.post = `/api/flows/${flow}/deadletters/${d.id}/retry`;
       retry.dataset.then = "none";
+      retry.title = "run the step again on the version it ran";
+      const onCurrent = document.createElement("button");
+      onCurrent.type = "button";
+      onCurrent.className = "retry-current";
+      onCurrent.textContent = "Retry on the current version";
+      onCurrent.title = "run the step on the flow's current version (the run moves to it if it can)";
+      onCurrent.dataset.post = retry.dataset.post;
+      onCurrent.dataset.body = JSON.stringify({ version: "current", by: "queues page" });
+      onCurrent.dataset.then = "none";
       const discard = document.createElement("button");
       discard.type = "button";
       discard.className = "danger";
@@ -80,7 +89,7 @@ export function renderDead(root: HTMLElement, flow: string, list: DeadLetter[]):
       discard.dataset.delete = `/api/flows/${flow}/deadletters/${d.id}`;
       discard.dataset.confirm = "Discard this dead letter? Its run stays failed.";
       discard.dataset.then = "none";
-      actions.append(retry, discard);
+      actions.append(retry, onCurrent, discard);
       const when = document.createElement("td");
       when.className = "small";
       const time = document.createElement("time");
