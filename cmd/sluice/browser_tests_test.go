@@ -94,3 +94,29 @@ func TestBrowserSaveARunAsACaseChangeAPromptAndSeeTheRegression(t *testing.T) {
 	b.click("#history-tab")
 	b.waitFor("the last test result in the history", `[...document.querySelectorAll(".version-tests")].some(e => e.innerText.includes("1/1 passed"))`)
 }
+
+// A flow started from an example keeps the example's test cases: its first save writes
+// them beside it, and they pass.
+func TestBrowserAFlowFromAnExampleKeepsItsCases(t *testing.T) {
+	rdb := storetest.Real(t)
+	name, flowID := namedFlow(t, "Ticket triage")
+	storetest.DeleteFlowKeys(t, rdb, flowID)
+	dir := t.TempDir()
+	base := serveForBrowser(t, dir)
+	b := newBrowser(t, base)
+	b.open("/")
+	b.typeInto("#new-name", name)
+	b.click(`.gallery-card[data-example="triage"] a`)
+	b.waitFor("the example's seven nodes", `document.querySelectorAll(".react-flow__node").length === 7`)
+	b.waitText("#problems-count", "Valid")
+	b.click("#save-button")
+	b.waitText("#save-state", "Saved")
+	b.click("#tests-tab")
+	b.waitFor("the example's three cases", `document.querySelector("#cases-editor summary")?.innerText.includes("(3)")`)
+	cases, err := os.ReadFile(filepath.Join(dir, flowID+".cases.json"))
+	if err != nil || !strings.Contains(string(cases), `"flow": "`+flowID+`"`) {
+		t.Fatalf("the cases file of the new flow: %v\n%s", err, cases)
+	}
+	b.click("#run-cases")
+	b.waitText("#test-summary", "3/3 passed")
+}
