@@ -30,7 +30,7 @@ func (e *Engine) NewLibrarySync(lib *store.Library, workers ...*Worker) *Library
 // Sync publishes every changed flow file and returns the problems of those that do not
 // compile and were not reported before, by flow id.
 func (s *LibrarySync) Sync(ctx context.Context) (map[string]flows.Problems, error) {
-	files, err := s.lib.List()
+	files, err := s.lib.ListAll()
 	if err != nil {
 		return nil, err
 	}

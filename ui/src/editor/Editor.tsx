@@ -930,6 +930,7 @@ function Editor({ data }: { data: EditorData }) {
                 onResume={(node, d) => void testRun.resume(node, d)}
                 onSelect={(node) => store.select([node])}
                 onOpen={openRun}
+                published={st.published}
               />
             )}
             {tab === "history" && (

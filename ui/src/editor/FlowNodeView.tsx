@@ -69,6 +69,11 @@ function FlowNodeViewInner({ data, selected }: NodeProps<CanvasNode>) {
               pinned
             </span>
           )}
+          {run.movedTo && (
+            <span className="run-chip run-moved" title={`the run moved to version ${run.movedTo} here (a retry on another version)`}>
+              moved to {run.movedTo.slice(0, 7)}
+            </span>
+          )}
           {run.durationMs !== undefined && <span className="muted">{formatDuration(run.durationMs)}</span>}
           {run.steps > 1 && <span className="muted">×{run.steps}</span>}
           {run.calls !== undefined && <span className="muted">called {run.calls}×</span>}
