@@ -151,9 +151,15 @@ func (s *Server) saveCases(c echo.Context) error {
 	if f == nil {
 		return &flows.InvalidError{Flow: flow, Problems: probs}
 	}
+	// In a workspace the engine's flow is W.F; the file names the flow as its document
+	// does, F.
+	bare := flow
+	if _, b, ok := strings.Cut(flow, "."); ok {
+		bare = b
+	}
 	if f.Flow == "" {
-		f.Flow = flow
-	} else if f.Flow != flow {
+		f.Flow = bare
+	} else if f.Flow != flow && f.Flow != bare {
 		return &flows.Error{Code: flows.Invalid, Flow: flow, Path: "flow", Message: fmt.Sprintf("the cases are flow %q's", f.Flow)}
 	}
 	return s.writeCases(c, flow, f, http.StatusOK)

@@ -3,10 +3,13 @@ package server_test
 import (
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/flows/cases"
+	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store/storetest"
 )
 
@@ -126,5 +129,35 @@ func TestCasesFileIsCheckedOnSave(t *testing.T) {
 	a.must(http.StatusNotFound, "GET", "/api/flows/no-such-flow-here/cases", nil)
 	if e := a.must(http.StatusNotFound, "POST", "/api/flows/"+flow+"/cases/run", map[string]any{"cases": []string{"zzz"}}).errorBody(t); !strings.Contains(e.Message, `no case "zzz"`) {
 		t.Errorf("running an unknown case: %+v", e)
+	}
+}
+
+// A workspace's flow has its own cases, beside its file in the workspace's folder; the
+// same flow id in the default workspace has none; the cases run and record there.
+func TestCasesOfAWorkspacesFlow(t *testing.T) {
+	a := newAPI(t, storetest.Real(t))
+	a.workspace("wsc")
+	id, doc := a.flowDoc("linear", nil)
+	storetest.DeleteFlowKeys(t, a.r, "wsc."+id)
+	ws := []string{server.WorkspaceHeader, "wsc"}
+	a.must(http.StatusCreated, "PUT", "/api/flows/"+id, doc, ws...)
+	file := map[string]any{"sluice_cases": 1, "flow": id, "cases": []any{
+		map[string]any{"id": "ada", "input": map[string]any{"name": "Ada"}, "expect": []any{map[string]any{"path": ".greeting", "equals": "HELLO, ADA!"}}}}}
+	a.must(http.StatusOK, "PUT", "/api/flows/"+id+"/cases", file, ws...)
+	if _, err := os.Stat(filepath.Join(a.lib.Dir, "wsc", id+".cases.json")); err != nil {
+		t.Errorf("the workspace's cases file: %v", err)
+	}
+	a.must(http.StatusNotFound, "GET", "/api/flows/"+id+"/cases", nil) // the default workspace has no such flow
+	var rep cases.Report
+	a.must(http.StatusOK, "POST", "/api/flows/"+id+"/cases/run", map[string]any{}, ws...).into(t, &rep)
+	if rep.Passed != 1 || rep.Draft {
+		t.Fatalf("the workspace's cases: %+v", rep)
+	}
+	var sums struct {
+		Versions map[string]cases.LastResult `json:"versions"`
+	}
+	a.must(http.StatusOK, "GET", "/api/flows/"+id+"/tests", nil, ws...).into(t, &sums)
+	if sums.Versions[rep.Version].Passed != 1 {
+		t.Errorf("the workspace's last results: %+v", sums)
 	}
 }

@@ -146,6 +146,9 @@ type editorData struct {
 	// Auth says the API needs the server's token (the API panel's snippets read it from
 	// SLUICE_TOKEN; the token itself is never in the page).
 	Auth bool `json:"auth"`
+	// Cases are, for a new flow from an example, the example's test cases: the editor
+	// keeps them with the flow's first save.
+	Cases json.RawMessage `json:"cases,omitempty"`
 }
 
 func (s *Server) editor(c echo.Context, title string, data editorData) error {
@@ -190,7 +193,9 @@ func (s *Server) editorPage(c echo.Context) error {
 func (s *Server) newFlowPage(c echo.Context) error {
 	name := strings.TrimSpace(c.QueryParam("name"))
 	doc := flows.Document{Sluice: flows.FormatVersion, Nodes: []flows.Node{}, Edges: []flows.Edge{}}
+	var exampleCases json.RawMessage
 	if from := c.QueryParam("from"); from != "" {
+		exampleCases, _ = examples.Cases(from)
 		raw, err := examples.Read(from)
 		if err != nil {
 			return &flows.Error{Code: flows.NotFound, Message: fmt.Sprintf("no example %q", from)}
@@ -210,7 +215,7 @@ func (s *Server) newFlowPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.editor(c, name, editorData{Flow: out, IsNew: true})
+	return s.editor(c, name, editorData{Flow: out, IsNew: true, Cases: exampleCases})
 }
 
 // duplicateFlowPage saves a copy of a flow under a new id and opens it.

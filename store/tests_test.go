@@ -85,3 +85,26 @@ func TestTestResultsByVersion(t *testing.T) {
 		}
 	})
 }
+
+// A flow of a workspace keeps its cases beside it, in the workspace's folder.
+func TestCasesFileOfAWorkspacesFlowIsInItsFolder(t *testing.T) {
+	lib, err := store.NewLibrary(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lib.Save("acme.triage", []byte(`{"sluice": 1, "id": "triage"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := lib.SaveCases("acme.triage", []byte(`{"sluice_cases": 1, "cases": []}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(lib.Dir, "acme", "triage.cases.json")); err != nil {
+		t.Fatalf("the cases of acme.triage are not acme/triage.cases.json: %v", err)
+	}
+	if got, err := lib.LoadCases("acme.triage"); err != nil || string(got) != `{"sluice_cases": 1, "cases": []}` {
+		t.Errorf("load: %s, %v", got, err)
+	}
+	if _, err := lib.LoadCases("triage"); flows.ErrorCode(err) != flows.NotFound {
+		t.Errorf("the default workspace's triage has no cases: %v", err)
+	}
+}

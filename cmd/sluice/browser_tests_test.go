@@ -50,6 +50,7 @@ func TestBrowserSaveARunAsACaseChangeAPromptAndSeeTheRegression(t *testing.T) {
 	b.click("#run-tab")
 	b.click("#run-button")
 	b.waitText("#run-status", "succeeded")
+	first := evaluate[string](b, `document.querySelector("#run-summary-id").innerText`)
 	b.click("#tests-tab")
 	b.waitFor("no cases yet", `document.querySelector("#cases-editor summary")?.innerText.includes("(0)")`)
 	b.click("#save-run-as-case")
@@ -82,6 +83,7 @@ func TestBrowserSaveARunAsACaseChangeAPromptAndSeeTheRegression(t *testing.T) {
 	}
 	b.waitText(`[data-node="ask"]`, "output changed")
 	b.shot("editor-tests-regression")
+	caseRun := evaluate[string](b, `new URL(document.querySelector("#test-case-detail a").href).pathname`)
 	// The marks stay while the node is inspected, and go with Clear.
 	b.inspect("ask")
 	b.waitFor("the marks while inspecting", `document.querySelector('[data-node="ask"]')?.dataset.outputChanged === "true"`)
@@ -93,4 +95,44 @@ func TestBrowserSaveARunAsACaseChangeAPromptAndSeeTheRegression(t *testing.T) {
 	// The version history shows the saved version's last result (1/1 passed).
 	b.click("#history-tab")
 	b.waitFor("the last test result in the history", `[...document.querySelectorAll(".version-tests")].some(e => e.innerText.includes("1/1 passed"))`)
+
+	// Any run's page saves it as a case too (here the regressed case's run, started by
+	// the test: its trigger says so); a run saved already is refused, saying so.
+	b.open(caseRun)
+	b.waitText("#run-trigger", "run-"+first)
+	b.click("#save-as-case")
+	b.waitText("#save-as-case", "Saved as a test case")
+	cases, _ = os.ReadFile(filepath.Join(dir, flowID+".cases.json"))
+	if !strings.Contains(string(cases), `"id": "run-`+filepath.Base(caseRun)+`"`) || !strings.Contains(string(cases), `"answer": "Goodbye, Ada."`) {
+		t.Errorf("the run page's Save as test case did not add the case run:\n%s", cases)
+	}
+	b.open("/flows/" + flowID + "/runs/" + first)
+	b.click("#save-as-case")
+	b.waitText(".action-error", "already has a case")
+}
+
+// A flow started from an example keeps the example's test cases: its first save writes
+// them beside it, and they pass.
+func TestBrowserAFlowFromAnExampleKeepsItsCases(t *testing.T) {
+	rdb := storetest.Real(t)
+	name, flowID := namedFlow(t, "Ticket triage")
+	storetest.DeleteFlowKeys(t, rdb, flowID)
+	dir := t.TempDir()
+	base := serveForBrowser(t, dir)
+	b := newBrowser(t, base)
+	b.open("/")
+	b.typeInto("#new-name", name)
+	b.click(`.gallery-card[data-example="triage"] a`)
+	b.waitFor("the example's seven nodes", `document.querySelectorAll(".react-flow__node").length === 7`)
+	b.waitText("#problems-count", "Valid")
+	b.click("#save-button")
+	b.waitText("#save-state", "Saved")
+	b.click("#tests-tab")
+	b.waitFor("the example's three cases", `document.querySelector("#cases-editor summary")?.innerText.includes("(3)")`)
+	cases, err := os.ReadFile(filepath.Join(dir, flowID+".cases.json"))
+	if err != nil || !strings.Contains(string(cases), `"flow": "`+flowID+`"`) {
+		t.Fatalf("the cases file of the new flow: %v\n%s", err, cases)
+	}
+	b.click("#run-cases")
+	b.waitText("#test-summary", "3/3 passed")
 }

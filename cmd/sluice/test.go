@@ -152,12 +152,12 @@ func loadTarget(ctx context.Context, e *engine.Engine, file, version, compare st
 	t := &testTarget{file: file, plan: filePlan}
 	if version != "" {
 		if t.plan, err = versionPlan(ctx, e, filePlan.Flow, version, stderr); err != nil {
-			return nil, fmt.Errorf("%s --version: %w", file, err)
+			return nil, badVersion(file+" --version", err)
 		}
 	}
 	if compare != "" {
 		if t.other, err = versionPlan(ctx, e, filePlan.Flow, compare, stderr); err != nil {
-			return nil, fmt.Errorf("%s --compare: %w", file, err)
+			return nil, badVersion(file+" --compare", err)
 		}
 	}
 	cfile := cases.FileFor(file)
@@ -187,6 +187,16 @@ func loadTarget(ctx context.Context, e *engine.Engine, file, version, compare st
 	}
 	t.cases = f
 	return t, nil
+}
+
+// badVersion is the error of a version that cannot be had: a bad argument (exit 2),
+// unless the version's flow file has problems (exit 1, as the file's own).
+func badVersion(what string, err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return &exitError{code: 2, err: fmt.Errorf("%s: %w", what, err)}
 }
 
 // versionPlan is the plan of v: another flow file (a path ending in .json), the flow's

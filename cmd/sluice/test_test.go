@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"encoding/xml"
 	"os"
 	"os/exec"
@@ -8,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/flows/nodes/llmtest"
+	"github.com/sluicehq/sluice/store/storetest"
 )
 
 // junitDoc is what CI systems read of sluice test's JUnit XML.
@@ -201,5 +205,60 @@ func TestValidateChecksCasesFilesBesideTheirFlows(t *testing.T) {
 	out, err := exec.Command(binary, "validate", filepath.Join(dir, "linear.json"), filepath.Join(dir, "linear.cases.json")).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), `linear.cases.json: cases[0].expect[0].fails_at: the flow has no node "zz"`) {
 		t.Errorf("a bad cases file: %v\n%s", err, out)
+	}
+}
+
+// On a given Redis, --version tests a version of the flow's history (here an older
+// one, published before the file changed) instead of the file, and the result is kept
+// as that version's last test result.
+func TestSluiceTestAVersionOfTheHistoryOnARedis(t *testing.T) {
+	rdb := storetest.Real(t)
+	flowID := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, rdb, flowID)
+	linear, _ := os.ReadFile(filepath.Join("..", "..", "flows", "examples", "linear.json"))
+	var d map[string]any
+	json.Unmarshal(linear, &d)
+	d["id"] = flowID
+	older, _ := json.Marshal(d)
+	e := engine.New(rdb, registry(nil), engine.Options{})
+	plan, _, err := e.Compile(older)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Publish(context.Background(), plan); err != nil {
+		t.Fatal(err)
+	}
+	// The file now says "Hi" instead of "Hello": its case fails, the older version's passes.
+	dir := t.TempDir()
+	flow := filepath.Join(dir, flowID+".json")
+	os.WriteFile(flow, []byte(strings.Replace(string(older), `Hello, `, `Hi, `, 1)), 0o644)
+	os.WriteFile(filepath.Join(dir, flowID+".cases.json"), []byte(`{"sluice_cases": 1, "cases": [
+	  {"id": "ada", "input": {"name": "Ada"}, "expect": [{"path": ".greeting", "equals": "HELLO, ADA!"}]}]}`), 0o644)
+	env := []string{"REDIS_URL=" + storetest.URL()}
+	run := func(args ...string) (string, int) {
+		cmd := exec.Command(binary, append([]string{"test"}, args...)...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return string(out), code
+	}
+	if out, code := run(flow); code != 1 {
+		t.Errorf("the changed file: exit %d, want 1\n%s", code, out)
+	}
+	if out, code := run(flow, "--version", plan.Version[:10]); code != 0 || !strings.Contains(out, "version "+plan.Version[:12]) {
+		t.Errorf("--version of the older one: exit %d, want 0\n%s", code, out)
+	}
+	sums, err := rdb.TestSummaries(context.Background(), flowID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(sums[plan.Version]), `"passed":1`) || len(sums) != 2 {
+		t.Errorf("the last test results kept: %s", sums)
+	}
+	if out, code := run(flow, "--version", "0000000"); code != 2 || !strings.Contains(out, "no version 0000000") {
+		t.Errorf("an unknown version: exit %d\n%s", code, out)
 	}
 }

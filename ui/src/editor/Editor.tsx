@@ -50,6 +50,7 @@ import { PinStore } from "./pins";
 import { PinsContext, type PinsContextValue } from "./PinsPanel";
 import { useValidation } from "./useValidation";
 import { TestsPanel } from "./TestsPanel";
+import { testsApi } from "../api/tests";
 
 export interface EditorData {
   /** The working copy: the flow's draft when it has one, else its saved file. */
@@ -63,6 +64,8 @@ export interface EditorData {
   isNew: boolean;
   /** The server needs a token for its API (SLUICE_TOKEN). */
   auth?: boolean;
+  /** A new flow from an example: the example's test cases, kept with the first save. */
+  cases?: unknown;
 }
 
 const storage = (() => {
@@ -397,6 +400,7 @@ function Editor({ data }: { data: EditorData }) {
         setIsNew(false);
         history.replaceState(null, "", `/flows/${encodeURIComponent(d.id)}`);
         autosave.serverKnows();
+        if (data.cases) await testsApi.saveCases(d.id, { ...(data.cases as object), flow: d.id }).catch((e) => say(`The example’s test cases were not kept: ${e instanceof Error ? e.message : String(e)}`, "warn"));
       }
       document.title = `${d.name || d.id} · Sluice`;
       say(savedMessage(valid, errors, store.get().published !== ""), valid ? "ok" : "warn");
@@ -410,7 +414,7 @@ function Editor({ data }: { data: EditorData }) {
     } finally {
       setSaving(false);
     }
-  }, [store, isNew, say, autosave, note]);
+  }, [store, isNew, say, autosave, note, data.cases]);
 
   const openVersion = useCallback(
     async (v: VersionInfo) => {
