@@ -2,11 +2,15 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store/storetest"
 	"github.com/sluicehq/sluice/teams"
@@ -131,5 +135,79 @@ func TestWorkspacesWithFlowsOfTheSameIDShareNothing(t *testing.T) {
 	for key, name := range other {
 		a.must(http.StatusNotFound, "GET", "/v1/models/"+name, nil, as(key)...)
 		a.must(http.StatusNotFound, "POST", "/v1/chat/completions", `{"model": "`+name+`", "messages": [{"role": "user", "content": "hi"}]}`, as(key)...)
+	}
+}
+
+// Upgrade: a flows folder and a Redis written the way the release before workspaces
+// wrote them — a flow file at the top of the folder, its keys under {f:ID} — are the
+// default workspace: its members and SLUICE_TOKEN see and run them as before, with
+// the same keys; a member of another workspace sees none of it.
+func TestDataOfTheReleaseBeforeWorkspacesIsTheDefaultWorkspace(t *testing.T) {
+	a := newAPI(t, storetest.Real(t))
+	id, doc := a.flowDoc("linear", nil)
+	// Written as before: the file in the folder itself, a run started by the engine.
+	if err := os.WriteFile(filepath.Join(a.lib.Dir, id+".json"), doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// serve's library watcher at start: the folder's flows are published and served.
+	ctx := context.Background()
+	if _, err := a.sync.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	plan, _, err := a.e.Compile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := a.e.Start(ctx, plan, json.RawMessage(`{"name": "Old"}`), engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := a.r.Client.Exists(ctx, "sluice:{f:"+id+"}:run:"+run).Result(); n != 1 {
+		t.Fatalf("the run's hash is not at today's key")
+	}
+
+	// SLUICE_TOKEN, unchanged.
+	a.settle(id, run)
+	a.must(200, "GET", "/api/flows/"+id, nil)
+	// A member of the default workspace, signed in.
+	a.person("old@example.com", "password-of-old", map[string]teams.Role{teams.DefaultWorkspace: teams.Operator})
+	b := a.browser()
+	b.signin("old@example.com", "password-of-old")
+	if r := b.api("GET", "/api/flows/"+id+"/runs/"+run, ""); r.status != 200 || !strings.Contains(r.String(), "HELLO, OLD!") {
+		t.Fatalf("the old run as a member of the default workspace: %d %s", r.status, r)
+	}
+	if r := b.api("GET", "/api/flows", ""); !strings.Contains(r.String(), `"`+id+`"`) {
+		t.Errorf("the old flow is not listed: %s", r)
+	}
+	var st struct {
+		Run string `json:"id"`
+	}
+	b.api("POST", "/api/flows/"+id+"/runs?wait=20s", `{"input": {"name": "New"}}`).into(t, &st)
+	if n, _ := a.r.Client.Exists(ctx, "sluice:{f:"+id+"}:run:"+st.Run).Result(); n != 1 {
+		t.Errorf("a new run of the default workspace is not at today's key")
+	}
+	// A member of another workspace only.
+	a.workspace("other")
+	a.person("else@example.com", "password-of-else", map[string]teams.Role{"other": teams.Owner})
+	e := a.browser()
+	e.signin("else@example.com", "password-of-else")
+	for _, p := range []string{"/api/flows/" + id, "/api/flows/" + id + "/runs/" + run} {
+		if r := e.api("GET", p, "", server.WorkspaceHeader, "other"); r.status != http.StatusNotFound {
+			t.Errorf("%s from another workspace: %d", p, r.status)
+		}
+		if r := e.api("GET", p, "", server.WorkspaceHeader, teams.DefaultWorkspace); r.status != http.StatusForbidden {
+			t.Errorf("%s naming the default workspace, not a member: %d", p, r.status)
+		}
+	}
+	// A flow of the other workspace has its workspace in its keys and its own folder.
+	oid, odoc := a.flowDoc("linear", nil)
+	storetest.DeleteFlowKeys(t, a.r, "other."+oid)
+	e.api("PUT", "/api/flows/"+oid, string(odoc), server.WorkspaceHeader, "other")
+	e.api("POST", "/api/flows/"+oid+"/runs?wait=20s", `{"input": {"name": "X"}}`, server.WorkspaceHeader, "other").into(t, &st)
+	if n, _ := a.r.Client.Exists(ctx, "sluice:{f:other."+oid+"}:run:"+st.Run).Result(); n != 1 {
+		t.Errorf("the other workspace's run is not under {f:other.%s}", oid)
+	}
+	if _, err := os.Stat(filepath.Join(a.lib.Dir, "other", oid+".json")); err != nil {
+		t.Errorf("the other workspace's file: %v", err)
 	}
 }
