@@ -146,6 +146,10 @@ type editorData struct {
 	// Auth says the API needs the server's token (the API panel's snippets read it from
 	// SLUICE_TOKEN; the token itself is never in the page).
 	Auth bool `json:"auth"`
+	// Can and Why are what the viewer's role allows here (docs/teams.md): the editor
+	// disables the rest, saying why. Absent in the single-person mode.
+	Can map[string]bool   `json:"can,omitempty"`
+	Why map[string]string `json:"why,omitempty"`
 }
 
 func (s *Server) editor(c echo.Context, title string, data editorData) error {
@@ -162,6 +166,9 @@ func (s *Server) editor(c echo.Context, title string, data editorData) error {
 	p.Full = true
 	data.Components = s.pageEngine().Registry().Specs()
 	data.Auth = s.cfg.Token != ""
+	if f := layout.FrameOf(c.Request().Context()); f != nil && f.Teams {
+		data.Can, data.Why = f.Can, f.Why
+	}
 	return s.render(c, http.StatusOK, pages.Editor(p, data))
 }
 
