@@ -8,6 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/sluicehq/sluice/server/live"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sluicehq/sluice/flows/engine"
@@ -210,4 +214,49 @@ func TestDataOfTheReleaseBeforeWorkspacesIsTheDefaultWorkspace(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(a.lib.Dir, "other", oid+".json")); err != nil {
 		t.Errorf("the other workspace's file: %v", err)
 	}
+}
+
+// The live view of one workspace never carries another's events, whatever it asks for.
+func TestLiveViewsStayInTheirWorkspace(t *testing.T) {
+	a := newAPI(t, storetest.Real(t))
+	a.workspace("wsa")
+	a.workspace("wsb")
+	id, doc := a.flowDoc("linear", nil)
+	for _, ws := range []string{"wsa", "wsb"} {
+		storetest.DeleteFlowKeys(t, a.r, ws+"."+id)
+		a.must(http.StatusCreated, "PUT", "/api/flows/"+id, doc, server.WorkspaceHeader, ws)
+	}
+	ka, kb := a.serviceKey("wsa", teams.Viewer), a.serviceKey("wsb", teams.Operator)
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+kb)
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(a.base, "http")+"/ws?flow="+id, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	first := readUntil(t, c, 10*time.Second, func(m live.Envelope) bool { return m.Type == "subscribed" })
+	if first[len(first)-1].Flow != "wsb."+id {
+		t.Fatalf("subscribed to %q, want wsb.%s", first[len(first)-1].Flow, id)
+	}
+	// Asking for the other workspace's flow by its full id is refused.
+	if err := c.WriteJSON(map[string]string{"type": "subscribe", "flow": "wsa." + id}); err != nil {
+		t.Fatal(err)
+	}
+	refused := readUntil(t, c, 10*time.Second, func(m live.Envelope) bool { return m.Type == "error" || m.Type == "subscribed" })
+	if last := refused[len(refused)-1]; last.Type != "error" {
+		t.Fatalf("subscribing to another workspace's flow: %+v", last)
+	}
+	var ra struct {
+		Run string `json:"id"`
+	}
+	var rb server.Started
+	a.must(http.StatusOK, "POST", "/api/flows/"+id+"/runs?wait=20s", `{"input": {"name": "A"}}`, server.WorkspaceHeader, "wsa").into(t, &ra)
+	a.must(http.StatusAccepted, "POST", "/api/flows/"+id+"/runs", `{"input": {"name": "B"}}`, "Authorization", "Bearer "+kb).into(t, &rb)
+	got := readUntil(t, c, 20*time.Second, runEnded(rb.Run))
+	for _, m := range got {
+		if m.Event != nil && (m.Event.Run == ra.Run || m.Event.Flow == "wsa."+id) || m.Flow == "wsa."+id {
+			t.Fatalf("wsb's live view carried wsa's %+v", m)
+		}
+	}
+	_ = ka
 }
