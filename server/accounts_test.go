@@ -253,3 +253,41 @@ func TestOwnersAndWhatOthersCannotDo(t *testing.T) {
 		t.Errorf("an editor read the audit log: %d", r.status)
 	}
 }
+
+// Approvals name people: one that needs an editor refuses an operator, and the run
+// records who answered (as the server knows them, not as the request says).
+func TestAnApprovalNeedsItsRoleAndRecordsWhoAnswered(t *testing.T) {
+	a := newAPI(t, storetest.Real(t))
+	id := a.saveFlow("approval", func(d map[string]any) {
+		for _, n := range d["nodes"].([]any) {
+			if n := n.(map[string]any); n["type"] == "approval" {
+				n["params"].(map[string]any)["role"] = "editor"
+			}
+		}
+	})
+	a.person("op@example.com", "password-of-op", map[string]teams.Role{teams.DefaultWorkspace: teams.Operator})
+	a.person("ed@example.com", "password-of-ed", map[string]teams.Role{teams.DefaultWorkspace: teams.Editor})
+	op, ed := a.browser(), a.browser()
+	op.signin("op@example.com", "password-of-op")
+	ed.signin("ed@example.com", "password-of-ed")
+	run := a.start(id, `{"input": {"customer": "Ada", "reply": "Dear Ada"}}`)
+	if got := a.settle(id, run); got.Status != "waiting" {
+		t.Fatalf("run = %+v, want waiting", got)
+	}
+	if r := op.api("POST", "/api/flows/"+id+"/runs/"+run+"/resume", `{"decision": "approve"}`); r.status != http.StatusForbidden || !strings.Contains(r.String(), "needs the editor role") {
+		t.Fatalf("an operator answered an editor's approval: %d %s", r.status, r)
+	}
+	if r := ed.api("POST", "/api/flows/"+id+"/runs/"+run+"/resume", `{"decision": "approve", "by": "someone else", "value": {"reply": "Dear Ada, thanks"}}`); r.status != 200 {
+		t.Fatalf("the editor's answer: %d %s", r.status, r)
+	}
+	if got := a.settle(id, run); got.Status != "succeeded" || !strings.Contains(string(got.Output), "Dear Ada, thanks") {
+		t.Errorf("run %+v", got)
+	}
+	ck := a.must(200, "GET", "/api/flows/"+id+"/runs/"+run+"/checkpoints", nil).String()
+	if !strings.Contains(ck, `"by":"ed@example.com"`) || strings.Contains(ck, "someone else") {
+		t.Errorf("the checkpoints do not name who answered: %s", ck)
+	}
+	if log := a.must(200, "GET", "/api/audit?format=jsonl&action=run.resume", nil).String(); !strings.Contains(log, `"who":"ed@example.com"`) || !strings.Contains(log, run) {
+		t.Errorf("the audit log: %s", log)
+	}
+}
