@@ -291,3 +291,29 @@ func TestAnApprovalNeedsItsRoleAndRecordsWhoAnswered(t *testing.T) {
 		t.Errorf("the audit log: %s", log)
 	}
 }
+
+// The permission check reads Redis once per key and cache period, not per request:
+// with a long cache, a key revoked in Redis behind the server's back still works in
+// this process (no request read it again), and a session likewise; the default cache
+// (1s) is what TestAPIKeys shows a revocation taking effect within.
+func TestThePermissionCheckDoesNotReadRedisPerRequest(t *testing.T) {
+	a := newAPI(t, storetest.Real(t), func(c *server.Config, _ *server.Deps) { c.AuthCache = time.Hour })
+	key := a.serviceKey(teams.DefaultWorkspace, teams.Viewer)
+	id, _ := teams.ParseKey(key)
+	a.must(200, "GET", "/api/flows", nil, "Authorization", "Bearer "+key)
+	ctx := context.Background()
+	k, err := a.teams.Key(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.Revoked = time.Now().UnixMilli()
+	if err := a.teams.SaveKey(ctx, k); err != nil { // in Redis only: this process is not told
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		a.must(200, "GET", "/api/flows", nil, "Authorization", "Bearer "+key)
+	}
+	// Another process (a second server on the same Redis) reads it afresh: refused.
+	b := newAPI(t, a.r, func(c *server.Config, d *server.Deps) { d.Teams = a.teams })
+	b.must(http.StatusUnauthorized, "GET", "/api/flows", nil, "Authorization", "Bearer "+key)
+}
