@@ -18,6 +18,13 @@ type Inliner interface {
 	Inline() bool
 }
 
+// Bounder is implemented by inline components whose steps, as compiled, finish in time
+// bounded by their parameters' size (a jq expression of the shapes in jqfast.go):
+// workers arm no deadline timer for their steps.
+type Bounder interface {
+	Bounded() bool
+}
+
 // Tool is a component an agent can call through its tools port.
 type Tool interface {
 	// ToolDef describes the tool to the model.

@@ -17,6 +17,7 @@ const JQTimeout = 2 * time.Second
 type JQ struct {
 	src  string
 	code *gojq.Code
+	fast fastFn // nil: every evaluation runs gojq (jqfast.go)
 }
 
 // CompileJQ parses and compiles a jq expression.
@@ -33,8 +34,14 @@ func CompileJQ(src string) (*JQ, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jq: %v", err)
 	}
-	return &JQ{src: src, code: code}, nil
+	return &JQ{src: src, code: code, fast: compileFast(q)}, nil
 }
+
+// Bounded reports whether the expression is one of the shapes evaluated without gojq's
+// machine (jqfast.go): one output, in time bounded by the expression's size, so that no
+// deadline needs arming for it. Where such an evaluation leaves the decision to gojq
+// (an error to word), gojq runs under JQTimeout as always.
+func (q *JQ) Bounded() bool { return q != nil && q.fast != nil }
 
 // String is the expression's source.
 func (q *JQ) String() string { return q.src }
@@ -45,6 +52,11 @@ var ErrJQTimeout = errors.New("jq expression ran past its deadline")
 // All evaluates the expression on v and returns every output. It stops at ctx's
 // deadline or JQTimeout, whichever is first.
 func (q *JQ) All(ctx context.Context, v any, state map[string]any) ([]any, error) {
+	if q.fast != nil {
+		if x, ok := q.fast(normalize(v), state); ok {
+			return []any{x}, nil
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, JQTimeout)
 	defer cancel()
 	iter := q.code.RunWithContext(ctx, normalize(v), normalizeState(state))
@@ -70,6 +82,11 @@ func (q *JQ) All(ctx context.Context, v any, state map[string]any) ([]any, error
 
 // First evaluates the expression and returns its first output, or nil when it has none.
 func (q *JQ) First(ctx context.Context, v any, state map[string]any) (any, error) {
+	if q.fast != nil {
+		if x, ok := q.fast(normalize(v), state); ok {
+			return x, nil
+		}
+	}
 	all, err := q.All(ctx, v, state)
 	if err != nil || len(all) == 0 {
 		return nil, err

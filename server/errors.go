@@ -8,8 +8,8 @@ import (
 	"syscall"
 
 	"github.com/labstack/echo/v4"
-	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/templ/layout"
 	"github.com/sluicehq/sluice/templ/pages"
 )
@@ -152,7 +152,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 func isUnavailable(err error) bool {
 	var ne net.Error
 	var oe *net.OpError
-	return errors.As(err, &ne) || errors.As(err, &oe) || errors.Is(err, redis.ErrClosed) || errors.Is(err, syscall.ECONNREFUSED)
+	return errors.As(err, &ne) || errors.As(err, &oe) || store.IsClosed(err) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // wantsHTML is true for a browser navigating to a page: never for /api, /hooks or /ws.

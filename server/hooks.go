@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/engine/dispatch"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -70,7 +71,7 @@ func (s *Server) hook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if !hasBearer && !hmac.Equal([]byte(sig), []byte(engine.Sign([]byte(secret), body))) {
+	if !hasBearer && !hmac.Equal([]byte(sig), []byte(dispatch.Sign([]byte(secret), body))) {
 		return refuse()
 	}
 	if len(body) > 0 && !json.Valid(body) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/engine/dispatch"
 	"github.com/sluicehq/sluice/flows/nodes"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store"
@@ -54,7 +55,7 @@ func TestWebhookIngressStartsRunsWithTheFlowsSecret(t *testing.T) {
 			t.Errorf("run from the hook = %+v", got)
 		}
 		// A signed body, with an idempotency key: a redelivery starts no second run.
-		sig := engine.Sign([]byte(secret), []byte(body))
+		sig := dispatch.Sign([]byte(secret), []byte(body))
 		var s1, s2 server.Started
 		a.must(http.StatusAccepted, "POST", "/hooks/"+id, body, "Authorization", "", "X-Sluice-Signature", sig, "Idempotency-Key", "evt-1").into(t, &s1)
 		a.must(http.StatusAccepted, "POST", "/hooks/"+id, body, "Authorization", "", "X-Sluice-Signature", sig, "Idempotency-Key", "evt-1").into(t, &s2)
@@ -91,7 +92,7 @@ type receiver struct {
 	mu    sync.Mutex
 	fail  int
 	calls int
-	got   []engine.ResultPayload
+	got   []dispatch.ResultPayload
 	raw   [][]byte
 	hdr   []http.Header
 	srv   *httptest.Server
@@ -108,7 +109,7 @@ func newReceiver(t *testing.T, fail int) *receiver {
 			w.WriteHeader(http.StatusInternalServerError)
 			return
 		}
-		var p engine.ResultPayload
+		var p dispatch.ResultPayload
 		json.Unmarshal(b, &p)
 		rc.got = append(rc.got, p)
 		rc.raw = append(rc.raw, b)
@@ -118,16 +119,16 @@ func newReceiver(t *testing.T, fail int) *receiver {
 	return rc
 }
 
-func (rc *receiver) state() (int, []engine.ResultPayload) {
+func (rc *receiver) state() (int, []dispatch.ResultPayload) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	return rc.calls, append([]engine.ResultPayload(nil), rc.got...)
+	return rc.calls, append([]dispatch.ResultPayload(nil), rc.got...)
 }
 
-// dispatch runs a dispatcher for flows until the test ends.
-func dispatch(t *testing.T, a *api, maxAttempts int, flowIDs ...string) {
+// runDispatcher runs a dispatcher for flows until the test ends.
+func runDispatcher(t *testing.T, a *api, maxAttempts int, flowIDs ...string) {
 	t.Helper()
-	d := a.e.NewDispatcher(engine.DispatchOptions{
+	d := dispatch.New(a.e, dispatch.Options{
 		Flows:       func(context.Context) ([]string, error) { return flowIDs, nil },
 		MaxAttempts: maxAttempts, Backoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
 		Block: 100 * time.Millisecond, Refresh: 100 * time.Millisecond, ClaimAfter: time.Minute,
@@ -152,7 +153,7 @@ func TestResultWebhooksAreDeliveredWithRetriesAndTheirOwnDeadLetters(t *testing.
 	storetest.Each(t, func(t *testing.T, r *store.Redis) {
 		a := newAPI(t, r)
 		id := a.saveFlow("linear", nil)
-		dispatch(t, a, 3, id)
+		runDispatcher(t, a, 3, id)
 
 		// Fails twice, then takes it: delivered once, on the third attempt.
 		rc := newReceiver(t, 2)
@@ -172,7 +173,7 @@ func TestResultWebhooksAreDeliveredWithRetriesAndTheirOwnDeadLetters(t *testing.
 		if h.Get("X-Sluice-Delivery") != p.Delivery || h.Get("X-Sluice-Attempt") != "3" || h.Get("X-Sluice-Flow") != id || h.Get("X-Sluice-Run") != run {
 			t.Errorf("headers = %v", h)
 		}
-		if sig := h.Get("X-Sluice-Signature"); sig != engine.Sign([]byte("sign-key"), rc.raw[0]) {
+		if sig := h.Get("X-Sluice-Signature"); sig != dispatch.Sign([]byte("sign-key"), rc.raw[0]) {
 			t.Errorf("signature %q does not sign the body with the flow's key", sig)
 		}
 		// The run does not show its webhook (its URL may hold a token).
@@ -279,7 +280,7 @@ func TestRunsWithoutAWebhookAreAcknowledgedAndTrimmed(t *testing.T) {
 	if n, _ := r.ResultsLength(t.Context(), id); n != 3 {
 		t.Fatalf("results stream before dispatch = %d entries, want 3 (nothing trims it before dispatch acknowledges)", n)
 	}
-	dispatch(t, a, 3, id)
+	runDispatcher(t, a, 3, id)
 	eventually(t, 10*time.Second, func() string {
 		if n, _ := r.ResultsLength(t.Context(), id); n != 0 {
 			return "results not trimmed after dispatch"
@@ -299,7 +300,7 @@ func TestADeliveryADispatcherLeftIsTakenOverByAnother(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	calls := 0
-	var got []engine.ResultPayload
+	var got []dispatch.ResultPayload
 	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		mu.Lock()
 		calls++
@@ -314,7 +315,7 @@ func TestADeliveryADispatcherLeftIsTakenOverByAnother(t *testing.T) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
-		var p engine.ResultPayload
+		var p dispatch.ResultPayload
 		json.NewDecoder(req.Body).Decode(&p)
 		mu.Lock()
 		got = append(got, p)
@@ -323,12 +324,12 @@ func TestADeliveryADispatcherLeftIsTakenOverByAnother(t *testing.T) {
 	defer rc.Close()
 	defer close(release)
 
-	opts := engine.DispatchOptions{Flows: func(context.Context) ([]string, error) { return []string{id}, nil },
+	opts := dispatch.Options{Flows: func(context.Context) ([]string, error) { return []string{id}, nil },
 		MaxAttempts: 3, Backoff: 10 * time.Millisecond, Block: 100 * time.Millisecond, ClaimAfter: 300 * time.Millisecond,
 		HTTP: loopbackAllowed(t)}
 	ctx1, crash := context.WithCancel(context.Background())
 	done1 := make(chan error, 1)
-	go func() { done1 <- a.e.NewDispatcher(opts).Run(ctx1) }()
+	go func() { done1 <- dispatch.New(a.e, opts).Run(ctx1) }()
 
 	run := a.start(id, map[string]any{"input": map[string]any{"name": "Ada"}, "webhook": rc.URL})
 	select {
@@ -344,7 +345,7 @@ func TestADeliveryADispatcherLeftIsTakenOverByAnother(t *testing.T) {
 
 	ctx2, stop2 := context.WithCancel(context.Background())
 	done2 := make(chan error, 1)
-	go func() { done2 <- a.e.NewDispatcher(opts).Run(ctx2) }()
+	go func() { done2 <- dispatch.New(a.e, opts).Run(ctx2) }()
 	defer func() { stop2(); <-done2 }()
 	eventually(t, 20*time.Second, func() string {
 		mu.Lock()
@@ -397,7 +398,7 @@ func TestAnOutputNodesWebhookGetsTheResultToo(t *testing.T) {
 	node, req := newReceiver(t, 0), newReceiver(t, 0)
 	id := a.saveFlow(`{"sluice": 1, "id": "x", "nodes": [{"id": "in", "type": "input"}, {"id": "out", "type": "hook_output", "params": {"webhook": "`+node.srv.URL+`"}}],
 		"edges": [{"from": "in", "to": "out"}]}`, nil)
-	dispatch(t, a, 3, id)
+	runDispatcher(t, a, 3, id)
 	run := a.start(id, map[string]any{"input": map[string]any{"name": "Ada"}, "webhook": req.srv.URL})
 	for name, rc := range map[string]*receiver{"the output node's webhook": node, "the run's webhook": req} {
 		eventually(t, 20*time.Second, func() string {

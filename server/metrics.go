@@ -126,7 +126,7 @@ func (m *Metrics) StepFailed(flow, node string, dead bool) {
 	}
 }
 
-// Delivery records a result webhook attempt (engine.DispatchOptions.Outcome).
+// Delivery records a result webhook attempt (dispatch.Options.Outcome).
 func (m *Metrics) Delivery(flow, outcome string) {
 	m.deliveries.WithLabelValues(flow, outcome).Inc()
 }
@@ -138,7 +138,7 @@ func (m *Metrics) ScheduleRun(flow string, _ int) {
 	m.schedRuns.WithLabelValues(flow).Inc()
 }
 
-// RunFinished records a finished run (engine.DispatchOptions.Finished).
+// RunFinished records a finished run (dispatch.Options.Finished).
 func (m *Metrics) RunFinished(run *store.Run, status string) {
 	m.runsDone.WithLabelValues(run.Flow, status).Inc()
 	end := time.Now()

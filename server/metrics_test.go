@@ -16,7 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/engine/dispatch"
 	"github.com/sluicehq/sluice/flows/nodes"
 	"github.com/sluicehq/sluice/flows/nodes/llmtest"
 	"github.com/sluicehq/sluice/store/storetest"
@@ -88,7 +88,7 @@ func TestMetricsCountRunsModelCallsCacheAndDeadLetters(t *testing.T) {
 	 "edges": [{"from": "in", "to": "ask"}, {"from": "ask", "to": "check"}, {"from": "check", "to": "out"}]}`, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d := a.e.NewDispatcher(engine.DispatchOptions{Flows: func(context.Context) ([]string, error) { return []string{id}, nil },
+	d := dispatch.New(a.e, dispatch.Options{Flows: func(context.Context) ([]string, error) { return []string{id}, nil },
 		Block: 100 * time.Millisecond, Refresh: 100 * time.Millisecond, Finished: a.metrics.RunFinished})
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()

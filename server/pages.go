@@ -455,6 +455,7 @@ func (s *Server) runPage(c echo.Context) error {
 	}
 	r.Budget = s.budgetOf(ctx, flow, run)
 	r.Live = s.liveSteps(ctx, run)
+	r.Replay = s.replayView(ctx, run, c.QueryParam("compare"))
 	nodes := make([]string, 0, len(run.Waits))
 	for n := range run.Waits {
 		nodes = append(nodes, n)

@@ -113,16 +113,34 @@ func (s *Server) routes() {
 	api.GET("/flows/:flow/versions/:version/diff", s.diffVersion)
 	api.POST("/flows/:flow/rollback", s.rollback)
 
+	// Test cases (cases.go): the cases file beside the flow, runs saved as cases, the
+	// cases run on a working copy or a version, each version's last result.
+	api.GET("/flows/:flow/cases", s.getCases)
+	api.PUT("/flows/:flow/cases", s.saveCases)
+	api.POST("/flows/:flow/cases", s.addCase)
+	api.POST("/flows/:flow/cases/run", s.runCases)
+	api.GET("/flows/:flow/tests", s.listTests)
+	api.GET("/flows/:flow/tests/:version", s.getTest)
+
 	api.GET("/flows/:flow/schedules", s.listSchedules)
 	api.POST("/flows/:flow/schedules/:schedule/pause", s.pauseSchedule)
 	api.POST("/flows/:flow/schedules/:schedule/resume", s.resumeSchedule)
 
 	api.POST("/flows/:flow/runs", s.startRun)
 	api.GET("/flows/:flow/runs", s.listRuns)
+	api.POST("/flows/:flow/runs/move", s.moveRuns)
+	api.POST("/flows/:flow/replays", s.replayRuns)
+	api.GET("/flows/:flow/replays", s.listReplayJobs)
+	api.GET("/flows/:flow/replays/:job", s.getReplayJob)
+	api.POST("/flows/:flow/replays/:job/cancel", s.cancelReplayJob)
 	api.GET("/flows/:flow/runs/:run", s.getRun)
 	api.POST("/flows/:flow/runs/:run/cancel", s.cancelRun)
 	api.POST("/flows/:flow/runs/:run/resume", s.resumeRun)
 	api.POST("/flows/:flow/runs/:run/fork", s.forkRun)
+	api.POST("/flows/:flow/runs/:run/retry", s.retryRun)
+	api.POST("/flows/:flow/runs/:run/move", s.moveRun)
+	api.POST("/flows/:flow/runs/:run/replay", s.replayRun)
+	api.GET("/flows/:flow/runs/:run/compare", s.compareRuns)
 	api.GET("/flows/:flow/runs/:run/events", s.runEvents)
 
 	api.GET("/flows/:flow/runs/:run/checkpoints", s.listCheckpoints)

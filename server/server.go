@@ -21,6 +21,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/cases"
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/server/live"
 	"github.com/sluicehq/sluice/store"
@@ -173,6 +174,8 @@ type Deps struct {
 	Files FileStore
 	// Teams keeps people, keys and sessions; nil: Redis.Teams("").
 	Teams *store.Teams
+	// Grader grades test cases' model-graded assertions (nodes.Env); nil fails them.
+	Grader cases.Grader
 }
 
 // MCPToolLister lists the tools an mcp node with these params offers.
@@ -196,6 +199,7 @@ type Server struct {
 	mcp     *mcpFlows
 	tools   MCPToolLister
 	files   FileStore
+	grader  cases.Grader // cases.go
 	// csrfKey signs the pages' form tokens (protect.go).
 	csrfKey []byte
 	// hookReads holds a slot per webhook body being read.
@@ -287,6 +291,7 @@ func New(cfg Config, d Deps) *Server {
 	}
 	s.tools = d.MCPTools
 	s.files = d.Files
+	s.grader = d.Grader
 	if d.Engine != nil && d.Library != nil {
 		s.mcp = newMCPServer(s.gateway(), d.Version)
 	}

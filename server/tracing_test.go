@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/engine/dispatch"
 	"github.com/sluicehq/sluice/flows/nodes/llmtest"
 	"github.com/sluicehq/sluice/observe"
 	"github.com/sluicehq/sluice/server"
@@ -62,7 +62,7 @@ func TestAnIncomingTraceparentBecomesTheParentOfTheRunItStarts(t *testing.T) {
 		caller                 string
 	}{
 		{"webhook ingress", hooked, "/hooks/" + hooked, hookBody,
-			[]string{"Authorization", "", "X-Sluice-Signature", engine.Sign([]byte(secret), []byte(hookBody))},
+			[]string{"Authorization", "", "X-Sluice-Signature", dispatch.Sign([]byte(secret), []byte(hookBody))},
 			http.StatusAccepted, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
 		{"chat completions", chat, "/v1/chat/completions", chatBody, nil,
 			http.StatusOK, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},

@@ -104,6 +104,14 @@ func (k Keys) Versions() string { return k.fwide + "versions" }
 // VersionNotes is the hash of the messages given when versions were saved.
 func (k Keys) VersionNotes() string { return k.fwide + "versions:notes" }
 
+// TestResults is the hash of each version's last test result (the summary of its cases'
+// verdicts): version -> JSON, kept as long as the version history.
+func (k Keys) TestResults() string { return k.fwide + "tests" }
+
+// TestResult holds the whole last test result of a version (each case's output and node
+// outputs too), for TestResultTTL.
+func (k Keys) TestResult(version string) string { return k.fwide + "tests:" + version }
+
 // ScheduleTicks is the sorted set of schedule keys scored by the last tick (ms) that
 // was run or passed over; a tick at or before it never runs again.
 func (k Keys) ScheduleTicks() string { return k.fwide + "schedules:ticks" }
@@ -276,6 +284,22 @@ func (k VectorKeys) Changes() string { return k.prefix + "changes" }
 // Meta is the hash of the collection's version, dimensions, embedding model, the version
 // below which deletions were pruned (floor) and the deleted ids still in Changes.
 func (k VectorKeys) Meta() string { return k.prefix + "meta" }
+
+// ReplayJob is the hash of a bulk replay job: its spec, status and counts. The job's keys
+// are flow-wide (its runs live on every partition) and share the flow's tag.
+func (k Keys) ReplayJob(job string) string { return k.fwide + "replay:" + job }
+
+// ReplayJobRuns is the list of the runs a bulk replay job replays, fixed when it is made.
+func (k Keys) ReplayJobRuns(job string) string { return k.fwide + "replay:" + job + ":runs" }
+
+// ReplayJobDone is the hash of what replaying each run of a job gave: run -> JSON.
+func (k Keys) ReplayJobDone(job string) string { return k.fwide + "replay:" + job + ":done" }
+
+// ReplayJobLease is held by the process working on a job (its token; it expires).
+func (k Keys) ReplayJobLease(job string) string { return k.fwide + "replay:" + job + ":lease" }
+
+// ReplayJobs is the sorted set of a flow's bulk replay jobs by creation time (ms).
+func (k Keys) ReplayJobs() string { return k.fwide + "replays" }
 
 // TeamKeys names the keys of people, workspaces, members, API keys, sessions and the
 // audit log (teams.go). They share one hash tag, {teams}, so that a change of several is

@@ -189,7 +189,40 @@ func writeAtomic(dir, id, p string, data []byte) error {
 	return nil
 }
 
-// Delete removes the file of flow id and its draft.
+// CasesSuffix ends the name of a flow's cases file: triage.json's test cases are in
+// triage.cases.json beside it, so they are reviewed in git with the flow.
+const CasesSuffix = ".cases.json"
+
+func (l *Library) casesPath(id string) (string, error) {
+	if _, err := l.path(id); err != nil {
+		return "", err
+	}
+	return filepath.Join(l.Dir, id+CasesSuffix), nil
+}
+
+// LoadCases returns the cases file of flow id; NotFound when it has none.
+func (l *Library) LoadCases(id string) ([]byte, error) {
+	p, err := l.casesPath(id)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &flows.Error{Code: flows.NotFound, Flow: id, Message: "the flow has no test cases"}
+	}
+	return data, err
+}
+
+// SaveCases writes the cases file of flow id atomically.
+func (l *Library) SaveCases(id string, data []byte) error {
+	p, err := l.casesPath(id)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(l.Dir, id, p, data)
+}
+
+// Delete removes the file of flow id, its draft and its cases.
 func (l *Library) Delete(id string) error {
 	p, err := l.path(id)
 	if err != nil {
@@ -197,6 +230,9 @@ func (l *Library) Delete(id string) error {
 	}
 	err = os.Remove(p)
 	derr := l.DeleteDraft(id)
+	if cp, cerr := l.casesPath(id); cerr == nil {
+		_ = os.Remove(cp) // the cases go with their flow
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		if derr == nil {
 			return nil // there was only a draft

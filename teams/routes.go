@@ -105,4 +105,21 @@ var Routes = map[string]Perm{
 	"GET /api/flows/:flow/deliveries":            Read,
 	"POST /api/flows/:flow/deliveries/:id/retry": Run,
 	"DELETE /api/flows/:flow/deliveries/:id":     Run,
+
+	// Fixing forward (docs/replay.md) and test cases (docs/testing-flows.md).
+	"GET /api/flows/:flow/cases":                Read,
+	"PUT /api/flows/:flow/cases":                Edit,
+	"POST /api/flows/:flow/cases":               Edit,
+	"POST /api/flows/:flow/cases/run":           Edit,
+	"GET /api/flows/:flow/tests":                Read,
+	"GET /api/flows/:flow/tests/:version":       Read,
+	"GET /api/flows/:flow/replays":              Read,
+	"GET /api/flows/:flow/replays/:job":         Read,
+	"POST /api/flows/:flow/replays":             Run,
+	"POST /api/flows/:flow/replays/:job/cancel": Run,
+	"GET /api/flows/:flow/runs/:run/compare":    ReadState,
+	"POST /api/flows/:flow/runs/:run/move":      Run,
+	"POST /api/flows/:flow/runs/move":           Run,
+	"POST /api/flows/:flow/runs/:run/replay":    Run,
+	"POST /api/flows/:flow/runs/:run/retry":     Run,
 }

@@ -14,14 +14,15 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/engine/bench"
 	"github.com/sluicehq/sluice/store"
 )
 
 // benchReport is what `sluice bench --json` prints.
 type benchReport struct {
-	Options engine.BenchOptions     `json:"options"`
+	Options bench.Options           `json:"options"`
 	Redis   string                  `json:"redis"`
-	Sluice  *engine.BenchFigures    `json:"sluice"`
+	Sluice  *bench.Figures          `json:"sluice"`
 	Bare    *store.BareFigures      `json:"bare"`
 	Ratio   map[string]store.Figure `json:"ratio"` // sluice / bare
 }
@@ -29,10 +30,10 @@ type benchReport struct {
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o engine.BenchOptions
+	var o bench.Options
 	fs.IntVar(&o.Runs, "runs", 20000, "runs to drive through each side")
 	fs.IntVar(&o.Nodes, "nodes", 3, "no-op nodes in a row")
-	fs.StringVar(&o.Shape, "shape", "linear", "linear (--nodes in a row) or fork (--branches between a fork and a join)")
+	fs.StringVar(&o.Shape, "shape", "linear", "linear (--nodes in a row), fork (--branches between a fork and a join) or agent (an agent calling a tool: two model calls to a no-op model on loopback)")
 	fs.IntVar(&o.Branches, "branches", 3, "parallel branches for --shape fork")
 	fs.IntVar(&o.Submitters, "concurrency", 16, "concurrent submitters")
 	fs.Float64Var(&o.Rate, "rate", 0, "runs per second to pace submissions at, for latency figures (0: as fast as possible)")
@@ -49,15 +50,15 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL; empty starts the embedded Redis (env REDIS_URL)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sluice bench [flags]\n\nDrives runs through a flow of no-op nodes and, in the same process against the same\n"+
-			"Redis, the same runs through the fastest correct bare go-redis loop with as many stream hops\n"+
-			"as Sluice's commits (a reader per stage, one MULTI of SET, XADD and XACK per read batch),\nand prints both and their ratio.\n\nFlags:")
+			"Redis, the same runs through the fastest correct bare go-redis loop with as many stages\n"+
+			"as the flow (a reader per stage, one MULTI of SET, XADD and XACK per read batch),\nand prints both and their ratio.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
-	if o.Runs < 1 || o.Nodes < 1 || o.Branches < 1 || (o.Shape != "linear" && o.Shape != "fork") {
-		return &exitError{code: 2, err: errors.New("bench: --runs, --nodes and --branches must be positive and --shape linear or fork")}
+	if o.Runs < 1 || o.Nodes < 1 || o.Branches < 1 || (o.Shape != "linear" && o.Shape != "fork" && o.Shape != "agent") {
+		return &exitError{code: 2, err: errors.New("bench: --runs, --nodes and --branches must be positive and --shape linear, fork or agent")}
 	}
 	if o.Procs > 0 {
 		if *redisURL == "" {
@@ -90,7 +91,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if !*skipBare {
 		pad := []byte(strings.Repeat("x", o.StateBytes))
-		rep.Bare, err = rdb.BenchBare(ctx, store.BareOptions{Prefix: "sluicebench:" + engine.NewRunID(), Hops: engine.CommitsPerRun(o), Runs: o.Runs,
+		rep.Bare, err = rdb.BenchBare(ctx, store.BareOptions{Prefix: "sluicebench:" + engine.NewRunID(), Hops: bench.Stages(o), Runs: o.Runs,
 			Submitters: o.Submitters, Rate: o.Rate, Payload: pad})
 		if err != nil {
 			return fmt.Errorf("bare loop: %w", err)
@@ -106,7 +107,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	rep.Sluice, err = engine.Bench(ctx, rdb, registry(nil), o)
+	rep.Sluice, err = bench.Run(ctx, rdb, o)
 	if *cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -146,7 +147,10 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-func shapeName(o engine.BenchOptions) string {
+func shapeName(o bench.Options) string {
+	if o.Shape == "agent" {
+		return "an agent calling a tool (two model calls)"
+	}
 	if o.Shape == "fork" {
 		return fmt.Sprintf("fork of %d branches into a join", o.Branches)
 	}
@@ -186,6 +190,7 @@ func printBench(w io.Writer, r benchReport) {
 	row("Redis CPU per step (µs)", num(s.CPUPerStep, ""), num(b.CPUPerStep, ""), rt("redis_cpu_per_step"))
 	row("Redis bytes per run", num(s.BytesPerRun, ""), num(b.BytesPerRun, ""), rt("redis_bytes_per_run"))
 	row("Redis bytes per checkpoint", num(s.BytesPerCkpt, ""), "", "")
+	row("Go CPU per run (µs)", num(s.GoCPUPerRun, ""), "", "")
 	if !math.IsNaN(float64(s.Spread)) {
 		row("busiest / quietest master", num(s.Spread, "×"), "", "")
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/engine/dispatch"
 	"github.com/sluicehq/sluice/flows/nodes"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store"
@@ -153,11 +154,11 @@ func (a limiter) Pause(ctx context.Context, provider, model string, d time.Durat
 // signed with its flow's SLUICE_HOOK_SECRET_<FLOW> (X-Sluice-Signature), connecting only
 // where the http component may (the same guard and --http-allow list).
 // Metrics (nil: none) count the deliveries and the finished runs it takes.
-func newDispatcher(e *engine.Engine, env *nodes.Env, flowIDs func(context.Context) ([]string, error), m *server.Metrics) *engine.Dispatcher {
-	opts := engine.DispatchOptions{Flows: flowIDs, HTTP: env.HTTP,
+func newDispatcher(e *engine.Engine, env *nodes.Env, flowIDs func(context.Context) ([]string, error), m *server.Metrics) *dispatch.Dispatcher {
+	opts := dispatch.Options{Flows: flowIDs, HTTP: env.HTTP,
 		Secret: func(flow string) []byte { return []byte(server.HookSecretFromEnv(flow)) }}
 	if m != nil {
 		opts.Outcome, opts.Finished = m.Delivery, m.RunFinished
 	}
-	return e.NewDispatcher(opts)
+	return dispatch.New(e, opts)
 }

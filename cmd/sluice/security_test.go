@@ -22,6 +22,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/engine/dispatch"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store/storetest"
 )
@@ -124,7 +125,7 @@ func TestResultWebhooksAreSignedAlikeByServeAndWorker(t *testing.T) {
 				}
 			}
 			h, body := rc.wait(t)
-			if got, want := h.Get("X-Sluice-Signature"), engine.Sign([]byte(secret), body); got != want {
+			if got, want := h.Get("X-Sluice-Signature"), dispatch.Sign([]byte(secret), body); got != want {
 				t.Errorf("X-Sluice-Signature = %q, want %q (the body signed with the flow's secret)", got, want)
 			}
 			if !bytes.Contains(body, []byte(`"HELLO, ADA!"`)) {

@@ -144,8 +144,14 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		go func() { defer bg.Done(); _ = sch.Run(ctx) }()
 	}
 
+	// Bulk replay jobs of the library's flows: any serve works on them and takes over
+	// those another stopped working on (docs/replay.md).
+	br := e.NewBulkRunner(engine.BulkRunnerOptions{Flows: libraryFlows(lib)})
+	bg.Add(1)
+	go func() { defer bg.Done(); _ = br.Run(ctx) }()
+
 	cfg.Embedded = rdb.Embedded()
-	srv := server.New(cfg, server.Deps{Redis: rdb, Library: lib, Engine: e, Sync: libSync, Metrics: metrics, MCPTools: env, Version: version, Files: fileStore(env)})
+	srv := server.New(cfg, server.Deps{Redis: rdb, Library: lib, Engine: e, Sync: libSync, Metrics: metrics, MCPTools: env, Version: version, Files: fileStore(env), Grader: env})
 	err = srv.Run(ctx, func(a net.Addr) {
 		log.Info("sluice is serving", "url", "http://"+displayAddr(*addr, a), "flows", lib.Dir, "workers", *workers, "auth", *token != "")
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
@@ -30,14 +31,18 @@ func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.
 	if err != nil {
 		return nil, err
 	}
-	stateJSON, err := json.Marshal(newState)
-	if err != nil {
-		return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Message: "the state is not JSON", Err: err})
+	stateJSON := j.stateJSON
+	if len(update) > 0 || stateJSON == nil {
+		// A step that changes nothing keeps the state it read: within a fused chain its
+		// JSON, encoded and checked against this plan's limits, is at hand.
+		if stateJSON, err = json.Marshal(newState); err != nil {
+			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Message: "the state is not JSON", Err: err})
+		}
+		if err := flows.CheckJSON("the state after this step", stateJSON, plan.Settings.MaxStateBytes); err != nil {
+			return nil, flows.Permanent(&flows.Error{Code: flows.TooLarge, Node: node.ID, Err: err})
+		}
 	}
-	if err := flows.CheckJSON("the state after this step", stateJSON, plan.Settings.MaxStateBytes); err != nil {
-		return nil, flows.Permanent(&flows.Error{Code: flows.TooLarge, Node: node.ID, Err: err})
-	}
-	cp := store.Checkpoint{Node: node.ID, Kind: "step", Parent: j.a.Ckpt, Attempt: j.a.Deliveries, Duration: dur,
+	cp := store.Checkpoint{Node: node.ID, Kind: "step", Parent: j.a.Ckpt, Attempt: j.a.Attempt(), Duration: dur,
 		Usage: res.Usage, StateBytes: res.StateBytes, Ports: res.Ports, Worker: consumer, Pinned: res.Pinned}
 	recorded := update
 	switch {
@@ -89,7 +94,25 @@ func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.
 	if b.trans, err = transitions(plan, node, j.place(), res, newState, succ, time.Now()); err != nil {
 		return nil, err
 	}
-	ev := map[string]any{"status": "done", "duration_ms": float64(dur.Microseconds()) / 1000, "kind": cp.Kind}
+	b.step.Event = stepEvent(cp.Kind, dur, res)
+	return b, nil
+}
+
+// stepEvent is the live event of a finished step, {"duration_ms", "kind", "status"} and
+// what else the step has to say (usage, a prompt, its ports, a pin), encoded as
+// encoding/json would encode it. The common case, a step with nothing else to say, is
+// written by hand: it is on every step's path.
+func stepEvent(kind string, dur time.Duration, res *flows.Result) []byte {
+	ms := float64(dur.Microseconds()) / 1000
+	if res.Usage.InputTokens == 0 && res.Usage.OutputTokens == 0 && res.Wait == nil && len(res.Ports) == 0 && !res.Pinned && plainKind(kind) {
+		b := make([]byte, 0, 64)
+		b = append(b, `{"duration_ms":`...)
+		b = strconv.AppendFloat(b, ms, 'f', -1, 64)
+		b = append(b, `,"kind":"`...)
+		b = append(b, kind...)
+		return append(b, `","status":"done"}`...)
+	}
+	ev := map[string]any{"status": "done", "duration_ms": ms, "kind": kind}
 	if res.Usage.InputTokens > 0 || res.Usage.OutputTokens > 0 {
 		ev["usage"] = res.Usage
 	}
@@ -103,8 +126,19 @@ func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.
 	if res.Pinned {
 		ev["pinned"] = true
 	}
-	b.step.Event, _ = json.Marshal(ev)
-	return b, nil
+	raw, _ := json.Marshal(ev)
+	return raw
+}
+
+// plainKind reports whether a checkpoint kind needs no escaping in JSON (the kinds are
+// lower-case words).
+func plainKind(k string) bool {
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return k != ""
 }
 
 // stepUpdate is what a step's result does to the state: its update (the output mapping

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/engine/dispatch"
 	"github.com/sluicehq/sluice/flows/nodes"
 	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/storetest"
@@ -24,10 +24,10 @@ import (
 
 func TestOutputNodesWebhookReceivesTheRunsResult(t *testing.T) {
 	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
-		got := make(chan engine.ResultPayload, 4)
+		got := make(chan dispatch.ResultPayload, 4)
 		hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			b, _ := io.ReadAll(req.Body)
-			var p engine.ResultPayload
+			var p dispatch.ResultPayload
 			json.Unmarshal(b, &p)
 			got <- p
 		}))
@@ -40,7 +40,7 @@ func TestOutputNodesWebhookReceivesTheRunsResult(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			done <- v.e.NewDispatcher(engine.DispatchOptions{Flows: func(context.Context) ([]string, error) { return []string{p.Flow}, nil },
+			done <- dispatch.New(v.e, dispatch.Options{Flows: func(context.Context) ([]string, error) { return []string{p.Flow}, nil },
 				Block: 100 * time.Millisecond, HTTP: loopbackAllowed(t)}).Run(ctx)
 		}()
 		defer func() { cancel(); <-done }()
@@ -108,7 +108,7 @@ func TestResultWebhooksToInternalAddressesAreRefusedUnlessAllowed(t *testing.T) 
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			done <- v.e.NewDispatcher(engine.DispatchOptions{Flows: func(context.Context) ([]string, error) { return []string{p.Flow}, nil },
+			done <- dispatch.New(v.e, dispatch.Options{Flows: func(context.Context) ([]string, error) { return []string{p.Flow}, nil },
 				Block: 100 * time.Millisecond, MaxAttempts: 3, Backoff: time.Millisecond, MaxBackoff: time.Millisecond, HTTP: policy}).Run(ctx)
 		}()
 		defer func() { cancel(); <-done }()
@@ -196,7 +196,7 @@ func TestResultWebhooksAreSignedAsStandardWebhooks(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- v.e.NewDispatcher(engine.DispatchOptions{Flows: func(context.Context) ([]string, error) { return []string{p.Flow}, nil },
+		done <- dispatch.New(v.e, dispatch.Options{Flows: func(context.Context) ([]string, error) { return []string{p.Flow}, nil },
 			Block: 100 * time.Millisecond, HTTP: loopbackAllowed(t), Secret: func(string) []byte { return secret }, Backoff: 10 * time.Millisecond}).Run(ctx)
 	}()
 	defer func() { cancel(); <-done }()
@@ -213,7 +213,7 @@ func TestResultWebhooksAreSignedAsStandardWebhooks(t *testing.T) {
 		if err := wh.Verify(d.body, d.header); err != nil {
 			t.Errorf("attempt %d: the Standard Webhooks library refuses it: %v (headers %v)", i+1, err, d.header)
 		}
-		if d.header.Get("X-Sluice-Signature") != engine.Sign(secret, d.body) {
+		if d.header.Get("X-Sluice-Signature") != dispatch.Sign(secret, d.body) {
 			t.Errorf("attempt %d: X-Sluice-Signature %q", i+1, d.header.Get("X-Sluice-Signature"))
 		}
 		ids = append(ids, d.header.Get("webhook-id"))

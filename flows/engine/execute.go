@@ -94,7 +94,7 @@ func (e *Engine) withAnnounce(next runFunc) runFunc {
 		announce := func() {
 			once.Do(func() {
 				j.emitted.Store(true)
-				e.events.emit(a.Ref(), a.Node, "start", map[string]any{"status": "running", "attempt": a.Deliveries})
+				e.events.emit(a.Ref(), a.Node, "start", map[string]any{"status": "running", "attempt": a.Attempt()})
 			})
 		}
 		t := time.AfterFunc(50*time.Millisecond, announce)
@@ -129,7 +129,10 @@ func (w *Worker) withCancel(next runFunc) runFunc {
 // component's time; err is the step's failure.
 func (w *Worker) execute(j *job) (*built, error) {
 	run := w.run
-	if pure(j.node) {
+	switch {
+	case bounded(j.node):
+		run = w.runBounded
+	case pure(j.node):
 		run = w.runPure
 	}
 	if j.pin != nil {

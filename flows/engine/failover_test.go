@@ -60,13 +60,14 @@ func underFailover(t *testing.T, url string, runs int, kill func()) failoverOutc
 				id, err := v.e.Start(sctx, p, json.RawMessage(`{"n": 1}`), engine.StartOptions{})
 				cancel()
 				mu.Lock()
+				n := 0 // the count of promised starts this one made, if it made one
 				if err != nil {
 					out.refused++
 				} else {
 					out.promised++
+					n = out.promised
 					ids = append(ids, id)
 				}
-				n := out.promised
 				mu.Unlock()
 				if int64(n) == killAt {
 					close(killed)

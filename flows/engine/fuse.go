@@ -31,7 +31,7 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 		return nil
 	}
 	var fused []fusedStep
-	a, state := j.a, b.newState
+	a, state, stateJSON := j.a, b.newState, b.step.State
 	for k := 1; k <= maxFused; k++ {
 		if len(c.Transitions) != 1 {
 			return fused
@@ -46,7 +46,7 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 		}
 		na := store.Activation{Flow: a.Flow, Part: a.Part, Node: act.Node, ID: a.ID, Run: a.Run, Version: a.Version,
 			Tok: act.Tokens, Depth: a.Depth + k, Deliveries: 1, Trace: a.Trace}
-		nj := &job{a: na, plan: j.plan, node: node, state: state,
+		nj := &job{a: na, plan: j.plan, node: node, state: state, stateJSON: stateJSON,
 			step: &flows.Step{Flow: a.Flow, Run: a.Run, Node: act.Node, Version: a.Version, Depth: na.Depth, Attempt: 1, Branch: na.Tok, State: state, Input: state, Tools: node.Tools,
 				Emit: func(kind string, data any) { w.e.events.emit(a.Ref(), act.Node, kind, data) }}}
 		if node.Input != nil {
@@ -68,6 +68,7 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 		c.Transitions = nb.trans
 		state = nb.newState
 		b.newState = nb.newState
+		stateJSON = nb.step.State
 		fused = append(fused, fusedStep{node: act.Node, component: componentOf(node), dur: nb.dur, usage: nb.usage})
 	}
 	return fused

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
@@ -21,11 +22,11 @@ const maxReadStreams = 256
 // partition of a flow is read; partitions 1..P carry tags every flow shares, so on a
 // cluster a worker has about one reader per partition, whatever the number of flows.
 func (w *Worker) readGroups() ([][]store.NodeRef, map[nodeKey]int, map[nodeKey]int) {
-	w.mu.Lock()
+	w.cat.mu.Lock()
 	var all []store.NodeRef
 	limits := map[nodeKey]int{}
-	for _, id := range sortedKeys(w.served) {
-		s := w.served[id]
+	for _, id := range sortedKeys(w.cat.served) {
+		s := w.cat.served[id]
 		parts := s.parts
 		if len(parts) == 0 {
 			parts = []int{0}
@@ -40,7 +41,7 @@ func (w *Worker) readGroups() ([][]store.NodeRef, map[nodeKey]int, map[nodeKey]i
 			}
 		}
 	}
-	w.mu.Unlock()
+	w.cat.mu.Unlock()
 	var groups [][]store.NodeRef
 	if w.e.rdb.Cluster() {
 		sort.SliceStable(all, func(i, j int) bool { return all[i].Tag() < all[j].Tag() })
@@ -79,14 +80,16 @@ func (w *Worker) servesNode(node string) bool {
 func (w *Worker) ensureReaders() {
 	groups, _, _ := w.readGroups()
 	w.mu.Lock()
-	want := max(1, len(groups))
 	ctx := w.ctx
-	var start []int
-	for w.readers < want {
-		start = append(start, w.readers)
-		w.readers++
-	}
 	w.mu.Unlock()
+	w.rs.mu.Lock()
+	want := max(1, len(groups))
+	var start []int
+	for w.rs.n < want {
+		start = append(start, w.rs.n)
+		w.rs.n++
+	}
+	w.rs.mu.Unlock()
 	for _, i := range start {
 		w.bg.Add(1)
 		go func() { defer w.bg.Done(); w.readLoop(ctx, i) }()
@@ -174,16 +177,27 @@ func (w *Worker) done(rd aRead) {
 // room: a blocking read cannot be told that room was made, so it must come back soon.
 const busyBlock = 20 * time.Millisecond
 
-// readLoop is reader i: it reads activations and starts their steps until ctx ends.
+// readAhead is how many read batches a reader has between its read and their steps'
+// start (their preload round trip) while it reads on: the read, the preload and the
+// start of the last batch's steps overlap instead of taking turns.
+const readAhead = 2
+
+// readLoop is reader i: it reads activations and starts their steps until ctx ends. A
+// batch's preload and start run beside the reader, at most readAhead batches at once;
+// the room a read reserved is held until its steps are counted in flight, so the
+// nodes' limits hold across the batches in between.
 func (w *Worker) readLoop(ctx context.Context, i int) {
 	backoff := 50 * time.Millisecond
+	ahead := make(chan struct{}, readAhead)
+	var batches sync.WaitGroup
+	defer batches.Wait()
 	for turn := 0; ctx.Err() == nil; turn++ {
 		rd := w.planRead(i, turn)
 		if len(rd.streams) == 0 {
 			// Nothing to read, or every node is busy: wait for a step to finish.
 			select {
 			case <-ctx.Done():
-			case <-w.wake:
+			case <-w.rs.wake:
 			case <-time.After(w.opts.Block):
 			}
 			continue
@@ -211,16 +225,27 @@ func (w *Worker) readLoop(ctx context.Context, i int) {
 			continue
 		}
 		backoff = 50 * time.Millisecond
-		if len(acts) > 0 {
+		if len(acts) == 0 {
+			w.done(rd)
+			if len(rd.reserved) > 0 {
+				w.poke()
+			}
+			continue
+		}
+		ahead <- struct{}{}
+		batches.Add(1)
+		go func() {
+			defer batches.Done()
+			defer func() { <-ahead }()
 			pre := w.preload(acts)
 			for k, a := range acts {
 				w.start(a, pre[k])
 			}
-		}
-		w.done(rd)
-		if len(rd.reserved) > 0 {
-			w.poke() // readers left out for lack of room may read now
-		}
+			w.done(rd)
+			if len(rd.reserved) > 0 {
+				w.poke() // readers left out for lack of room may read now
+			}
+		}()
 	}
 }
 
@@ -311,11 +336,7 @@ func (w *Worker) start(a store.Activation, pre preloaded) {
 
 // left records that an entry may be pending for this worker while it does not run it
 // (sweep.go).
-func (w *Worker) left() {
-	w.mu.Lock()
-	w.leftAt = time.Now()
-	w.mu.Unlock()
-}
+func (w *Worker) left() { w.leftPending.mark() }
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))

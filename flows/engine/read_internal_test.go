@@ -23,7 +23,7 @@ func TestAReaderLeftWithoutRoomComesBackSoon(t *testing.T) {
 	e := New(r, flows.NewRegistry(), Options{})
 	flow := storetest.FlowID(t)
 	w := e.NewWorker(WorkerOptions{Flows: []string{flow}})
-	w.served[flow] = &served{flow: flow, nodes: []string{"a", "b"}, parts: []int{1, 2, 3},
+	w.cat.served[flow] = &served{flow: flow, nodes: []string{"a", "b"}, parts: []int{1, 2, 3},
 		limits: map[string]int{"a": 8, "b": 8}, settings: flows.DefaultSettings}
 	groups, _, _ := w.readGroups()
 	if len(groups) != 3 {

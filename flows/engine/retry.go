@@ -53,10 +53,11 @@ func backoff(p flows.Retry, n int, r float64) time.Duration {
 // process runs one activation to a commit, a recorded failure, or leaves it pending. It
 // returns the node's retry policy for the caller's backoff.
 func (w *Worker) process(a store.Activation, pre preloaded, received time.Time) (stepOutcome, flows.Retry) {
-	j, out, ok := w.gate(a, pre)
-	if !ok {
-		return out, flows.DefaultRetry
+	v := w.gate(a, pre)
+	if v.kind != verdictRun {
+		return w.apply(a, v), flows.DefaultRetry
 	}
+	j := v.job
 	w.beginStep(j, received, false)
 	out, usage, err := w.runJob(j, received)
 	endStep(j, out, err, usage)
@@ -74,7 +75,7 @@ func (w *Worker) runJob(j *job, received time.Time) (stepOutcome, flows.Usage, e
 		}
 		if w.inflight.wasCancelled(a) {
 			// The run was cancelled while the step ran: record it and let go.
-			return w.drop(a, j.plan, &store.Checkpoint{Node: a.Node, Attempt: a.Deliveries, Duration: time.Since(started), Worker: w.consumer}), flows.Usage{}, err
+			return w.drop(a, j.plan, &store.Checkpoint{Node: a.Node, Attempt: a.Attempt(), Duration: time.Since(started), Worker: w.consumer}), flows.Usage{}, err
 		}
 		return w.fail(a, j.plan, j.node, err, time.Since(started)), flows.Usage{}, err
 	}

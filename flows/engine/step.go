@@ -46,9 +46,12 @@ type job struct {
 	plan  *flows.Plan
 	node  *flows.PlanNode
 	state map[string]any
-	join  *joined
-	step  *flows.Step
-	pin   *Pin // the node's output is pinned for this run: the component does not run
+	// stateJSON is state's JSON, checked against the plan's limits, when it is at hand
+	// (a step fused after another); nil otherwise.
+	stateJSON []byte
+	join      *joined
+	step      *flows.Step
+	pin       *Pin // the node's output is pinned for this run: the component does not run
 	// emitted is set once the step emitted a live event (withAnnounce): its commit
 	// waits until those are in Redis (eventBatcher.barrier).
 	emitted atomic.Bool
@@ -73,6 +76,16 @@ func pure(n *flows.PlanNode) bool {
 	return ok && in.Inline()
 }
 
+// bounded reports whether a node's steps are pure and finish in bounded time
+// (flows.Bounder): they run without a deadline timer.
+func bounded(n *flows.PlanNode) bool {
+	if !pure(n) {
+		return false
+	}
+	b, ok := n.Component.(flows.Bounder)
+	return ok && b.Bounded()
+}
+
 // preloaded is what the reader fetched for an activation in its batch round trip.
 type preloaded struct {
 	state  map[string]any // nil: not loaded (a join, a cache miss that failed)
@@ -81,27 +94,84 @@ type preloaded struct {
 	known  bool           // status was read
 }
 
+// verdict is the gate's decision on an activation. The gate writes nothing: it reads
+// what the step needs and decides, and the worker applies a verdict other than run
+// (apply) through the committer's scripts.
+type verdict struct {
+	kind verdictKind
+	job  *job // verdictRun: the step, ready to run
+	// verdictFail: the step's failure (retried or dead-lettered by the failure script),
+	// with the plan and node when they are known, for its attempts and TTL.
+	err  error
+	plan *flows.Plan
+	node *flows.PlanNode
+	// cancelled: the run was seen cancelled in Redis (verdictDrop), for this process to
+	// remember.
+	cancelled bool
+}
+
+type verdictKind int
+
+const (
+	verdictRun   verdictKind = iota
+	verdictDrop              // a cancelled or lost run: acknowledged without running
+	verdictFail              // recorded as a failed attempt
+	verdictLeave             // left pending: the worker is stopping
+)
+
+// apply carries out a verdict that is not verdictRun.
+func (w *Worker) apply(a store.Activation, v verdict) stepOutcome {
+	switch v.kind {
+	case verdictDrop:
+		if v.cancelled {
+			w.e.cancelled.add(a.Flow, a.Run)
+		}
+		return w.drop(a, v.plan, nil)
+	case verdictFail:
+		return w.fail(a, v.plan, v.node, v.err, 0)
+	}
+	return outcomeLeft
+}
+
+// runGoesOn is the gate's rule on a run's status: a step runs unless its run is gone,
+// cancelled, or finished other than failed (a failed run's branches still in flight may
+// commit their steps: a retried dead letter reopens it). known says the status was read;
+// when it was not (a pure step whose state was in this process), the step runs unless
+// this process saw the run cancelled — a cancel made elsewhere then only refuses its
+// commit. cancelled says the status read was cancelled.
+func runGoesOn(status string, known, cancelledHere bool) (goOn, cancelled bool) {
+	if !known {
+		return !cancelledHere, false
+	}
+	if status == "" || status == store.StatusCancelled || store.Finished(status) && status != store.StatusFailed {
+		return false, status == store.StatusCancelled
+	}
+	return true, false
+}
+
 // gate loads what a step needs and decides whether it may run: its plan and node, its
-// state, and that its run is still going. A step with side effects reads its run's
-// status (and pins) when the reader's batch read did not. A pure step reads nothing
-// more: it is dropped when the batch read its run's status (its state was not in this
-// process) or when this process saw the run cancelled, and otherwise runs — a cancel
-// made elsewhere then only refuses its commit. ok is false when the activation was
-// failed, dropped or left.
-func (w *Worker) gate(a store.Activation, pre preloaded) (*job, stepOutcome, bool) {
+// state, and that its run is still going (runGoesOn). A step with side effects reads its
+// run's status (and pins) when the reader's batch read did not. A pure step reads nothing
+// more. It writes nothing to Redis: a step that may not run comes back as a verdict
+// for apply.
+func (w *Worker) gate(a store.Activation, pre preloaded) verdict {
 	ctx, e := w.hard, w.e
+	leave := verdict{kind: verdictLeave}
+	fail := func(plan *flows.Plan, node *flows.PlanNode, err error) verdict {
+		return verdict{kind: verdictFail, err: err, plan: plan, node: node}
+	}
 	plan, err := e.Plan(ctx, a.Flow, a.Version)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return nil, outcomeLeft, false
+			return leave
 		}
 		// A version not found is retried like any error: the process that started the
 		// run stores it again when Redis had lost it (see Start).
-		return nil, w.fail(a, nil, nil, err, 0), false
+		return fail(nil, nil, err)
 	}
 	node := plan.Nodes[a.Node]
 	if node == nil {
-		return nil, w.fail(a, plan, nil, flows.Permanent(fmt.Errorf("version %.12s has no node %q", a.Version, a.Node)), 0), false
+		return fail(plan, nil, flows.Permanent(fmt.Errorf("version %.12s has no node %q", a.Version, a.Node)))
 	}
 	var pin *Pin
 	isPure := pure(node)
@@ -110,19 +180,14 @@ func (w *Worker) gate(a store.Activation, pre preloaded) (*job, stepOutcome, boo
 		g, err := e.rdb.StepGate(ctx, a.Ref())
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, outcomeLeft, false
+				return leave
 			}
-			return nil, w.fail(a, plan, node, err, 0), false
+			return fail(plan, node, err)
 		}
 		status, pins, known = g.Status, g.Pins, true
 	}
-	if known && (status == "" || status == store.StatusCancelled || store.Finished(status) && status != store.StatusFailed) ||
-		!known && e.cancelled.has(a.Flow, a.Run) {
-		// A cancelled or lost run: acknowledged without running.
-		if status == store.StatusCancelled {
-			e.cancelled.add(a.Flow, a.Run)
-		}
-		return nil, w.drop(a, plan, nil), false
+	if goOn, cancelled := runGoesOn(status, known, e.cancelled.has(a.Flow, a.Run)); !goOn {
+		return verdict{kind: verdictDrop, plan: plan, cancelled: cancelled}
 	}
 	if !isPure && pins != "" {
 		var all map[string]Pin
@@ -139,16 +204,16 @@ func (w *Worker) gate(a store.Activation, pre preloaded) (*job, stepOutcome, boo
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, outcomeLeft, false
+			return leave
 		}
 		if flows.ErrorCode(err) == flows.NotFound {
 			// The run's state is gone (expired, or Redis lost it): nothing can resume it.
 			if st, _ := e.rdb.RunStatus(ctx, a.Ref()); st == "" || store.Finished(st) {
-				return nil, w.drop(a, plan, nil), false
+				return verdict{kind: verdictDrop, plan: plan}
 			}
 			err = flows.Permanent(err)
 		}
-		return nil, w.fail(a, plan, node, err, 0), false
+		return fail(plan, node, err)
 	}
 	step := &flows.Step{Flow: a.Flow, Run: a.Run, Node: a.Node, Version: a.Version, Depth: a.Depth, Attempt: a.Deliveries, Branch: a.Tok, State: state, Input: state, Tools: node.Tools}
 	if a.Resume != "" {
@@ -157,9 +222,12 @@ func (w *Worker) gate(a store.Activation, pre preloaded) (*job, stepOutcome, boo
 	if node.Input != nil {
 		in, err := node.Input.First(ctx, state, state)
 		if err != nil {
-			return nil, w.fail(a, plan, node, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: a.Node, Path: "input", Err: err}), 0), false
+			return fail(plan, node, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: a.Node, Path: "input", Err: err}))
 		}
 		step.Input = in
+	}
+	if pin != nil && pin.Recorded != nil {
+		pin = pin.reuse(plan, a.Node, step.Input) // nil: the input or the node changed, so it runs
 	}
 	step.Emit = func(kind string, data any) { e.events.emit(a.Ref(), a.Node, kind, data) }
 	step.SaveTurn = func(ctx context.Context, turn any) error {
@@ -173,10 +241,10 @@ func (w *Worker) gate(a store.Activation, pre preloaded) (*job, stepOutcome, boo
 	if a.Deliveries > 1 {
 		// A retry: pick up the turns the earlier attempts saved.
 		if step.Turns, err = e.rdb.Turns(ctx, a); err != nil {
-			return nil, w.fail(a, plan, node, err, 0), false
+			return fail(plan, node, err)
 		}
 	}
-	return &job{a: a, plan: plan, node: node, state: state, join: join, step: step, pin: pin}, 0, true
+	return verdict{job: &job{a: a, plan: plan, node: node, state: state, join: join, step: step, pin: pin}}
 }
 
 // loadState returns the state an activation reads: its checkpoint's, or for a join the

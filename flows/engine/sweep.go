@@ -55,9 +55,7 @@ func (w *Worker) sweepLoop(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			w.e.log.Warn("sweeper: cannot read which workers are alive", "error", err)
 		}
-		w.mu.Lock()
-		left := w.leftAt
-		w.mu.Unlock()
+		left := w.leftPending.get()
 		ownLeft := !left.IsZero() && now.Sub(left) > longest
 		if len(dead) > 0 || ownLeft || now.Sub(lastFull) > fullSweepEvery {
 			if w.claimAll(ctx) {
@@ -68,17 +66,13 @@ func (w *Worker) sweepLoop(ctx context.Context) {
 					// reach Redis after the step was left (it waited in the client's
 					// retries while Redis was away), and so can a claim whose reply was
 					// lost. The worker is alive, so nothing else would claim the entry
-					// before the next full sweep: leftAt stays, and the sweeps go on,
+					// before the next full sweep: the mark stays, and the sweeps go on,
 					// until no entry pending for this worker is one it does not run.
 					var again bool
 					orphans, again = w.leftEntries(ctx, orphans)
 					if !again {
 						orphans = nil
-						w.mu.Lock()
-						if w.leftAt == left {
-							w.leftAt = time.Time{}
-						}
-						w.mu.Unlock()
+						w.leftPending.clear(left)
 					}
 				}
 				// A worker silent for three times the longest claim_after has no entry
@@ -126,16 +120,16 @@ type servedStream struct {
 func (w *Worker) servedStreams(ctx context.Context) ([]servedStream, error) {
 	var out []servedStream
 	for _, id := range w.flowsServed() {
-		w.mu.Lock()
-		s := w.served[id]
+		w.cat.mu.Lock()
+		s := w.cat.served[id]
 		if s == nil {
-			w.mu.Unlock()
+			w.cat.mu.Unlock()
 			continue
 		}
 		nodes := append([]string(nil), s.nodes...)
 		settings := s.settings
 		limits := s.limits
-		w.mu.Unlock()
+		w.cat.mu.Unlock()
 		parts, err := w.e.rdb.Parts(ctx, id)
 		if err != nil {
 			return nil, err
@@ -251,15 +245,15 @@ func (w *Worker) deadAfterCrashes(a store.Activation) {
 // tend does a flow's janitorial work that is due: approvals whose timeout passed, runs
 // whose retention ended, consumers of stopped processes.
 func (w *Worker) tend(ctx context.Context, id string) {
-	w.mu.Lock()
-	s := w.served[id]
+	w.cat.mu.Lock()
+	s := w.cat.served[id]
 	if s == nil {
-		w.mu.Unlock()
+		w.cat.mu.Unlock()
 		return
 	}
 	j := s.janitor
 	nodes := append([]string(nil), s.nodes...)
-	w.mu.Unlock()
+	w.cat.mu.Unlock()
 	now := time.Now()
 	nowMS := now.UnixMilli()
 	if !now.Before(j.nextProbe) {
@@ -283,22 +277,22 @@ func (w *Worker) tend(ctx context.Context, id string) {
 			w.e.log.Info("deleted consumers of stopped workers", "flow", id, "consumers", n)
 		}
 	}
-	w.mu.Lock()
-	if s := w.served[id]; s != nil {
+	w.cat.mu.Lock()
+	if s := w.cat.served[id]; s != nil {
 		// A deadline learned meanwhile (a park committed here) is kept.
 		if s.janitor.waitDue > 0 && (j.waitDue == 0 || s.janitor.waitDue < j.waitDue) {
 			j.waitDue = s.janitor.waitDue
 		}
 		s.janitor = j
 	}
-	w.mu.Unlock()
+	w.cat.mu.Unlock()
 }
 
 // parked tells the sweeper that a run of flow waits for an approval until deadline.
 func (w *Worker) parked(flow string, deadline int64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if s := w.served[flow]; s != nil && (s.janitor.waitDue == 0 || deadline < s.janitor.waitDue) {
+	w.cat.mu.Lock()
+	defer w.cat.mu.Unlock()
+	if s := w.cat.served[flow]; s != nil && (s.janitor.waitDue == 0 || deadline < s.janitor.waitDue) {
 		s.janitor.waitDue = deadline
 	}
 }

@@ -120,8 +120,9 @@ func traceCommit(j *job, steps int) func(stepOutcome) {
 	}
 }
 
-// traceRunEnd records a finished run's span (see observe.EndRun).
-func traceRunEnd(ctx context.Context, run *store.Run, status string, cost float64) {
+// TraceRunEnd records a finished run's span (see observe.EndRun): the result dispatcher
+// reports each finish once.
+func TraceRunEnd(ctx context.Context, run *store.Run, status string, cost float64) {
 	if !observe.Enabled() || run.Trace == "" {
 		return
 	}
@@ -162,5 +163,5 @@ func (e *Engine) TraceFinished(ctx context.Context, run *store.Run) {
 		return
 	}
 	spend, _ := e.rdb.RunSpend(ctx, run.Flow, run.ID)
-	traceRunEnd(ctx, run, run.Status, spend.USD)
+	TraceRunEnd(ctx, run, run.Status, spend.USD)
 }

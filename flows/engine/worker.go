@@ -40,20 +40,65 @@ type Worker struct {
 	inflight *inflight
 
 	// The execute stage's middleware chains (execute.go).
-	run, runPure runFunc
+	run, runPure, runBounded runFunc
+
+	// Each concern has its own state and lock: the flows served (cat), the readers
+	// (rs), the entries left pending (leftPending, for the sweeper), the steps in flight
+	// (inflight); mu guards only whether the worker runs.
+	cat         catalog
+	rs          readerSet
+	leftPending leftMark
 
 	mu      sync.Mutex
 	running bool
 	ctx     context.Context // the Run context; nil before Run
 	hard    context.Context // ends Grace after ctx
-	served  map[string]*served
-	gen     string // the version generation the served flows were loaded at
-	wake    chan struct{}
-	readers int
-	pureSem chan struct{} // one token per pure step in flight
-	leftAt  time.Time     // when an entry was last left pending for this worker while it ran on
+	pureSem chan struct{}   // one token per pure step in flight
 	steps   sync.WaitGroup
 	bg      sync.WaitGroup
+}
+
+// catalog is what a worker knows of the flows it serves, under its own lock.
+type catalog struct {
+	mu     sync.Mutex
+	served map[string]*served
+	gen    string // the version generation the served flows were loaded at
+}
+
+// readerSet counts a worker's readers; wake tells those waiting for room that a step
+// ended.
+type readerSet struct {
+	mu   sync.Mutex
+	n    int
+	wake chan struct{}
+}
+
+// leftMark is when an entry was last left pending for this worker while it ran on (a
+// commit Redis could not take): the sweeper then looks for such entries (sweep.go).
+type leftMark struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (l *leftMark) mark() {
+	l.mu.Lock()
+	l.at = time.Now()
+	l.mu.Unlock()
+}
+
+func (l *leftMark) get() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.at
+}
+
+// clear forgets the mark if it is still the one read at t.
+func (l *leftMark) clear(t time.Time) {
+	l.mu.Lock()
+	if l.at == t {
+		l.at = time.Time{}
+	}
+	l.mu.Unlock()
 }
 
 // maxPureSteps bounds the pure steps (jq, templates) a worker runs at once: they run on
@@ -85,22 +130,25 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 	if opts.Prune == 0 {
 		opts.Prune = 30 * time.Second
 	}
-	w := &Worker{e: e, opts: opts, consumer: e.consumerName(), inflight: newInflight(), served: map[string]*served{},
-		wake: make(chan struct{}, 1), pureSem: make(chan struct{}, maxPureSteps)}
+	w := &Worker{e: e, opts: opts, consumer: e.consumerName(), inflight: newInflight(),
+		cat: catalog{served: map[string]*served{}}, rs: readerSet{wake: make(chan struct{}, 1)}, pureSem: make(chan struct{}, maxPureSteps)}
 	w.run = chain(component, w.withCancel, e.withAnnounce, withDeadline, withRecover)
 	w.runPure = chain(component, withDeadline, withRecover)
+	w.runBounded = chain(component, withRecover)
 	return w
 }
 
 // Add makes the worker serve another flow, also while it runs. Adding a flow it
 // already serves does nothing.
 func (w *Worker) Add(flow string) {
-	w.mu.Lock()
-	if _, ok := w.served[flow]; ok {
-		w.mu.Unlock()
+	w.cat.mu.Lock()
+	if _, ok := w.cat.served[flow]; ok {
+		w.cat.mu.Unlock()
 		return
 	}
-	w.served[flow] = &served{flow: flow, settings: flows.DefaultSettings}
+	w.cat.served[flow] = &served{flow: flow, settings: flows.DefaultSettings}
+	w.cat.mu.Unlock()
+	w.mu.Lock()
 	running := w.running && w.ctx.Err() == nil
 	w.mu.Unlock()
 	if running {
@@ -135,12 +183,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("worker is already running")
 	}
 	w.running, w.ctx, w.hard = true, ctx, hard
+	w.mu.Unlock()
+	w.cat.mu.Lock()
 	for _, f := range w.opts.Flows {
-		if _, ok := w.served[f]; !ok {
-			w.served[f] = &served{flow: f, settings: flows.DefaultSettings}
+		if _, ok := w.cat.served[f]; !ok {
+			w.cat.served[f] = &served{flow: f, settings: flows.DefaultSettings}
 		}
 	}
-	w.mu.Unlock()
+	w.cat.mu.Unlock()
 	w.e.attach(w)
 	defer w.e.detach(w)
 
@@ -175,17 +225,17 @@ func (w *Worker) Run(ctx context.Context) error {
 // poke wakes readers that wait for capacity.
 func (w *Worker) poke() {
 	select {
-	case w.wake <- struct{}{}:
+	case w.rs.wake <- struct{}{}:
 	default:
 	}
 }
 
 // flowsServed returns the ids of the served flows, sorted.
 func (w *Worker) flowsServed() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ids := make([]string, 0, len(w.served))
-	for id := range w.served {
+	w.cat.mu.Lock()
+	defer w.cat.mu.Unlock()
+	ids := make([]string, 0, len(w.cat.served))
+	for id := range w.cat.served {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
@@ -201,9 +251,9 @@ func (w *Worker) load(ctx context.Context, ids []string) {
 		ids = w.flowsServed()
 	}
 	failed := func() {
-		w.mu.Lock()
-		w.gen = ""
-		w.mu.Unlock()
+		w.cat.mu.Lock()
+		w.cat.gen = ""
+		w.cat.mu.Unlock()
 	}
 	for _, id := range ids {
 		nodes, err := w.e.rdb.FlowNodes(ctx, id)
@@ -237,10 +287,10 @@ func (w *Worker) load(ctx context.Context, ids []string) {
 				}
 			}
 		}
-		w.mu.Lock()
-		s := w.served[id]
+		w.cat.mu.Lock()
+		s := w.cat.served[id]
 		if s == nil {
-			w.mu.Unlock()
+			w.cat.mu.Unlock()
 			continue
 		}
 		if len(nodes) == 0 {
@@ -255,7 +305,7 @@ func (w *Worker) load(ctx context.Context, ids []string) {
 			parts = []int{0}
 		}
 		s.nodes, s.parts, s.limits, s.settings = nodes, parts, limits, settings
-		w.mu.Unlock()
+		w.cat.mu.Unlock()
 		if err := w.e.rdb.EnsureGroups(ctx, id, nodes); err != nil && ctx.Err() == nil {
 			w.e.log.Warn("worker: cannot create consumer groups", "flow", id, "error", err)
 			failed()
@@ -276,10 +326,10 @@ func (w *Worker) refreshLoop(ctx context.Context) {
 		if err != nil {
 			continue
 		}
-		w.mu.Lock()
-		changed := g != w.gen || g == ""
-		w.gen = g
-		w.mu.Unlock()
+		w.cat.mu.Lock()
+		changed := g != w.cat.gen || g == ""
+		w.cat.gen = g
+		w.cat.mu.Unlock()
 		if changed {
 			w.load(ctx, nil)
 			w.ensureReaders()
@@ -304,12 +354,12 @@ func (w *Worker) claimAfter() time.Duration {
 
 // claimAfterRange returns the shortest and the longest claim_after of the served flows.
 func (w *Worker) claimAfterRange() (shortest, longest time.Duration) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.cat.mu.Lock()
+	defer w.cat.mu.Unlock()
 	shortest = flows.DefaultSettings.ClaimAfter.D()
 	longest = shortest
 	first := true
-	for _, s := range w.served {
+	for _, s := range w.cat.served {
 		c := s.settings.ClaimAfter.D()
 		if first || c < shortest {
 			shortest = c
@@ -324,9 +374,9 @@ func (w *Worker) claimAfterRange() (shortest, longest time.Duration) {
 
 // settingsOf returns a served flow's settings.
 func (w *Worker) settingsOf(flow string) flows.Settings {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if s, ok := w.served[flow]; ok {
+	w.cat.mu.Lock()
+	defer w.cat.mu.Unlock()
+	if s, ok := w.cat.served[flow]; ok {
 		return s.settings
 	}
 	return flows.DefaultSettings

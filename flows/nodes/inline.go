@@ -25,3 +25,15 @@ func (*Template) Inline() bool { return true }
 
 // Inline reports that Data, as a step, runs without I/O.
 func (*Data) Inline() bool { return true }
+
+// These components' steps finish in bounded time when their jq has one of the shapes
+// evaluated without gojq (flows/jqfast.go): workers arm no deadline for them.
+
+// Bounded reports that Input only passes its input on.
+func (*Input) Bounded() bool { return true }
+
+// Bounded reports whether Output's value expression is bounded.
+func (o *Output) Bounded() bool { return o.value.Bounded() }
+
+// Bounded reports whether Transform's expression is bounded.
+func (t *Transform) Bounded() bool { return t.expr.Bounded() }

@@ -1,8 +1,11 @@
 package nodes_test
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
+
+	"github.com/sluicehq/sluice/flows"
 )
 
 func TestTransformReturnsItsObjectAsTheUpdate(t *testing.T) {
@@ -42,4 +45,21 @@ func TestTransformRefusesANonObject(t *testing.T) {
 func TestTransformFailsPermanentlyOnAJQError(t *testing.T) {
 	_, err := run(t, build(t, "transform", `{"expr": "{x: (.a + 1)}"}`), state(t, `{"a": "text"}`))
 	wantPermanent(t, err, "params.expr", "cannot add: string")
+}
+
+// TestTransformBoundedOnlyForFastShapes pins which transforms run without a deadline
+// timer: those whose jq takes the fast path (an object of paths), never one that runs
+// gojq (which might loop until its deadline).
+func TestTransformBoundedOnlyForFastShapes(t *testing.T) {
+	for expr, want := range map[string]bool{
+		`{}`:                               true,
+		`{total: .sum, who: $state.user}`:  true,
+		`{n: (.items | length)}`:           false,
+		`{x: (repeat(1) | select(false))}`: false,
+	} {
+		c := build(t, "transform", fmt.Sprintf(`{"expr": %q}`, expr))
+		if got := c.(flows.Bounder).Bounded(); got != want {
+			t.Errorf("transform %s: bounded %v, want %v", expr, got, want)
+		}
+	}
 }

@@ -1,4 +1,7 @@
-package engine
+// Package dispatch delivers result webhooks, at least once, from the flows' results
+// streams, signed as Standard Webhooks. It is a client of the engine (which says where a
+// run's result goes) and of the store; it holds no rule of the runtime.
+package dispatch
 
 import (
 	"bytes"
@@ -10,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -17,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/flows/nodes"
 	"github.com/sluicehq/sluice/observe"
 	"github.com/sluicehq/sluice/store"
@@ -24,14 +29,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Webhooker is implemented by components whose node sends the run's result to a URL
-// when the run finishes (the output component's webhook).
-type Webhooker interface {
-	Webhook() string
-}
-
-// DispatchOptions configure the delivery of result webhooks.
-type DispatchOptions struct {
+// Options configure the delivery of result webhooks.
+type Options struct {
 	// Flows returns the flows whose results to deliver; nil means every flow that has
 	// data in Redis.
 	Flows func(ctx context.Context) ([]string, error)
@@ -73,16 +72,18 @@ type DispatchOptions struct {
 // every webhook of its run was delivered or moved to the delivery dead letters; a
 // dispatcher that crashes leaves its entries pending for another to claim.
 type Dispatcher struct {
-	e        *Engine
-	opts     DispatchOptions
+	e        *engine.Engine
+	rdb      *store.Redis
+	log      *slog.Logger
+	opts     Options
 	client   *http.Client
 	consumer string
 	slots    chan struct{}
 	wg       sync.WaitGroup
 }
 
-// NewDispatcher returns a dispatcher; it does nothing until Run.
-func (e *Engine) NewDispatcher(opts DispatchOptions) *Dispatcher {
+// New returns a dispatcher of e's runs' results; it does nothing until Run.
+func New(e *engine.Engine, opts Options) *Dispatcher {
 	if opts.HTTP == nil {
 		opts.HTTP = &nodes.HTTPPolicy{}
 	}
@@ -111,9 +112,9 @@ func (e *Engine) NewDispatcher(opts DispatchOptions) *Dispatcher {
 		opts.Concurrency = 16
 	}
 	if opts.Flows == nil {
-		opts.Flows = e.rdb.Flows
+		opts.Flows = e.Redis().Flows
 	}
-	return &Dispatcher{e: e, opts: opts, client: opts.HTTP.Client(opts.Timeout), consumer: "dispatch-" + e.consumerName(), slots: make(chan struct{}, opts.Concurrency)}
+	return &Dispatcher{e: e, rdb: e.Redis(), log: e.Logger(), opts: opts, client: opts.HTTP.Client(opts.Timeout), consumer: "dispatch-" + e.ConsumerName(), slots: make(chan struct{}, opts.Concurrency)}
 }
 
 // Run delivers until ctx ends, then waits for deliveries in flight (each ends at its
@@ -125,13 +126,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		ids, err := d.opts.Flows(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
-				d.e.log.Warn("dispatch: cannot list flows", "error", err)
+				d.log.Warn("dispatch: cannot list flows", "error", err)
 			}
 			return
 		}
 		for _, f := range ids {
 			if !known[f] {
-				if err := d.e.rdb.EnsureGroups(ctx, f, nil); err != nil {
+				if err := d.rdb.EnsureGroups(ctx, f, nil); err != nil {
 					continue
 				}
 				known[f] = true
@@ -140,7 +141,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		parts = parts[:0]
 		for _, f := range ids {
 			if known[f] {
-				ps, err := d.e.rdb.Parts(ctx, f)
+				ps, err := d.rdb.Parts(ctx, f)
 				if err != nil {
 					continue
 				}
@@ -168,12 +169,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		results, err := d.e.rdb.ReadResults(ctx, parts, d.consumer, free, d.opts.Block)
+		results, err := d.rdb.ReadResults(ctx, parts, d.consumer, free, d.opts.Block)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
 			}
-			d.e.log.Warn("dispatch: read failed; backing off", "error", err, "backoff", backoff)
+			d.log.Warn("dispatch: read failed; backing off", "error", err, "backoff", backoff)
 			select {
 			case <-ctx.Done():
 			case <-time.After(backoff):
@@ -197,15 +198,15 @@ func (d *Dispatcher) sweep(ctx context.Context, parts []store.PartRef) {
 		if free == 0 || ctx.Err() != nil {
 			return
 		}
-		results, err := d.e.rdb.ClaimResults(ctx, pr, d.consumer, d.opts.ClaimAfter, free)
+		results, err := d.rdb.ClaimResults(ctx, pr, d.consumer, d.opts.ClaimAfter, free)
 		if err != nil {
 			if ctx.Err() == nil {
-				d.e.log.Warn("dispatch: claim failed", "flow", pr.Flow, "partition", pr.Part, "error", err)
+				d.log.Warn("dispatch: claim failed", "flow", pr.Flow, "partition", pr.Part, "error", err)
 			}
 			continue
 		}
 		for _, r := range results {
-			d.e.log.Info("dispatch: took over a pending delivery", "flow", pr.Flow, "run", r.Run, "delivery", r.Deliveries)
+			d.log.Info("dispatch: took over a pending delivery", "flow", pr.Flow, "run", r.Run, "delivery", r.Deliveries)
 			d.start(ctx, r)
 		}
 	}
@@ -235,7 +236,7 @@ type ResultPayload struct {
 
 // deliver sends one result entry's webhooks, then acknowledges the entry.
 func (d *Dispatcher) deliver(ctx context.Context, res store.Result) {
-	run, err := d.e.rdb.GetRun(ctx, res.Flow, res.Run)
+	run, err := d.rdb.GetRun(ctx, res.Flow, res.Run)
 	if err != nil {
 		if flows.ErrorCode(err) == flows.NotFound {
 			// The run expired before its result was delivered: nothing to send.
@@ -243,7 +244,7 @@ func (d *Dispatcher) deliver(ctx context.Context, res store.Result) {
 			return
 		}
 		if ctx.Err() == nil {
-			d.e.log.Warn("dispatch: cannot read the run; the delivery stays pending", "flow", res.Flow, "run", res.Run, "error", err)
+			d.log.Warn("dispatch: cannot read the run; the delivery stays pending", "flow", res.Flow, "run", res.Run, "error", err)
 		}
 		return
 	}
@@ -271,7 +272,7 @@ func (d *Dispatcher) deliver(ctx context.Context, res store.Result) {
 	d.ack(res)
 }
 
-// finished reports a finished run once: its span, and to DispatchOptions.Finished.
+// finished reports a finished run once: its span, and to Options.Finished.
 func (d *Dispatcher) finished(ctx context.Context, res store.Result, run *store.Run) {
 	if d.opts.Finished == nil && (!observe.Enabled() || run.Trace == "") {
 		return
@@ -281,8 +282,8 @@ func (d *Dispatcher) finished(ctx context.Context, res store.Result, run *store.
 		status = run.Status
 	}
 	if observe.Enabled() && run.Trace != "" {
-		spend, _ := d.e.rdb.RunSpend(ctx, run.Flow, run.ID)
-		traceRunEnd(ctx, run, status, spend.USD)
+		spend, _ := d.rdb.RunSpend(ctx, run.Flow, run.ID)
+		engine.TraceRunEnd(ctx, run, status, spend.USD)
 	}
 	if d.opts.Finished != nil {
 		d.opts.Finished(run, status)
@@ -299,47 +300,15 @@ func nullIfEmpty(b json.RawMessage) json.RawMessage {
 func (d *Dispatcher) ack(res store.Result) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := d.e.rdb.AckResult(ctx, res); err != nil {
-		d.e.log.Warn("dispatch: cannot acknowledge a delivery; it will be sent again", "flow", res.Flow, "run", res.Run, "error", err)
+	if err := d.rdb.AckResult(ctx, res); err != nil {
+		d.log.Warn("dispatch: cannot acknowledge a delivery; it will be sent again", "flow", res.Flow, "run", res.Run, "error", err)
 	}
 }
 
 // targets are the webhooks of a finished run: the one given when it started, and those
 // of its output nodes that produced a value.
 func (d *Dispatcher) targets(ctx context.Context, run *store.Run) []string {
-	return d.e.webhookTargets(ctx, run, true)
-}
-
-// HasWebhook reports whether a run's result goes to a webhook: one given when it started,
-// or one of an output node of its flow's version (for a finished run, of an output node
-// that produced a value, as the dispatcher sends it).
-func (e *Engine) HasWebhook(ctx context.Context, run *store.Run) bool {
-	return len(e.webhookTargets(ctx, run, store.Finished(run.Status))) > 0
-}
-
-// webhookTargets lists a run's webhooks; produced keeps only the output nodes that
-// produced a value.
-func (e *Engine) webhookTargets(ctx context.Context, run *store.Run, produced bool) []string {
-	var out []string
-	seen := map[string]bool{}
-	add := func(u string) {
-		if u != "" && !seen[u] {
-			seen[u] = true
-			out = append(out, u)
-		}
-	}
-	add(run.Webhook)
-	if plan, err := e.Plan(ctx, run.Flow, run.Version); err == nil {
-		for _, id := range plan.Order {
-			n := plan.Nodes[id]
-			if w, ok := n.Component.(Webhooker); ok {
-				if _, did := run.Outputs[id]; did || !produced {
-					add(w.Webhook())
-				}
-			}
-		}
-	}
-	return out
+	return d.e.WebhookTargets(ctx, run, true)
 }
 
 // deliverTo tries one webhook until it is delivered or dead-lettered (true), or ctx
@@ -365,21 +334,21 @@ func (d *Dispatcher) deliverTo(ctx context.Context, res store.Result, target str
 			break
 		}
 		d.outcome(res.Flow, "retry")
-		d.e.log.Info("dispatch: webhook failed; will retry", "flow", res.Flow, "run", res.Run, "target", shown, "attempt", attempt, "error", lastErr)
+		d.log.Info("dispatch: webhook failed; will retry", "flow", res.Flow, "run", res.Run, "target", shown, "attempt", attempt, "error", lastErr)
 		if !d.wait(ctx, res, d.backoff(attempt)) {
 			return false
 		}
 	}
 	ctx2, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	id, err := d.e.rdb.DeadDelivery(ctx2, res, shown, lastErr.Error(), d.opts.MaxAttempts)
+	id, err := d.rdb.DeadDelivery(ctx2, res, shown, lastErr.Error(), d.opts.MaxAttempts)
 	if err != nil {
-		d.e.log.Warn("dispatch: cannot record a failed delivery; it stays pending", "flow", res.Flow, "run", res.Run, "error", err)
+		d.log.Warn("dispatch: cannot record a failed delivery; it stays pending", "flow", res.Flow, "run", res.Run, "error", err)
 		return false
 	}
 	d.outcome(res.Flow, "dead")
-	d.e.log.Warn("dispatch: webhook moved to the delivery dead letters", "flow", res.Flow, "run", res.Run, "target", shown, "dead", id, "error", lastErr)
-	d.e.events.emit(store.RunRef{Flow: res.Flow, Run: res.Run, Part: res.Part}, "", "delivery_dead", map[string]any{"target": shown, "error": lastErr.Error(), "dead": id})
+	d.log.Warn("dispatch: webhook moved to the delivery dead letters", "flow", res.Flow, "run", res.Run, "target", shown, "dead", id, "error", lastErr)
+	d.e.Emit(store.RunRef{Flow: res.Flow, Run: res.Run, Part: res.Part}, "", "delivery_dead", map[string]any{"target": shown, "error": lastErr.Error(), "dead": id})
 	return true
 }
 
@@ -406,7 +375,7 @@ func (d *Dispatcher) wait(ctx context.Context, res store.Result, dur time.Durati
 		case <-time.After(min(left, every)):
 		}
 		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, _ = d.e.rdb.TouchResult(tctx, res, d.consumer)
+		_, _ = d.rdb.TouchResult(tctx, res, d.consumer)
 		cancel()
 	}
 }
@@ -463,7 +432,7 @@ func (d *Dispatcher) post(ctx context.Context, res store.Result, target string, 
 				return
 			case <-t.C:
 				tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				_, _ = d.e.rdb.TouchResult(tctx, res, d.consumer)
+				_, _ = d.rdb.TouchResult(tctx, res, d.consumer)
 				cancel()
 			}
 		}

@@ -1,9 +1,13 @@
-package engine
+// Package bench drives runs through flows of no-op nodes and measures them: what
+// `sluice bench` reports. It is a client of the engine like any other and holds no rule
+// of the runtime.
+package bench
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"os/exec"
@@ -11,18 +15,21 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/nodes"
 	"github.com/sluicehq/sluice/store"
 )
 
-// BenchOptions shape a benchmark run.
-type BenchOptions struct {
+// Options shape a benchmark run.
+type Options struct {
 	Runs       int
 	Nodes      int           // no-op nodes in a row (shape "linear")
 	Branches   int           // parallel no-op branches between a fork and a join (shape "fork")
-	Shape      string        // "linear" or "fork"
+	Shape      string        // "linear", "fork" or "agent" (an agent calling a tool once: two model calls)
 	Submitters int           // goroutines starting runs
 	Rate       float64       // runs per second; 0 starts them as fast as the submitters can
 	StateBytes int           // size of the run state (a padding string in the input)
@@ -36,8 +43,8 @@ type BenchOptions struct {
 	Partitions int           // partitions the runs are spread over (0: the backend's default)
 }
 
-// BenchFigures are what Sluice measured.
-type BenchFigures struct {
+// Figures are what Sluice measured.
+type Figures struct {
 	Seconds      float64           `json:"seconds"`
 	RunsPerSec   float64           `json:"runs_per_sec"`
 	EndToEnd     store.Percentiles `json:"end_to_end"`
@@ -47,7 +54,11 @@ type BenchFigures struct {
 	BytesPerRun  store.Figure      `json:"redis_bytes_per_run"`
 	BytesPerCkpt store.Figure      `json:"redis_bytes_per_checkpoint"`
 	// Spread is, on a Redis Cluster, the busiest master's commands over the quietest's.
-	Spread      store.Figure `json:"master_spread"`
+	Spread store.Figure `json:"master_spread"`
+	// GoCPUPerRun is this process's CPU time (user and system, every goroutine: the
+	// starters, the worker, the bench's own result reader) per run, in µs; NaN when
+	// worker processes did the work (--procs).
+	GoCPUPerRun store.Figure `json:"go_cpu_us_per_run"`
 	Steps       int          `json:"steps"`
 	Failed      int          `json:"failed_runs"`
 	Drained     bool         `json:"drained"`
@@ -56,10 +67,10 @@ type BenchFigures struct {
 	Leftover    string       `json:"leftover,omitempty"`
 }
 
-// BenchFlow returns the benchmark's flow document: k no-op transforms in a row, or a
-// fork of k no-op branches into a join. With sleep, the nodes are delays; with poison,
+// Flow returns the benchmark's flow document: k no-op transforms in a row, a fork of k
+// no-op branches into a join, or an agent that calls a tool once (shape "agent"). With sleep, the nodes are delays; with poison,
 // the first node fails runs whose input says so.
-func BenchFlow(id, shape string, k int, sleep time.Duration, poison bool) []byte {
+func Flow(id, shape string, k int, sleep time.Duration, poison bool) []byte {
 	type node = map[string]any
 	nodes := []node{{"id": "in", "type": "input"}}
 	var edges []node
@@ -75,6 +86,13 @@ func BenchFlow(id, shape string, k int, sleep time.Duration, poison bool) []byte
 		return node{"id": id, "type": "transform", "params": map[string]any{"expr": "{}"}}
 	}
 	switch shape {
+	case "agent":
+		nodes = append(nodes,
+			node{"id": "agent", "type": "agent", "params": map[string]any{"model": "bench", "user": "Look it up."}},
+			node{"id": agentTool, "type": "data", "params": map[string]any{"tool_name": agentTool}},
+			node{"id": "out", "type": "output", "params": map[string]any{"value": "null"}})
+		edges = append(edges, node{"from": "in", "to": "agent"}, node{"from": agentTool, "port": "tool", "to": "agent", "to_port": "tools"},
+			node{"from": "agent", "to": "out"})
 	case "fork":
 		nodes = append(nodes, node{"id": "j", "type": "join"}, node{"id": "out", "type": "output", "params": map[string]any{"value": "null"}})
 		for i := 1; i <= k; i++ {
@@ -105,7 +123,7 @@ type benchObserver struct {
 	steps        int
 }
 
-func (o *benchObserver) StepDone(_, _ string, t StepTiming, _ flows.Usage) {
+func (o *benchObserver) StepDone(_, _ string, t engine.StepTiming, _ flows.Usage) {
 	o.step.Add(t.Total)
 	o.commit.Add(t.Commit)
 	o.mu.Lock()
@@ -115,17 +133,30 @@ func (o *benchObserver) StepDone(_, _ string, t StepTiming, _ flows.Usage) {
 
 func (o *benchObserver) StepFailed(string, string, bool) {}
 
-// Bench drives o.Runs runs through the benchmark flow on rdb and measures them. The
+// Run drives o.Runs runs through the benchmark flow on rdb and measures them. The
 // engine must not run other workers for the flow meanwhile.
-func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOptions) (*BenchFigures, error) {
-	id := "bench-" + strings.ToLower(NewRunID()[len(NewRunID())-8:])
+func Run(ctx context.Context, rdb *store.Redis, o Options) (*Figures, error) {
+	id := "bench-" + strings.ToLower(engine.NewRunID()[len(engine.NewRunID())-8:])
+	env := &nodes.Env{}
+	var modelURL string
+	if o.Shape == "agent" {
+		url, stop, err := startModel()
+		if err != nil {
+			return nil, fmt.Errorf("the agent's model: %w", err)
+		}
+		defer stop()
+		retries := 0
+		modelURL = url
+		env.Providers = map[string]*nodes.Provider{nodes.DefaultProvider: {Name: nodes.DefaultProvider, BaseURL: url, MaxRetries: &retries}}
+	}
+	reg := nodes.NewRegistry(env)
 	k := o.Nodes
 	if o.Shape == "fork" {
 		k = o.Branches
 	}
-	doc := BenchFlow(id, o.Shape, k, o.Sleep, o.Poison > 0)
+	doc := Flow(id, o.Shape, k, o.Sleep, o.Poison > 0)
 	obs := &benchObserver{}
-	e := New(rdb, reg, Options{Observer: obs, Logger: discardLogger(), NoFuse: o.NoFuse, Partitions: o.Partitions})
+	e := engine.New(rdb, reg, engine.Options{Observer: obs, Logger: slog.New(slog.DiscardHandler), NoFuse: o.NoFuse, Partitions: o.Partitions})
 	plan, _, err := e.Compile(doc)
 	if err != nil {
 		return nil, err
@@ -142,7 +173,7 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 	defer stopWorkers()
 	var wg sync.WaitGroup
 	if o.Procs == 0 {
-		w := e.NewWorker(WorkerOptions{Flows: []string{id}, Grace: time.Second})
+		w := e.NewWorker(engine.WorkerOptions{Flows: []string{id}, Grace: time.Second})
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = w.Run(wctx) }()
 	} else {
@@ -163,6 +194,9 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 			}
 			cmd := exec.CommandContext(wctx, o.Binary, append(args, path)...)
 			cmd.Stderr = os.Stderr
+			if modelURL != "" {
+				cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+modelURL, "OPENAI_API_KEY=bench")
+			}
 			if err := cmd.Start(); err != nil {
 				return nil, err
 			}
@@ -175,7 +209,7 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 	poisoned, _ := json.Marshal(map[string]any{"pad": pad, "poison": true})
 
 	// Warm up: one run end to end, so the workers have started and loaded the plan.
-	warm, err := e.Start(ctx, plan, input, StartOptions{})
+	warm, err := e.Start(ctx, plan, input, engine.StartOptions{})
 	if err != nil {
 		return nil, err
 	} else {
@@ -190,6 +224,7 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 	obs.steps = 0
 
 	before := rdb.Stats(ctx)
+	cpuBefore := processCPU()
 	var e2e store.Latencies
 	var mu sync.Mutex
 	submitted := map[string]time.Time{}
@@ -262,7 +297,7 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 		if every > 0 && i%every == every-1 {
 			in = poisoned
 		}
-		run, err := e.Start(ctx, plan, in, StartOptions{})
+		run, err := e.Start(ctx, plan, in, engine.StartOptions{})
 		if err != nil {
 			mu.Lock()
 			startErr = err
@@ -288,15 +323,19 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 		return nil, ctx.Err()
 	}
 	elapsed := time.Since(start)
+	cpuUsed := processCPU() - cpuBefore
 	after := rdb.Stats(ctx)
 	stopWorkers()
 	wg.Wait()
 
 	stepsPerRun := len(plan.Nodes)
-	f := &BenchFigures{Seconds: elapsed.Seconds(), RunsPerSec: float64(o.Runs) / elapsed.Seconds(), EndToEnd: e2e.Percentiles(),
+	f := &Figures{Seconds: elapsed.Seconds(), RunsPerSec: float64(o.Runs) / elapsed.Seconds(), EndToEnd: e2e.Percentiles(),
 		Step: obs.step.Percentiles(), Commit: obs.commit.Percentiles(), Steps: o.Runs * stepsPerRun, Failed: failed,
 		CPUPerStep: store.Figure(math.NaN()), BytesPerRun: store.Figure(math.NaN()), BytesPerCkpt: store.Figure(math.NaN()),
-		Spread: store.Figure(store.Spread(before, after))}
+		Spread: store.Figure(store.Spread(before, after)), GoCPUPerRun: store.Figure(math.NaN())}
+	if o.Procs == 0 {
+		f.GoCPUPerRun = store.Figure(float64(cpuUsed.Microseconds()) / float64(o.Runs))
+	}
 	if !math.IsNaN(before.CPU) && !math.IsNaN(after.CPU) {
 		f.CPUPerStep = store.Figure((after.CPU - before.CPU) * 1e6 / float64(f.Steps))
 	}
@@ -308,6 +347,15 @@ func Bench(ctx context.Context, rdb *store.Redis, reg *flows.Registry, o BenchOp
 	f.MaxPending = maxPending
 	f.DeadLetters = rdb.DeadLetterCount(ctx, id)
 	return f, nil
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // drained reports whether every node stream is empty with nothing pending.
@@ -322,15 +370,17 @@ func drained(ctx context.Context, rdb *store.Redis, flow string, nodes []string)
 	return len(left) == 0, strings.Join(left, "; ")
 }
 
-// CommitsPerRun is how many commits (stream hops) one run of the benchmark flow takes:
-// with fusion, a linear flow of pure steps is one; without, one per node. A fork takes
-// its first step, one per branch, the join and the output.
-func CommitsPerRun(o BenchOptions) int {
-	switch {
-	case o.Shape == "fork":
+// Stages is the number of stages of the independent raw loop a run of the benchmark
+// flow is compared with (issue 29): one per no-op node of a linear flow, fused or not
+// (the input and output nodes are Sluice's own); a fork of k branches into a join has
+// k+3 (the step before the fork, the branches, the join, the output); the agent loop
+// has 3 (the agent's two model calls and the tool between them).
+func Stages(o Options) int {
+	switch o.Shape {
+	case "fork":
 		return o.Branches + 3
-	case o.NoFuse || o.Sleep > 0:
-		return o.Nodes + 2
+	case "agent":
+		return 3
 	}
-	return 1
+	return o.Nodes
 }
