@@ -197,7 +197,8 @@ func (l *Library) casesPath(id string) (string, error) {
 	if _, err := l.path(id); err != nil {
 		return "", err
 	}
-	return filepath.Join(l.Dir, id+CasesSuffix), nil
+	dir, f := l.wsDir(id)
+	return filepath.Join(dir, f+CasesSuffix), nil
 }
 
 // LoadCases returns the cases file of flow id; NotFound when it has none.
@@ -219,7 +220,11 @@ func (l *Library) SaveCases(id string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(l.Dir, id, p, data)
+	dir := filepath.Dir(p)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("workspace directory: %w", err)
+	}
+	return writeAtomic(dir, id, p, data)
 }
 
 // Delete removes the file of flow id, its draft and its cases.
