@@ -121,6 +121,13 @@ func TestAWorkspacesFlowsLiveInItsFolder(t *testing.T) {
 	if got := ids(lib.ListAll()); got != "acme.other acme.triage" {
 		t.Errorf("ListAll of acme only = %q", got)
 	}
+	// The folder decides: a file copied in with a bare id is the workspace's flow.
+	if err := os.WriteFile(filepath.Join(lib.Dir, "acme", "copied.json"), []byte(`{"id": "copied"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := lib.Load("acme.copied"); string(b) != `{"id": "acme.copied"}` {
+		t.Errorf("a bare id in acme's folder reads %s", b)
+	}
 	if _, err := lib.Load("../triage"); err == nil {
 		t.Error("a path outside the folder was read")
 	}
