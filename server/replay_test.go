@@ -168,13 +168,11 @@ func TestBulkReplayAndBulkMoveThroughTheAPI(t *testing.T) {
 		a := newAPI(t, r)
 		id := a.saveFlow(discountDoc("x", `{tier: "small", discount: (.customer | tonumber)}`), nil)
 		base := "/api/flows/" + id
-		var failed []string
 		for i := 0; i < 6; i++ {
 			rid := a.start(id, map[string]any{"input": map[string]any{"customer": "Ada", "amount": 10 * i}})
 			if got := a.settle(id, rid); got.Status != "failed" {
 				t.Fatalf("run = %+v", got)
 			}
-			failed = append(failed, rid)
 		}
 		var est engine.BulkEstimate
 		a.must(http.StatusOK, "POST", base+"/replays", `{"query": {"status": "failed", "since": "24h", "error": "tonumber"}, "dry_run": true}`).into(t, &est)

@@ -367,26 +367,24 @@ func (r *Redis) ClusterPartitions(ctx context.Context, minParts int) (int, error
 	if !ok {
 		return 0, nil
 	}
-	slots, err := cl.ClusterSlots(ctx).Result()
+	shards, err := cl.ClusterShards(ctx).Result()
 	if err != nil {
-		return 0, fmt.Errorf("cluster slots: %w", err)
+		return 0, fmt.Errorf("cluster shards: %w", err)
 	}
 	owner := make([]int, 16384) // slot -> master index + 1
-	masters := map[string]int{}
-	for _, s := range slots {
-		if len(s.Nodes) == 0 {
+	masters := 0
+	for _, sh := range shards {
+		if len(sh.Slots) == 0 {
 			continue
 		}
-		m, ok := masters[s.Nodes[0].Addr]
-		if !ok {
-			m = len(masters) + 1
-			masters[s.Nodes[0].Addr] = m
-		}
-		for slot := s.Start; slot <= s.End && slot < len(owner); slot++ {
-			owner[slot] = m
+		masters++
+		for _, r := range sh.Slots {
+			for slot := r.Start; slot <= r.End && slot < int64(len(owner)); slot++ {
+				owner[slot] = masters
+			}
 		}
 	}
-	return partitionsFor(owner, len(masters), minParts), nil
+	return partitionsFor(owner, masters, minParts), nil
 }
 
 // partitionsFor chooses the partition count for a cluster whose slots belong to masters
