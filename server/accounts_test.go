@@ -253,3 +253,67 @@ func TestOwnersAndWhatOthersCannotDo(t *testing.T) {
 		t.Errorf("an editor read the audit log: %d", r.status)
 	}
 }
+
+// Approvals name people: one that needs an editor refuses an operator, and the run
+// records who answered (as the server knows them, not as the request says).
+func TestAnApprovalNeedsItsRoleAndRecordsWhoAnswered(t *testing.T) {
+	a := newAPI(t, storetest.Real(t))
+	id := a.saveFlow("approval", func(d map[string]any) {
+		for _, n := range d["nodes"].([]any) {
+			if n := n.(map[string]any); n["type"] == "approval" {
+				n["params"].(map[string]any)["role"] = "editor"
+			}
+		}
+	})
+	a.person("op@example.com", "password-of-op", map[string]teams.Role{teams.DefaultWorkspace: teams.Operator})
+	a.person("ed@example.com", "password-of-ed", map[string]teams.Role{teams.DefaultWorkspace: teams.Editor})
+	op, ed := a.browser(), a.browser()
+	op.signin("op@example.com", "password-of-op")
+	ed.signin("ed@example.com", "password-of-ed")
+	run := a.start(id, `{"input": {"customer": "Ada", "reply": "Dear Ada"}}`)
+	if got := a.settle(id, run); got.Status != "waiting" {
+		t.Fatalf("run = %+v, want waiting", got)
+	}
+	if r := op.api("POST", "/api/flows/"+id+"/runs/"+run+"/resume", `{"decision": "approve"}`); r.status != http.StatusForbidden || !strings.Contains(r.String(), "needs the editor role") {
+		t.Fatalf("an operator answered an editor's approval: %d %s", r.status, r)
+	}
+	if r := ed.api("POST", "/api/flows/"+id+"/runs/"+run+"/resume", `{"decision": "approve", "by": "someone else", "value": {"reply": "Dear Ada, thanks"}}`); r.status != 200 {
+		t.Fatalf("the editor's answer: %d %s", r.status, r)
+	}
+	if got := a.settle(id, run); got.Status != "succeeded" || !strings.Contains(string(got.Output), "Dear Ada, thanks") {
+		t.Errorf("run %+v", got)
+	}
+	ck := a.must(200, "GET", "/api/flows/"+id+"/runs/"+run+"/checkpoints", nil).String()
+	if !strings.Contains(ck, `"by":"ed@example.com"`) || strings.Contains(ck, "someone else") {
+		t.Errorf("the checkpoints do not name who answered: %s", ck)
+	}
+	if log := a.must(200, "GET", "/api/audit?format=jsonl&action=run.resume", nil).String(); !strings.Contains(log, `"who":"ed@example.com"`) || !strings.Contains(log, run) {
+		t.Errorf("the audit log: %s", log)
+	}
+}
+
+// The permission check reads Redis once per key and cache period, not per request:
+// with a long cache, a key revoked in Redis behind the server's back still works in
+// this process (no request read it again), and a session likewise; the default cache
+// (1s) is what TestAPIKeys shows a revocation taking effect within.
+func TestThePermissionCheckDoesNotReadRedisPerRequest(t *testing.T) {
+	a := newAPI(t, storetest.Real(t), func(c *server.Config, _ *server.Deps) { c.AuthCache = time.Hour })
+	key := a.serviceKey(teams.DefaultWorkspace, teams.Viewer)
+	id, _ := teams.ParseKey(key)
+	a.must(200, "GET", "/api/flows", nil, "Authorization", "Bearer "+key)
+	ctx := context.Background()
+	k, err := a.teams.Key(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.Revoked = time.Now().UnixMilli()
+	if err := a.teams.SaveKey(ctx, k); err != nil { // in Redis only: this process is not told
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		a.must(200, "GET", "/api/flows", nil, "Authorization", "Bearer "+key)
+	}
+	// Another process (a second server on the same Redis) reads it afresh: refused.
+	b := newAPI(t, a.r, func(c *server.Config, d *server.Deps) { d.Teams = a.teams })
+	b.must(http.StatusUnauthorized, "GET", "/api/flows", nil, "Authorization", "Bearer "+key)
+}

@@ -38,6 +38,7 @@ type api struct {
 	token   string
 	logs    *syncBuffer // everything the engine and the server logged
 	teams   *store.Teams
+	sync    *engine.LibrarySync
 }
 
 // syncBuffer is a bytes.Buffer for concurrent writers.
@@ -84,6 +85,7 @@ func newAPIWith(t *testing.T, r *store.Redis, env *nodes.Env, opts ...apiOption)
 	}
 	a.token = cfg.Token
 	a.teams = deps.Teams
+	a.sync = sync
 	a.srv = server.New(cfg, deps)
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -149,6 +149,10 @@ type editorData struct {
 	// Cases are, for a new flow from an example, the example's test cases: the editor
 	// keeps them with the flow's first save.
 	Cases json.RawMessage `json:"cases,omitempty"`
+	// Can and Why are what the viewer's role allows here (docs/teams.md): the editor
+	// disables the rest, saying why. Absent in the single-person mode.
+	Can map[string]bool   `json:"can,omitempty"`
+	Why map[string]string `json:"why,omitempty"`
 }
 
 func (s *Server) editor(c echo.Context, title string, data editorData) error {
@@ -165,6 +169,9 @@ func (s *Server) editor(c echo.Context, title string, data editorData) error {
 	p.Full = true
 	data.Components = s.pageEngine().Registry().Specs()
 	data.Auth = s.cfg.Token != ""
+	if f := layout.FrameOf(c.Request().Context()); f != nil && f.Teams {
+		data.Can, data.Why = f.Can, f.Why
+	}
 	return s.render(c, http.StatusOK, pages.Editor(p, data))
 }
 

@@ -55,6 +55,9 @@ func (s *Server) routes() {
 	auth.GET("/runs", s.runsPage)
 	auth.GET("/flows/:flow/runs/:run", s.runPage)
 	auth.GET("/queues", s.queuesPage)
+	auth.GET("/members", s.membersPage)
+	auth.GET("/keys", s.keysPage)
+	auth.GET("/audit", s.auditPage)
 
 	// Flows as MCP tools (mcp.go) and as OpenAI-compatible models (openai.go).
 	mcpHandler := s.mcpHandler()

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/teams"
 )
 
 // runEngine is what the run handlers need of the engine.
@@ -461,8 +462,19 @@ func (s *Server) resumeRun(c echo.Context) error {
 		}
 		delete(fields, "node")
 	}
-	decision, _ := json.Marshal(fields)
 	ctx := c.Request().Context()
+	if err := s.checkApprover(c, flow, c.Param("run"), node); err != nil {
+		return err
+	}
+	if fields == nil {
+		fields = map[string]json.RawMessage{}
+	}
+	if p := principalOf(c); p.person != nil || p.key != nil || fields["by"] == nil {
+		// Who answered is who the request acts as, never what a person's request says
+		// (approvals name people); SLUICE_TOKEN and the single-person mode may say it.
+		fields["by"], _ = json.Marshal(p.who())
+	}
+	decision, _ := json.Marshal(fields)
 	if err := s.runs().Resume(ctx, flow, c.Param("run"), node, decision); err != nil {
 		return err
 	}
@@ -508,4 +520,42 @@ func (s *Server) forkRun(c echo.Context) error {
 		return err
 	}
 	return s.answerStarted(c, flow, id, wait)
+}
+
+// checkApprover refuses an answer to an approval whose role (the node's "role"
+// parameter, docs/teams.md) the request's principal does not hold in the workspace.
+func (s *Server) checkApprover(c echo.Context, flow, run, node string) error {
+	ctx := c.Request().Context()
+	info, err := s.runs().Info(ctx, flow, run)
+	if err != nil {
+		return err
+	}
+	plan, err := s.planFor(ctx, flow, info.Run.Version)
+	if err != nil || plan.Doc == nil {
+		return nil // the engine says what is wrong with the run
+	}
+	role := principalOf(c).role(workspaceOf(c))
+	for _, n := range plan.Doc.Nodes {
+		if n.Type != "approval" || (node != "" && n.ID != node) {
+			continue
+		}
+		if node == "" && info.Run.Waits != nil {
+			if _, waiting := info.Run.Waits[n.ID]; !waiting {
+				continue
+			}
+		}
+		var p struct {
+			Role string `json:"role"`
+		}
+		_ = json.Unmarshal(n.Params, &p)
+		need, err := teams.ParseRole(p.Role)
+		if err != nil {
+			continue // the default: the route's own (operator)
+		}
+		if !role.AtLeast(need) {
+			c.Response().Header().Set("Sluice-Required-Role", string(need))
+			return &flows.Error{Code: flows.Forbidden, Node: n.ID, Message: fmt.Sprintf("approval %s needs the %s role to answer; you are a %s", n.ID, need, role)}
+		}
+	}
+	return nil
 }

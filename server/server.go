@@ -286,6 +286,9 @@ func New(cfg Config, d Deps) *Server {
 	if s.teams == nil && d.Redis != nil {
 		s.teams = d.Redis.Teams("")
 	}
+	if cfg.OIDC != nil {
+		s.sso = newSSO(*cfg.OIDC, s.csrfKey)
+	}
 	s.tools = d.MCPTools
 	s.files = d.Files
 	s.grader = d.Grader

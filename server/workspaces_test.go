@@ -2,11 +2,19 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/sluicehq/sluice/server/live"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store/storetest"
 	"github.com/sluicehq/sluice/teams"
@@ -132,4 +140,123 @@ func TestWorkspacesWithFlowsOfTheSameIDShareNothing(t *testing.T) {
 		a.must(http.StatusNotFound, "GET", "/v1/models/"+name, nil, as(key)...)
 		a.must(http.StatusNotFound, "POST", "/v1/chat/completions", `{"model": "`+name+`", "messages": [{"role": "user", "content": "hi"}]}`, as(key)...)
 	}
+}
+
+// Upgrade: a flows folder and a Redis written the way the release before workspaces
+// wrote them — a flow file at the top of the folder, its keys under {f:ID} — are the
+// default workspace: its members and SLUICE_TOKEN see and run them as before, with
+// the same keys; a member of another workspace sees none of it.
+func TestDataOfTheReleaseBeforeWorkspacesIsTheDefaultWorkspace(t *testing.T) {
+	a := newAPI(t, storetest.Real(t))
+	id, doc := a.flowDoc("linear", nil)
+	// Written as before: the file in the folder itself, a run started by the engine.
+	if err := os.WriteFile(filepath.Join(a.lib.Dir, id+".json"), doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// serve's library watcher at start: the folder's flows are published and served.
+	ctx := context.Background()
+	if _, err := a.sync.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	plan, _, err := a.e.Compile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := a.e.Start(ctx, plan, json.RawMessage(`{"name": "Old"}`), engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := a.r.Client.Exists(ctx, "sluice:{f:"+id+"}:run:"+run).Result(); n != 1 {
+		t.Fatalf("the run's hash is not at today's key")
+	}
+
+	// SLUICE_TOKEN, unchanged.
+	a.settle(id, run)
+	a.must(200, "GET", "/api/flows/"+id, nil)
+	// A member of the default workspace, signed in.
+	a.person("old@example.com", "password-of-old", map[string]teams.Role{teams.DefaultWorkspace: teams.Operator})
+	b := a.browser()
+	b.signin("old@example.com", "password-of-old")
+	if r := b.api("GET", "/api/flows/"+id+"/runs/"+run, ""); r.status != 200 || !strings.Contains(r.String(), "HELLO, OLD!") {
+		t.Fatalf("the old run as a member of the default workspace: %d %s", r.status, r)
+	}
+	if r := b.api("GET", "/api/flows", ""); !strings.Contains(r.String(), `"`+id+`"`) {
+		t.Errorf("the old flow is not listed: %s", r)
+	}
+	var st struct {
+		Run string `json:"id"`
+	}
+	b.api("POST", "/api/flows/"+id+"/runs?wait=20s", `{"input": {"name": "New"}}`).into(t, &st)
+	if n, _ := a.r.Client.Exists(ctx, "sluice:{f:"+id+"}:run:"+st.Run).Result(); n != 1 {
+		t.Errorf("a new run of the default workspace is not at today's key")
+	}
+	// A member of another workspace only.
+	a.workspace("other")
+	a.person("else@example.com", "password-of-else", map[string]teams.Role{"other": teams.Owner})
+	e := a.browser()
+	e.signin("else@example.com", "password-of-else")
+	for _, p := range []string{"/api/flows/" + id, "/api/flows/" + id + "/runs/" + run} {
+		if r := e.api("GET", p, "", server.WorkspaceHeader, "other"); r.status != http.StatusNotFound {
+			t.Errorf("%s from another workspace: %d", p, r.status)
+		}
+		if r := e.api("GET", p, "", server.WorkspaceHeader, teams.DefaultWorkspace); r.status != http.StatusForbidden {
+			t.Errorf("%s naming the default workspace, not a member: %d", p, r.status)
+		}
+	}
+	// A flow of the other workspace has its workspace in its keys and its own folder.
+	oid, odoc := a.flowDoc("linear", nil)
+	storetest.DeleteFlowKeys(t, a.r, "other."+oid)
+	e.api("PUT", "/api/flows/"+oid, string(odoc), server.WorkspaceHeader, "other")
+	e.api("POST", "/api/flows/"+oid+"/runs?wait=20s", `{"input": {"name": "X"}}`, server.WorkspaceHeader, "other").into(t, &st)
+	if n, _ := a.r.Client.Exists(ctx, "sluice:{f:other."+oid+"}:run:"+st.Run).Result(); n != 1 {
+		t.Errorf("the other workspace's run is not under {f:other.%s}", oid)
+	}
+	if _, err := os.Stat(filepath.Join(a.lib.Dir, "other", oid+".json")); err != nil {
+		t.Errorf("the other workspace's file: %v", err)
+	}
+}
+
+// The live view of one workspace never carries another's events, whatever it asks for.
+func TestLiveViewsStayInTheirWorkspace(t *testing.T) {
+	a := newAPI(t, storetest.Real(t))
+	a.workspace("wsa")
+	a.workspace("wsb")
+	id, doc := a.flowDoc("linear", nil)
+	for _, ws := range []string{"wsa", "wsb"} {
+		storetest.DeleteFlowKeys(t, a.r, ws+"."+id)
+		a.must(http.StatusCreated, "PUT", "/api/flows/"+id, doc, server.WorkspaceHeader, ws)
+	}
+	ka, kb := a.serviceKey("wsa", teams.Viewer), a.serviceKey("wsb", teams.Operator)
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+kb)
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(a.base, "http")+"/ws?flow="+id, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	first := readUntil(t, c, 10*time.Second, func(m live.Envelope) bool { return m.Type == "subscribed" })
+	if first[len(first)-1].Flow != "wsb."+id {
+		t.Fatalf("subscribed to %q, want wsb.%s", first[len(first)-1].Flow, id)
+	}
+	// Asking for the other workspace's flow by its full id is refused.
+	if err := c.WriteJSON(map[string]string{"type": "subscribe", "flow": "wsa." + id}); err != nil {
+		t.Fatal(err)
+	}
+	refused := readUntil(t, c, 10*time.Second, func(m live.Envelope) bool { return m.Type == "error" || m.Type == "subscribed" })
+	if last := refused[len(refused)-1]; last.Type != "error" {
+		t.Fatalf("subscribing to another workspace's flow: %+v", last)
+	}
+	var ra struct {
+		Run string `json:"id"`
+	}
+	var rb server.Started
+	a.must(http.StatusOK, "POST", "/api/flows/"+id+"/runs?wait=20s", `{"input": {"name": "A"}}`, server.WorkspaceHeader, "wsa").into(t, &ra)
+	a.must(http.StatusAccepted, "POST", "/api/flows/"+id+"/runs", `{"input": {"name": "B"}}`, "Authorization", "Bearer "+kb).into(t, &rb)
+	got := readUntil(t, c, 20*time.Second, runEnded(rb.Run))
+	for _, m := range got {
+		if m.Event != nil && (m.Event.Run == ra.Run || m.Event.Flow == "wsa."+id) || m.Flow == "wsa."+id {
+			t.Fatalf("wsb's live view carried wsa's %+v", m)
+		}
+	}
+	_ = ka
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/teams"
 )
 
 // Library is the directory of flow files: one <id>.json per flow. The saved file is the
@@ -131,7 +132,7 @@ func (l *Library) listDir(dir, prefix string) ([]LibraryFile, error) {
 		if err != nil {
 			continue // removed between ReadDir and ReadFile
 		}
-		out = append(out, LibraryFile{ID: prefix + id, Path: p, Data: data})
+		out = append(out, LibraryFile{ID: prefix + id, Path: p, Data: inWorkspace(prefix+id, data)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
@@ -147,7 +148,17 @@ func (l *Library) Load(id string) ([]byte, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &flows.Error{Code: flows.NotFound, Flow: id, Message: "no such flow"}
 	}
-	return data, err
+	return inWorkspace(id, data), err
+}
+
+// inWorkspace gives a document read from a workspace's folder that workspace's id: the
+// folder decides whose flow a file is (a file copied in with a bare id, or another
+// workspace's, becomes this one's).
+func inWorkspace(id string, data []byte) []byte {
+	if ws, _, ok := strings.Cut(id, "."); ok {
+		return teams.QualifyDocument(ws, data)
+	}
+	return data
 }
 
 // Save writes the file of flow id atomically: a reader sees the old or the new file,
@@ -221,10 +232,8 @@ func (l *Library) SaveCases(id string, data []byte) error {
 		return err
 	}
 	dir := filepath.Dir(p)
-	if dir != l.Dir {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("workspace directory: %w", err)
-		}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("workspace directory: %w", err)
 	}
 	return writeAtomic(dir, id, p, data)
 }
@@ -276,7 +285,7 @@ func (l *Library) LoadDraft(id string) ([]byte, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &flows.Error{Code: flows.NotFound, Flow: id, Message: "no draft of this flow"}
 	}
-	return data, err
+	return inWorkspace(id, data), err
 }
 
 // SaveDraft writes the draft of flow id atomically, whatever its problems.
@@ -335,7 +344,7 @@ func (l *Library) DraftsIn(ws string) ([]LibraryFile, error) {
 		if err != nil {
 			continue
 		}
-		out = append(out, LibraryFile{ID: prefix + id, Path: p, Data: data})
+		out = append(out, LibraryFile{ID: prefix + id, Path: p, Data: inWorkspace(prefix+id, data)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil

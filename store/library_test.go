@@ -3,6 +3,7 @@ package store_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/flows"
@@ -68,5 +69,66 @@ func TestADraftLivesBesideTheFileAndOutOfTheLibrarysList(t *testing.T) {
 	}
 	if err := lib.SaveDraft("../x", []byte(`{}`)); flows.ErrorCode(err) != flows.Invalid {
 		t.Errorf("a draft with a bad id: %v, want invalid", err)
+	}
+}
+
+func TestAWorkspacesFlowsLiveInItsFolder(t *testing.T) {
+	lib, err := store.NewLibrary(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"triage", "acme.triage", "acme.other"} {
+		if err := lib.Save(id, []byte(`{"id": "`+id+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := lib.SaveDraft(id, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := lib.SaveCases(id, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for path, want := range map[string]bool{"triage.json": true, "acme/triage.json": true, "acme/.drafts/other.json": true,
+		"acme/triage.cases.json": true, "acme.triage.json": false, "acme.triage.cases.json": false} {
+		if _, err := os.Stat(filepath.Join(lib.Dir, path)); (err == nil) != want {
+			t.Errorf("%s exists: %v, want %v", path, err == nil, want)
+		}
+	}
+	ids := func(fs []store.LibraryFile, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, f := range fs {
+			out = append(out, f.ID)
+		}
+		return strings.Join(out, " ")
+	}
+	if got := ids(lib.List()); got != "triage" {
+		t.Errorf("List = %q", got)
+	}
+	if got := ids(lib.ListIn("acme")); got != "acme.other acme.triage" {
+		t.Errorf("ListIn(acme) = %q", got)
+	}
+	if got := ids(lib.DraftsIn("acme")); got != "acme.other acme.triage" {
+		t.Errorf("DraftsIn(acme) = %q", got)
+	}
+	if got := ids(lib.ListAll()); got != "triage acme.other acme.triage" {
+		t.Errorf("ListAll = %q", got)
+	}
+	lib.Workspaces = []string{"acme"}
+	if got := ids(lib.ListAll()); got != "acme.other acme.triage" {
+		t.Errorf("ListAll of acme only = %q", got)
+	}
+	// The folder decides: a file copied in with a bare id is the workspace's flow.
+	if err := os.WriteFile(filepath.Join(lib.Dir, "acme", "copied.json"), []byte(`{"id": "copied"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := lib.Load("acme.copied"); string(b) != `{"id": "acme.copied"}` {
+		t.Errorf("a bare id in acme's folder reads %s", b)
+	}
+	if _, err := lib.Load("../triage"); err == nil {
+		t.Error("a path outside the folder was read")
 	}
 }

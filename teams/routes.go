@@ -34,6 +34,9 @@ var Routes = map[string]Perm{
 	"GET /api/settings":               Read,
 	"PUT /api/settings":               Admin,
 	"GET /api/audit":                  Admin,
+	"GET /members":                    Admin,
+	"GET /keys":                       Self,
+	"GET /audit":                      Admin,
 
 	"GET /ws":                               ReadState,
 	"GET /":                                 Read,

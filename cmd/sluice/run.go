@@ -17,13 +17,23 @@ import (
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/teams"
 )
 
 // loadPlan reads and compiles a flow file, printing its problems on failure.
 func loadPlan(e *engine.Engine, path string, stderr io.Writer) (*flows.Plan, error) {
+	return loadPlanIn(e, path, "", stderr)
+}
+
+// loadPlanIn compiles a flow file as a flow of workspace ws ("": the file's own id;
+// docs/teams.md): its id becomes "ws.id".
+func loadPlanIn(e *engine.Engine, path, ws string, stderr io.Writer) (*flows.Plan, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &exitError{code: 2, err: err}
+	}
+	if ws != "" {
+		data = teams.QualifyDocument(ws, data)
 	}
 	plan, probs, err := e.Compile(data)
 	if err != nil {
@@ -188,6 +198,7 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	dispatch := fs.Bool("dispatch", true, "also deliver the flows' result webhooks (several workers may: each result is delivered once per webhook, at least once)")
 	schedule := fs.Bool("schedule", true, "also start the runs of the flows' schedules (several workers may: each tick runs once)")
 	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "info"), "debug, info, warn or error")
+	workspace := fs.String("workspace", envOr("SLUICE_WORKSPACE", ""), "the workspace the flow files belong to (docs/teams.md; env SLUICE_WORKSPACE); empty: the default workspace, or the workspace a file's id names")
 	cf := addComponentFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sluice worker [flags] FLOW.json...\n\nRuns headless workers for the flows until SIGTERM or SIGINT. Start as many as you\n"+
@@ -247,8 +258,11 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	for _, n := range poolNodes {
 		unknown[n] = true
 	}
+	if *workspace != "" && !teams.ValidWorkspace(*workspace) {
+		return &exitError{code: 2, err: fmt.Errorf("--workspace %q: use lower-case letters, digits, '-' and '_'", *workspace)}
+	}
 	for _, path := range files {
-		plan, err := loadPlan(e, path, stderr)
+		plan, err := loadPlanIn(e, path, *workspace, stderr)
 		if err != nil {
 			return err
 		}

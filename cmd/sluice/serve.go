@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,6 +35,10 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	schedule := fs.Bool("schedule", true, "start the runs of the library's flows' schedules from this process (any number of processes may: each tick runs once)")
 	allowedHosts := fs.String("allowed-hosts", envOr("SLUICE_ALLOWED_HOSTS", ""), "without a token, further Host names to answer besides localhost and loopback addresses, comma-separated (\"sluice.internal\", \"*.example.com\"), for a proxy in front (env SLUICE_ALLOWED_HOSTS)")
 	readTimeout := fs.String("read-timeout", envOr("SLUICE_READ_TIMEOUT", "30s"), "how long a request's body may take to arrive; slower ones get 408 (env SLUICE_READ_TIMEOUT)")
+	sessionLifetime := fs.Duration("session-lifetime", envDuration("SLUICE_SESSION_LIFETIME", 7*24*time.Hour), "a signed-in browser's session ends this long after sign-in (env SLUICE_SESSION_LIFETIME)")
+	sessionIdle := fs.Duration("session-idle", envDuration("SLUICE_SESSION_IDLE", 12*time.Hour), "a session with no request for this long ends (env SLUICE_SESSION_IDLE)")
+	secureCookies := fs.Bool("secure-cookies", os.Getenv("SLUICE_SECURE_COOKIES") == "true", "mark cookies Secure on plain HTTP too: a proxy in front terminates TLS (env SLUICE_SECURE_COOKIES=true)")
+	auditRetention := fs.Duration("audit-retention", envDuration("SLUICE_AUDIT_RETENTION", 90*24*time.Hour), "how long the audit log keeps an entry (env SLUICE_AUDIT_RETENTION)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sluice serve [flags]\n\nServes the flow editor, the JSON API and health on --addr.\n\nFlags:")
 		fs.PrintDefaults()
@@ -79,7 +84,14 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil || rt <= 0 {
 		return &exitError{code: 2, err: fmt.Errorf("--read-timeout %q: want a duration such as 30s", *readTimeout)}
 	}
-	cfg := server.Config{Addr: *addr, Logger: log, Token: *token, CORSOrigins: splitList(*cors), AllowedHosts: splitList(*allowedHosts), ReadTimeout: rt}
+	cfg := server.Config{Addr: *addr, Logger: log, Token: *token, CORSOrigins: splitList(*cors), AllowedHosts: splitList(*allowedHosts), ReadTimeout: rt,
+		SessionLifetime: *sessionLifetime, SessionIdle: *sessionIdle, SecureCookies: *secureCookies, AuditRetention: *auditRetention}
+	if cfg.OIDC, err = oidcFromEnv(); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if cfg.OIDC != nil && *token == "" {
+		return &exitError{code: 2, err: errors.New("single sign-on (SLUICE_OIDC_ISSUER) needs SLUICE_TOKEN: without a token the server is the loopback single-person mode, with no accounts")}
+	}
 	if err := server.CheckConfig(cfg); err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -199,4 +211,35 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// envDuration reads a duration from the environment, def when unset or not one.
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d > 0 {
+		return d
+	}
+	return def
+}
+
+// oidcFromEnv reads single sign-on's settings (docs/teams.md); nil without
+// SLUICE_OIDC_ISSUER. The client secret is read from the environment only: a flag
+// shows in ps.
+func oidcFromEnv() (*server.OIDCConfig, error) {
+	issuer := os.Getenv("SLUICE_OIDC_ISSUER")
+	if issuer == "" {
+		return nil, nil
+	}
+	c := &server.OIDCConfig{Issuer: issuer, ClientID: os.Getenv("SLUICE_OIDC_CLIENT_ID"), ClientSecret: os.Getenv("SLUICE_OIDC_CLIENT_SECRET"),
+		RedirectURL: os.Getenv("SLUICE_OIDC_REDIRECT_URL"), GroupsClaim: os.Getenv("SLUICE_OIDC_GROUPS_CLAIM"), Scopes: splitList(os.Getenv("SLUICE_OIDC_SCOPES"))}
+	if c.ClientID == "" {
+		return nil, errors.New("SLUICE_OIDC_ISSUER is set but SLUICE_OIDC_CLIENT_ID is not")
+	}
+	var err error
+	if c.Groups, err = server.ParseRoleMap(os.Getenv("SLUICE_OIDC_GROUPS")); err != nil {
+		return nil, fmt.Errorf("SLUICE_OIDC_GROUPS: %v", err)
+	}
+	if c.Domains, err = server.ParseRoleMap(os.Getenv("SLUICE_OIDC_DOMAINS")); err != nil {
+		return nil, fmt.Errorf("SLUICE_OIDC_DOMAINS: %v", err)
+	}
+	return c, nil
 }

@@ -35,7 +35,8 @@ func approvalSpec() flows.Spec {
 				"data": {"type": "string", "format": "jq", "default": ".", "description": "jq over the state: what the person reviews."},
 				"timeout": {"type": "string", "format": "duration", "description": "Decide for the person after this long; none waits forever."},
 				"on_timeout": {"enum": ["approve", "reject"], "default": "reject", "description": "The decision taken when the timeout passes."},
-				"result_key": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$", "default": "approval", "description": "State key the decision is stored under."}
+				"result_key": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$", "default": "approval", "description": "State key the decision is stored under."},
+				"role": {"enum": ["operator", "editor", "owner"], "default": "operator", "description": "The least role in the flow's workspace a person needs to answer (docs/teams.md); who answered is recorded under the result key's by."}
 			}
 		}`),
 		Example: json.RawMessage(`{"prompt": "Send this reply to {{.customer}}?", "data": "{reply}", "timeout": "24h", "on_timeout": "reject"}`),
@@ -59,6 +60,7 @@ func newApproval(b *flows.Build) (flows.Component, error) {
 		Timeout   flows.Duration `json:"timeout"`
 		OnTimeout string         `json:"on_timeout"`
 		ResultKey string         `json:"result_key"`
+		Role      string         `json:"role"` // checked by the server, which knows who answers
 	}
 	if err := b.Decode(&p); err != nil {
 		return nil, err

@@ -20,7 +20,7 @@ import type { ImportReport, VersionInfo } from "../api/types";
 import { connectionOf, toCanvasEdges, toCanvasNodes, type CanvasNode } from "../flow/canvas";
 import { checkConnection, type Connection } from "../flow/connect";
 import { clipText, copy, parseClip, paste, type Clip } from "../flow/clipboard";
-import { validId } from "../flow/ids";
+import { validFlowId } from "../flow/ids";
 import { DEFAULT_SIZE, freeSpot, layout, nearestFreeSpot, READABLE_ZOOM, readableViewport, type Size } from "../flow/layout";
 import { keyAction } from "../flow/shortcuts";
 import { KeyboardHelp } from "./KeyboardHelp";
@@ -66,6 +66,10 @@ export interface EditorData {
   auth?: boolean;
   /** A new flow from an example: the example's test cases, kept with the first save. */
   cases?: unknown;
+  /** What the viewer's role allows in this workspace, by permission ("edit", "run"), and
+   * why not; absent: everything (the single-person mode). */
+  can?: Record<string, boolean>;
+  why?: Record<string, string>;
 }
 
 const storage = (() => {
@@ -96,6 +100,8 @@ export function EditorApp({ data }: { data: EditorData }) {
 }
 
 function Editor({ data }: { data: EditorData }) {
+  const canEdit = data.can?.edit ?? true;
+  const canRunFlows = data.can?.run ?? true;
   const reg = useMemo(() => registryOf(data.components), [data.components]);
   const store = useMemo(
     () => new EditorStore(data.flow, data.isNew ? false : { server: data.flow, published: data.published ?? null }),
@@ -104,8 +110,8 @@ function Editor({ data }: { data: EditorData }) {
   const st = useSyncExternalStore(store.subscribe, store.get);
   const autosave = useMemo(
     () =>
-      new Autosave(store, { storage, saveDraft: (d) => api.saveDraft(d), deleteDraft: (f) => api.deleteDraft(f), saveDraftOnExit: (d) => api.saveDraftOnExit(d) }, !data.isNew, serialize(data.flow)),
-    [store, data.isNew, data.flow],
+      new Autosave(store, { storage, saveDraft: (d) => api.saveDraft(d), deleteDraft: (f) => api.deleteDraft(f), saveDraftOnExit: (d) => api.saveDraftOnExit(d) }, !data.isNew && canEdit, serialize(data.flow)),
+    [store, data.isNew, data.flow, canEdit],
   );
   useEffect(() => () => autosave.close(), [autosave]);
   const as = useSyncExternalStore(autosave.subscribe, autosave.get);
@@ -365,7 +371,11 @@ function Editor({ data }: { data: EditorData }) {
    */
   const save = useCallback(async (): Promise<boolean> => {
     const d = store.get().doc;
-    if (!validId(d.id)) {
+    if (!canEdit) {
+      say(`Not saved: ${data.why?.edit ?? "your role may not change flows"}`, "error");
+      return false;
+    }
+    if (!validFlowId(d.id)) {
       say(`Not saved: the flow id "${d.id}" is not valid (lower-case letters, digits, - and _)`, "error");
       setTab("inspect");
       store.select([]);
@@ -692,7 +702,7 @@ function Editor({ data }: { data: EditorData }) {
         <span className={`save-state${dirty ? " unsaved" : ""}${hasDraft && !dirty ? " draft" : ""}${as.error && dirty ? " failed" : ""}`} id="save-state" role="status">
           {saveStateText({ isNew, saving, dirty, draft: hasDraft, autosaveError: as.error })}
         </span>
-        <button type="button" className="primary" id="save-button" onClick={() => void save()} disabled={saving} title="Save (Ctrl+S): a valid flow is published and runs; one with errors is kept as a draft">
+        <button type="button" className="primary" id="save-button" onClick={() => void save()} disabled={saving || !canEdit} title={canEdit ? "Save (Ctrl+S): a valid flow is published and runs; one with errors is kept as a draft" : data.why?.edit}>
           Save
         </button>
         {hasDraft && store.get().published !== "" && (
@@ -917,8 +927,8 @@ function Editor({ data }: { data: EditorData }) {
                 doc={doc}
                 state={rs}
                 selectedNode={selectedNode}
-                canRun={pmap.errors === 0 && doc.nodes.length > 0}
-                blocked={pmap.errors > 0 ? `This flow cannot run: fix its ${plural(pmap.errors, "error")} (see Problems). Your changes are kept as a draft; ${st.published ? "runs started elsewhere use the last saved version" : "it has never been saved valid, so nothing runs it yet"}.` : undefined}
+                canRun={pmap.errors === 0 && doc.nodes.length > 0 && canRunFlows && (canEdit || !(dirty || hasDraft))}
+                blocked={!canRunFlows ? data.why?.run : pmap.errors > 0 ? `This flow cannot run: fix its ${plural(pmap.errors, "error")} (see Problems). Your changes are kept as a draft; ${st.published ? "runs started elsewhere use the last saved version" : "it has never been saved valid, so nothing runs it yet"}.` : undefined}
                 runLabel={dirty || hasDraft ? "Save and run" : "Run"}
                 input={runInput}
                 onInput={(text) => {

@@ -24,3 +24,9 @@ export function uniqueId(base: string, taken: (id: string) => boolean): string {
     if (!taken(id)) return id;
   }
 }
+
+/** Flow ids: a valid id, or one in a workspace, "workspace.flow" (docs/teams.md). */
+export function validFlowId(id: string): boolean {
+  const i = id.indexOf(".");
+  return i < 0 ? validId(id) : validId(id.slice(0, i)) && validId(id.slice(i + 1));
+}
