@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/storetest"
 )
@@ -174,7 +176,26 @@ func TestCacheHolderExtendsItsLockWhileComputing(t *testing.T) {
 	ctx := context.Background()
 	flow := storetest.FlowID(t)
 	storetest.DeleteFlowKeys(t, r, flow)
-	cs := processes(t, r, 2)
+	lock := store.FlowKeys(flow).Lock("k")
+	// The second process's client says when its lock attempt found the lock taken, that
+	// is when it is waiting: the holder outlasts its lock's TTL only after that, so the
+	// two overlap however late the machine schedules the second.
+	waiting := make(chan struct{})
+	var once sync.Once
+	var cs []*store.Cache
+	for i := range 2 {
+		c, err := store.Open(ctx, store.Options{URL: storetest.URL()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if i == 1 {
+			c.Client.AddHook(lockWatch{key: lock, taken: func() { once.Do(func() { close(waiting) }) }})
+		}
+		cache := store.NewCache(c)
+		cache.Poll = 10 * time.Millisecond
+		cs = append(cs, cache)
+	}
 	const ttl = 1500 * time.Millisecond // extended every 500 ms: only a stall of the holder over 1 s lets it expire
 	for _, c := range cs {
 		c.LockTTL = ttl
@@ -182,7 +203,13 @@ func TestCacheHolderExtendsItsLockWhileComputing(t *testing.T) {
 	var calls atomic.Int32
 	compute := func(ctx context.Context) ([]byte, error) {
 		calls.Add(1)
-		// Outlast the lock's TTL by half: this length is the behaviour under test.
+		// Outlast the lock's TTL by half, counted from when the other process waits:
+		// this length is the behaviour under test.
+		select {
+		case <-waiting:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 		select {
 		case <-time.After(ttl + ttl/2):
 		case <-ctx.Done():
@@ -200,7 +227,7 @@ func TestCacheHolderExtendsItsLockWhileComputing(t *testing.T) {
 	go do(cs[0])
 	// The second process asks only once the first holds the lock, so that it waits.
 	deadline := time.Now().Add(30 * time.Second)
-	for r.Client.Exists(ctx, store.FlowKeys(flow).Lock("k")).Val() == 0 {
+	for r.Client.Exists(ctx, lock).Val() == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the first process took no lock within 30s")
 		}
@@ -217,6 +244,29 @@ func TestCacheHolderExtendsItsLockWhileComputing(t *testing.T) {
 	}
 	if s := cs[1].Stats(); s.Waited != 1 {
 		t.Errorf("the second process's stats %+v: want it to have waited for the first's result", s)
+	}
+}
+
+// lockWatch is a client hook calling taken when a SET NX of key finds it taken.
+type lockWatch struct {
+	key   string
+	taken func()
+}
+
+func (lockWatch) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (lockWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (w lockWatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		args := cmd.Args()
+		if b, ok := cmd.(*redis.BoolCmd); ok && cmd.Name() == "set" && len(args) > 1 && args[1] == w.key && !b.Val() {
+			w.taken()
+		}
+		return err
 	}
 }
 
