@@ -114,9 +114,9 @@ type gateKind int
 
 const (
 	verdictRun   gateKind = iota
-	verdictDrop              // a cancelled or lost run: acknowledged without running
-	verdictFail              // recorded as a failed attempt
-	verdictLeave             // left pending: the worker is stopping
+	verdictDrop           // a cancelled or lost run: acknowledged without running
+	verdictFail           // recorded as a failed attempt
+	verdictLeave          // left pending: the worker is stopping
 )
 
 // apply carries out a verdict that is not verdictRun.
