@@ -27,6 +27,8 @@ test: deps check-generated ui
 	npm test --silent
 	$(GO) run ./cmd/sluice components --markdown | diff -u docs/components.md - || { echo "docs/components.md is stale; run 'make docs' and commit it"; exit 1; }
 	REDIS_URL="$(TEST_REDIS_URL)" $(GO) test -count=1 -timeout 20m ./...
+	# Every example's test cases (docs/testing-flows.md), as CI would run a flows folder's.
+	REDIS_URL= $(GO) run ./cmd/sluice test flows/examples/*.json
 	$(GO) test -count=1 -timeout 5m -run '^$$' -fuzz FuzzCompile -fuzztime 5s ./flows/
 
 # The fault suite at full size (make test runs it small): worker processes killed under

@@ -190,7 +190,7 @@ func describeJSONError(data []byte, err error) string {
 // checkNodes checks ids, types and params of every node.
 func (c *checker) checkNodes() {
 	d := c.doc
-	if d.ID != "" && !ValidID(d.ID) {
+	if d.ID != "" && !ValidFlowID(d.ID) {
 		c.add(Problem{Code: CodeInvalidID, Path: "id", Message: fmt.Sprintf("flow id %q: use 1 to %d lower-case letters, digits, '-' or '_'", d.ID, MaxIDLen)})
 	}
 	for k, sk := range d.State {

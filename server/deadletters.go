@@ -59,24 +59,6 @@ func (s *Server) listDeadLetters(c echo.Context) error {
 	return c.JSON(http.StatusOK, DeadLetterList{DeadLetters: dl})
 }
 
-// retryDeadLetter puts a dead letter back on its node's stream (attempts start again)
-// and reopens its run.
-func (s *Server) retryDeadLetter(c echo.Context) error {
-	flow, err := flowParam(c)
-	if err != nil {
-		return err
-	}
-	id, err := deadID(c)
-	if err != nil {
-		return err
-	}
-	entry, err := s.deadLetters().RetryDead(c.Request().Context(), flow, id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, Retried{ID: id, Entry: entry})
-}
-
 func (s *Server) discardDeadLetter(c echo.Context) error {
 	flow, err := flowParam(c)
 	if err != nil {

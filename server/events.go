@@ -30,7 +30,8 @@ func (s *Server) websocket(c echo.Context) error {
 	if first.Flow == "" && first.Run != "" {
 		return &flows.Error{Code: flows.Invalid, Path: "flow", Message: "a run is watched within its flow: add ?flow="}
 	}
-	if err := s.hub.ServeWS(c.Response(), c.Request(), first); err != nil {
+	ws := workspaceOf(c)
+	if err := s.hub.ServeWSIn(c.Response(), c.Request(), first, func(f string) (string, bool) { return qualifyName(ws, f) }); err != nil {
 		s.log.Debug("websocket upgrade failed", "error", err)
 	}
 	return nil

@@ -95,11 +95,12 @@ type Validation struct {
 }
 
 func (s *Server) listFlows(c echo.Context) error {
-	files, err := s.library.List()
+	ws := workspaceOf(c)
+	files, err := s.library.ListIn(ws)
 	if err != nil {
 		return err
 	}
-	drafts, err := s.library.Drafts()
+	drafts, err := s.library.DraftsIn(ws)
 	if err != nil {
 		return err
 	}
@@ -197,13 +198,14 @@ func (s *Server) getDraft(c echo.Context) error {
 // to write over a flow that exists.
 func (s *Server) saveDraft(c echo.Context) error {
 	id := c.Param("flow")
-	if !flows.ValidID(id) {
+	if !flows.ValidFlowID(id) {
 		return &flows.Error{Code: flows.Invalid, Path: "id", Message: fmt.Sprintf("flow id %q is not valid: use lower-case letters, digits, '-' and '_'", id)}
 	}
 	doc, err := readBody(c)
 	if err != nil {
 		return err
 	}
+	doc = qualifyDoc(workspaceOf(c), doc)
 	var head map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &head); err != nil || head == nil {
 		return &flows.Error{Code: flows.Invalid, Flow: id, Message: "a draft is a flow document: a JSON object"}
@@ -284,13 +286,14 @@ func (s *Server) validateFlow(c echo.Context) error {
 // once so the in-process workers serve it without a restart.
 func (s *Server) saveFlow(c echo.Context) error {
 	id := c.Param("flow")
-	if !flows.ValidID(id) {
+	if !flows.ValidFlowID(id) {
 		return &flows.Error{Code: flows.Invalid, Path: "id", Message: fmt.Sprintf("flow id %q is not valid: use lower-case letters, digits, '-' and '_'", id)}
 	}
 	doc, err := readBody(c)
 	if err != nil {
 		return err
 	}
+	doc = qualifyDoc(workspaceOf(c), doc)
 	if c.QueryParam("create") == "true" && s.library.Exists(id) {
 		return &flows.Error{Code: flows.Conflict, Flow: id, Message: "a flow with this id exists"}
 	}
@@ -317,6 +320,7 @@ func (s *Server) importFlow(c echo.Context) error {
 	if langflow.IsExport(doc) {
 		return s.importLangflow(c, doc)
 	}
+	doc = qualifyDoc(workspaceOf(c), doc)
 	var comp compiler = s.engine
 	plan, _, err := comp.Compile(doc)
 	if err != nil {
@@ -404,6 +408,7 @@ func (s *Server) importLangflow(c echo.Context, export []byte) error {
 	case err != nil:
 		return &flows.Error{Code: flows.Invalid, Message: err.Error()}
 	}
+	res.Document = qualifyDoc(workspaceOf(c), res.Document)
 	var head struct {
 		ID string `json:"id"`
 	}

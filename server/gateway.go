@@ -26,13 +26,17 @@ type gateway struct {
 
 // plan is the plan a new run of flow starts on.
 func (g *gateway) plan(ctx context.Context, flow string) (*flows.Plan, error) {
-	return planFor(ctx, g.lib, g.eng, flow, "")
+	id, ok := qualifyName(workspaceFrom(ctx), flow)
+	if !ok {
+		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: "no such flow"}
+	}
+	return planFor(ctx, g.lib, g.eng, id, "")
 }
 
 // flows returns the plans of the library's flows that keep accepts, by flow id order.
 // Files that do not compile (and have no good version) are left out.
 func (g *gateway) flows(ctx context.Context, keep func(*flows.Plan) bool) []*flows.Plan {
-	files, err := g.lib.List()
+	files, err := g.lib.ListIn(workspaceFrom(ctx))
 	if err != nil {
 		g.log.Warn("cannot list the flow library", "error", err)
 		return nil

@@ -37,6 +37,7 @@ type api struct {
 	base    string
 	token   string
 	logs    *syncBuffer // everything the engine and the server logged
+	teams   *store.Teams
 }
 
 // syncBuffer is a bytes.Buffer for concurrent writers.
@@ -77,11 +78,12 @@ func newAPIWith(t *testing.T, r *store.Redis, env *nodes.Env, opts ...apiOption)
 	sync := a.e.NewLibrarySync(a.lib, w)
 	cfg := server.Config{Addr: "127.0.0.1:0", Embedded: r.Embedded(), ShutdownTimeout: 5 * time.Second, Token: testToken,
 		AuthFailures: 1000, Logger: log, HookSecret: func(string) string { return "" }}
-	deps := server.Deps{Redis: r, Library: a.lib, Engine: a.e, Sync: sync, Metrics: a.metrics}
+	deps := server.Deps{Redis: r, Library: a.lib, Engine: a.e, Sync: sync, Metrics: a.metrics, Teams: newTeams(t, r)}
 	for _, o := range opts {
 		o(&cfg, &deps)
 	}
 	a.token = cfg.Token
+	a.teams = deps.Teams
 	a.srv = server.New(cfg, deps)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -279,4 +281,18 @@ func eventually(t *testing.T, d time.Duration, check func() string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// newTeams is a team store of the test's own, emptied when the test ends.
+func newTeams(t *testing.T, r *store.Redis) *store.Teams {
+	t.Helper()
+	ns := storetest.FlowID(t)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		keys, _ := r.Client.Keys(ctx, "sluice:{teams"+ns+"}:*").Result()
+		if len(keys) > 0 {
+			r.Client.Del(ctx, keys...)
+		}
+	})
+	return r.Teams(ns)
 }

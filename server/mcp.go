@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/server/live"
 	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/teams"
 )
 
 // MCPDeps are what the MCP server needs: the library whose flows it offers, the engine
@@ -50,10 +51,12 @@ func NewMCPServer(d MCPDeps) *mcp.Server {
 // calls under way, so that a call whose HTTP request is gone, or whose session is
 // deleted, cancels its run.
 type mcpFlows struct {
-	g     *gateway
-	srv   *mcp.Server
-	mu    sync.Mutex
-	known map[string]string // flow -> version offered
+	ws      string // the workspace whose flows are the tools
+	version string
+	g       *gateway
+	srv     *mcp.Server
+	mu      sync.Mutex
+	known   map[string]string // flow -> version offered
 
 	cmu      sync.Mutex
 	requests map[string]context.Context       // mcpRequestHeader value -> its HTTP request's context
@@ -68,7 +71,10 @@ type mcpCall struct{ cancel context.CancelFunc }
 // request's headers to the tool handler.
 const mcpRequestHeader = "X-Sluice-Mcp-Request"
 
-func newMCPServer(g *gateway, version string) *mcpFlows {
+func newMCPServer(g *gateway, version string) *mcpFlows { return newMCPServerIn(g, version, "") }
+
+// newMCPServerIn is the MCP server of one workspace's flows ("": the default one).
+func newMCPServerIn(g *gateway, version, ws string) *mcpFlows {
 	if version == "" {
 		version = "dev"
 	}
@@ -76,7 +82,7 @@ func newMCPServer(g *gateway, version string) *mcpFlows {
 		Instructions: "Each tool runs a Sluice flow durably and returns the run's output. A run that needs a person's approval is reported as waiting, with where to approve it.",
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
-	m := &mcpFlows{g: g, srv: srv, known: map[string]string{}, requests: map[string]context.Context{}, calls: map[string]map[*mcpCall]struct{}{}}
+	m := &mcpFlows{ws: ws, version: version, g: g, srv: srv, known: map[string]string{}, requests: map[string]context.Context{}, calls: map[string]map[*mcpCall]struct{}{}}
 	// The tools follow the library: before every listing (and a call of a tool not
 	// offered yet), flows added, changed, removed or no longer offered are brought up
 	// to date. A call of a known flow runs its saved file as it is now anyway.
@@ -175,7 +181,7 @@ func (m *mcpFlows) offers(flow string) bool {
 
 // sync adds, replaces and removes tools so they are the library's offered flows.
 func (m *mcpFlows) sync(ctx context.Context) {
-	plans := m.g.flows(ctx, func(p *flows.Plan) bool { return p.Doc.Settings.MCP })
+	plans := m.g.flows(withWorkspace(ctx, m.ws), func(p *flows.Plan) bool { return p.Doc.Settings.MCP })
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	seen := map[string]bool{}
@@ -231,7 +237,7 @@ func (m *mcpFlows) handler(flow string, wrapped bool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx, done := m.callContext(ctx, req)
 		defer done()
-		plan, err := m.g.plan(ctx, flow)
+		plan, err := m.g.plan(withWorkspace(ctx, m.ws), flow)
 		if err != nil {
 			return toolError(fmt.Sprintf("flow %s: %v", flow, err)), nil
 		}
@@ -359,23 +365,48 @@ func (s *Server) mcpHandler() echo.HandlerFunc {
 			return &flows.Error{Code: flows.Unavailable, Message: "this server offers no flows over MCP"}
 		}
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp.srv }, &mcp.StreamableHTTPOptions{
-		Logger: s.log, SessionTimeout: s.cfg.MCPSessionIdle, DisableLocalhostProtection: true, MaxRequestBodyBytes: s.cfg.BodyLimit})
+	// One MCP server and one session table per workspace: a session opened in one
+	// workspace is unknown to every other, and lists and calls that workspace's flows.
+	newHandler := func(m *mcpFlows) http.Handler {
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return m.srv }, &mcp.StreamableHTTPOptions{
+			Logger: s.log, SessionTimeout: s.cfg.MCPSessionIdle, DisableLocalhostProtection: true, MaxRequestBodyBytes: s.cfg.BodyLimit})
+	}
+	var mu sync.Mutex
+	servers := map[string]*mcpFlows{teams.DefaultWorkspace: s.mcp}
+	handlers := map[string]http.Handler{teams.DefaultWorkspace: newHandler(s.mcp)}
+	open := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, m := range servers {
+			n += m.sessions()
+		}
+		return n
+	}
 	return func(c echo.Context) error {
+		ws := workspaceOf(c)
+		mu.Lock()
+		m, h := servers[ws], handlers[ws]
+		if m == nil {
+			m = newMCPServerIn(s.gateway(), s.mcp.version, ws)
+			h = newHandler(m)
+			servers[ws], handlers[ws] = m, h
+		}
+		mu.Unlock()
 		r := c.Request()
 		sid := r.Header.Get("Mcp-Session-Id")
 		switch r.Method {
 		case http.MethodPost:
-			if sid == "" && s.mcp.sessions() >= s.cfg.MCPSessions {
+			if sid == "" && open() >= s.cfg.MCPSessions {
 				c.Response().Header().Set("Retry-After", "60")
 				return &flows.Error{Code: flows.Unavailable, Message: fmt.Sprintf("this server has %d MCP sessions open, its limit; "+
 					"end one (DELETE /mcp) or wait: a session idle for %s is closed", s.cfg.MCPSessions, s.cfg.MCPSessionIdle)}
 			}
 			id := rand.Text()
 			r.Header.Set(mcpRequestHeader, id)
-			defer s.mcp.track(id, r.Context())()
+			defer m.track(id, r.Context())()
 		case http.MethodDelete:
-			s.mcp.cancelSession(sid)
+			m.cancelSession(sid)
 		}
 		h.ServeHTTP(c.Response(), r)
 		return nil

@@ -82,58 +82,6 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 // EventSource).
 const TokenCookie = "sluice_token"
 
-// authenticate lets a request through when it carries the token: as
-// "Authorization: Bearer TOKEN", or in the cookie. A client address that presents wrong
-// tokens too often is refused with 429 until its window passes; the right token still
-// opens the door from it, so that a person is not locked out by someone guessing from
-// the same address (the token's length, at least 16 characters, is what makes guessing
-// hopeless; the limit keeps guessers from flooding the log).
-func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if s.cfg.Token == "" {
-			return next(c)
-		}
-		req := c.Request()
-		ip := clientIP(req)
-		refuse := func(msg string) error {
-			if err := s.rateLimited(c, ip); err != nil {
-				return err
-			}
-			s.limiter.fail(ip)
-			return s.unauthorized(c, msg)
-		}
-		// A browser's first visit: ?token= sets the cookie and is taken out of the URL.
-		if q := req.URL.Query().Get("token"); q != "" && req.Method == http.MethodGet {
-			if !s.tokenOK(q) {
-				return refuse("the token is not valid")
-			}
-			c.SetCookie(&http.Cookie{Name: TokenCookie, Value: q, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: req.TLS != nil})
-			u := *req.URL
-			v := u.Query()
-			v.Del("token")
-			u.RawQuery = v.Encode()
-			return c.Redirect(http.StatusSeeOther, u.RequestURI())
-		}
-		tok := ""
-		if h := req.Header.Get(echo.HeaderAuthorization); h != "" {
-			scheme, t, ok := strings.Cut(h, " ")
-			if !ok || !strings.EqualFold(scheme, "Bearer") {
-				return refuse("use Authorization: Bearer TOKEN")
-			}
-			tok = strings.TrimSpace(t)
-		} else if ck, err := req.Cookie(TokenCookie); err == nil {
-			tok = ck.Value
-		}
-		if tok == "" {
-			return s.unauthorized(c, "this server needs a token: send Authorization: Bearer TOKEN (in a browser, open any page once with ?token=TOKEN)")
-		}
-		if !s.tokenOK(tok) {
-			return refuse("the token is not valid")
-		}
-		return next(c)
-	}
-}
-
 // rateLimited is the 429 of an address that failed authentication too often, or nil.
 func (s *Server) rateLimited(c echo.Context, ip string) error {
 	if wait := s.limiter.blocked(ip); wait > 0 {

@@ -127,7 +127,7 @@ func (s *Server) listModels(c echo.Context) error {
 // getModel serves GET /v1/models/{model}: a flow that takes chat messages.
 func (s *Server) getModel(c echo.Context) error {
 	id := c.Param("model")
-	if flows.ValidID(id) {
+	if flows.ValidFlowID(id) {
 		if p, err := s.gateway().plan(c.Request().Context(), id); err == nil && chatFlow(p) {
 			return c.JSON(http.StatusOK, modelOf(p))
 		}
@@ -196,7 +196,7 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	if err := json.Unmarshal(b, &req); err != nil {
 		return &flows.Error{Code: flows.Invalid, Message: "the body is not a chat completion request: " + err.Error()}
 	}
-	if !flows.ValidID(req.Model) {
+	if !flows.ValidFlowID(req.Model) {
 		return &flows.Error{Code: flows.NotFound, Path: "model", Message: fmt.Sprintf("no flow %q: the model is the id of a flow that takes chat messages (GET /v1/models lists them)", req.Model)}
 	}
 	msgs, err := chatMessages(req.Messages)

@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/cases"
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/flows/engine/dispatch"
 	"github.com/sluicehq/sluice/server"
@@ -26,12 +27,15 @@ var openAPISchemas = map[string]any{
 	"Wait": server.WaitView{}, "Run": server.RunView{}, "RunList": server.RunList{},
 	"Checkpoint": store.Checkpoint{}, "CheckpointList": server.CheckpointList{}, "Change": engine.Change{}, "CheckpointDiff": server.CheckpointDiff{},
 	"Consumer": store.Consumer{}, "QueueStats": store.QueueStats{}, "FlowQueues": store.FlowQueues{}, "DeadLetter": store.DeadLetter{},
-	"DeadLetterList": server.DeadLetterList{}, "Retried": server.Retried{}, "HookInfo": server.HookInfo{}, "FailedDelivery": store.FailedDelivery{},
+	"DeadLetterList": server.DeadLetterList{}, "Retried": server.Retried{}, "StepRetry": engine.Retry{}, "RetryList": server.RetryList{}, "Moved": engine.Moved{}, "MoveList": server.MoveList{}, "Move": store.Move{}, "Comparison": engine.Comparison{}, "NodeComparison": engine.NodeComparison{}, "NodeOutcome": engine.NodeOutcome{},
+	"BulkEstimate": engine.BulkEstimate{}, "BulkCreated": server.BulkCreated{}, "BulkJob": store.BulkJob{}, "BulkJobList": server.BulkJobList{}, "BulkResult": engine.BulkResult{}, "Refusal": server.Refusal{}, "BulkMoved": server.BulkMoved{}, "HookInfo": server.HookInfo{}, "FailedDelivery": store.FailedDelivery{},
 	"DeliveryList": server.DeliveryList{}, "Health": server.Health{}, "Ready": server.Ready{}, "Event": store.Event{}, "ResultPayload": dispatch.ResultPayload{},
 	"ToolDef": flows.ToolDef{}, "MCPToolList": server.MCPToolList{}, "Trial": engine.Trial{},
 	"ImportReport": server.ImportReport{}, "VersionRuns": engine.VersionRuns{}, "Version": engine.Version{}, "VersionHistory": engine.VersionHistory{},
 	"VersionDetail": engine.VersionDetail{}, "ValueChange": flows.ValueChange{}, "VersionDiff": engine.VersionDiff{},
-	"RolledBack": server.RolledBack{}, "Schedule": engine.ScheduleView{}, "ScheduleList": server.ScheduleList{}, "DraftSummary": server.DraftSummary{}, "DraftSaved": server.DraftSaved{},
+	"RolledBack": server.RolledBack{},
+	"CasesView":  server.CasesView{}, "SavedCase": server.SavedCase{}, "Check": cases.Check{}, "CaseResult": cases.Result{},
+	"TestReport": cases.Report{}, "LastResult": cases.LastResult{}, "TestSummaries": server.TestSummaries{}, "Schedule": engine.ScheduleView{}, "ScheduleList": server.ScheduleList{}, "DraftSummary": server.DraftSummary{}, "DraftSaved": server.DraftSaved{},
 }
 
 // openAPIRequests are the request bodies' schemas, with the members a request must have
@@ -39,6 +43,8 @@ var openAPISchemas = map[string]any{
 var openAPIRequests = map[string][]string{
 	"StartRequest": nil, "ResumeRequest": nil, "ForkRequest": {"checkpoint"}, "MCPToolsRequest": {"params"},
 	"ChatCompletionRequest": {"messages", "model"}, "RollbackRequest": {"version"}, "TryNodeRequest": nil,
+	"RetryRequest": nil, "MoveRequest": {"version"}, "ReplayRequest": nil, "BulkReplayRequest": nil, "BulkMoveRequest": nil, "RunQuery": nil,
+	"SaveCaseRequest": {"run"}, "RunCasesRequest": nil,
 }
 
 // jsonFields are a struct type's JSON members and whether each is always there (no

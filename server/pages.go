@@ -71,11 +71,11 @@ func (s *Server) pageStore() pageStore {
 }
 
 func (s *Server) homePage(c echo.Context) error {
-	files, err := s.library.List()
+	files, err := s.library.ListIn(workspaceOf(c))
 	if err != nil {
 		return err
 	}
-	drafts, err := s.library.Drafts()
+	drafts, err := s.library.DraftsIn(workspaceOf(c))
 	if err != nil {
 		return err
 	}
@@ -326,7 +326,8 @@ func (s *Server) freeID(base string) string {
 // that only Redis knows (run by headless workers).
 func (s *Server) flowIDs(ctx context.Context) []string {
 	seen := map[string]bool{}
-	if files, err := s.library.List(); err == nil {
+	ws := workspaceFrom(ctx)
+	if files, err := s.library.ListIn(ws); err == nil {
 		for _, f := range files {
 			seen[f.ID] = true
 		}
@@ -334,7 +335,9 @@ func (s *Server) flowIDs(ctx context.Context) []string {
 	if ps := s.pageStore(); ps != nil {
 		if ids, err := ps.Flows(ctx); err == nil {
 			for _, id := range ids {
-				seen[id] = true
+				if inWorkspace(ws, id) {
+					seen[id] = true
+				}
 			}
 		}
 	}
@@ -352,6 +355,13 @@ func (s *Server) runsPage(c echo.Context) error {
 	ctx := c.Request().Context()
 	r := pages.RunsPage{Flows: s.flowIDs(ctx), Flow: c.QueryParam("flow"), Status: c.QueryParam("status"), Statuses: runStatuses,
 		Version: c.QueryParam("version"), Trigger: c.QueryParam("trigger")}
+	if r.Flow != "" {
+		id, ok := qualifyName(workspaceOf(c), r.Flow)
+		if !ok {
+			return &flows.Error{Code: flows.NotFound, Message: fmt.Sprintf("no flow %q", r.Flow)}
+		}
+		r.Flow = id
+	}
 	if r.Flow == "" && len(r.Flows) > 0 {
 		r.Flow = r.Flows[0]
 	}
@@ -438,6 +448,7 @@ func (s *Server) runPage(c echo.Context) error {
 	}
 	r.Budget = s.budgetOf(ctx, flow, run)
 	r.Live = s.liveSteps(ctx, run)
+	r.Replay = s.replayView(ctx, run, c.QueryParam("compare"))
 	nodes := make([]string, 0, len(run.Waits))
 	for n := range run.Waits {
 		nodes = append(nodes, n)
@@ -503,6 +514,13 @@ func (s *Server) runPage(c echo.Context) error {
 func (s *Server) queuesPage(c echo.Context) error {
 	ctx := c.Request().Context()
 	q := pages.QueuesPage{Flows: s.flowIDs(ctx), Flow: c.QueryParam("flow")}
+	if q.Flow != "" {
+		id, ok := qualifyName(workspaceOf(c), q.Flow)
+		if !ok {
+			return &flows.Error{Code: flows.NotFound, Message: fmt.Sprintf("no flow %q", q.Flow)}
+		}
+		q.Flow = id
+	}
 	if q.Flow == "" && len(q.Flows) > 0 {
 		q.Flow = q.Flows[0]
 	}
@@ -510,7 +528,7 @@ func (s *Server) queuesPage(c echo.Context) error {
 	if q.Flow != "" && ps == nil {
 		q.Problem = "this server has no Redis to read queues from"
 	} else if q.Flow != "" {
-		if !flows.ValidID(q.Flow) {
+		if !flows.ValidFlowID(q.Flow) {
 			return &flows.Error{Code: flows.NotFound, Message: fmt.Sprintf("no flow %q", q.Flow)}
 		}
 		if plan, err := s.runs().CurrentPlan(ctx, q.Flow); err == nil {

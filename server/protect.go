@@ -152,6 +152,15 @@ func (s *Server) csrfSign(nonce string) string {
 // csrfToken returns the token the page's forms carry, setting the nonce cookie when the
 // browser has none.
 func (s *Server) csrfToken(c echo.Context) string {
+	if t, ok := c.Get("csrfToken").(string); ok {
+		return t // the page and its top bar share one nonce
+	}
+	t := s.newCSRFToken(c)
+	c.Set("csrfToken", t)
+	return t
+}
+
+func (s *Server) newCSRFToken(c echo.Context) string {
 	if ck, err := c.Cookie(csrfCookie); err == nil && len(ck.Value) == 64 {
 		return s.csrfSign(ck.Value)
 	}

@@ -29,10 +29,23 @@ func (s *Server) routes() {
 	// The webhook ingress authenticates with the flow's own secret instead.
 	e.POST("/hooks/:flow", s.hook, s.requireJSON(false))
 
-	auth := e.Group("", s.authenticate)
+	// The bundle and style sheet hold no secret: the sign-in page needs them.
+	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static", static.Handler())))
+
+	// Signing in (signin.go, sso.go): forms with the page's CSRF token.
+	e.GET("/signin", s.signinPage)
+	e.POST("/signin", s.signin, s.checkCSRF)
+	e.GET("/reset", s.resetPage)
+	e.POST("/reset", s.reset, s.checkCSRF)
+	e.GET("/sso/start", s.ssoStart)
+	e.GET("/sso/callback", s.ssoCallback)
+
+	// Everything else needs someone, and what the one permission table (teams.Routes)
+	// says their role in the request's workspace allows (auth.go).
+	auth := e.Group("", s.authenticate, s.authorize)
+	auth.POST("/signout", s.signout, s.checkCSRF)
 	auth.GET("/metrics", s.metricsHandler)
 	auth.GET("/ws", s.websocket)
-	auth.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static", static.Handler())))
 	auth.GET("/", s.homePage)
 	// Pages (pages.go): the editor island and the server-rendered views.
 	auth.GET("/flows/new", s.newFlowPage)
@@ -59,6 +72,23 @@ func (s *Server) routes() {
 	// Every change through the API is a JSON request (protect.go).
 	api := auth.Group("/api", s.requireJSON(true))
 	api.GET("/openapi.json", s.openAPI)
+
+	// People, workspaces, keys and the audit log (members.go, audit.go).
+	api.GET("/me", s.getMe)
+	api.GET("/workspaces", s.listWorkspaces)
+	api.POST("/workspaces", s.createWorkspace)
+	api.GET("/settings", s.getSettings)
+	api.PUT("/settings", s.saveSettings)
+	api.GET("/members", s.listMembers)
+	api.POST("/members", s.invite)
+	api.PUT("/members/:person", s.setMemberRole)
+	api.DELETE("/members/:person", s.removeMember)
+	api.POST("/members/:person/reset", s.issueReset)
+	api.GET("/keys", s.listKeys)
+	api.POST("/keys", s.createKey)
+	api.DELETE("/keys/:key", s.revokeKey)
+	api.GET("/audit", s.listAudit)
+
 	api.GET("/components", s.listComponents)
 	api.POST("/mcp/tools", s.listMCPTools)
 
@@ -80,16 +110,34 @@ func (s *Server) routes() {
 	api.GET("/flows/:flow/versions/:version/diff", s.diffVersion)
 	api.POST("/flows/:flow/rollback", s.rollback)
 
+	// Test cases (cases.go): the cases file beside the flow, runs saved as cases, the
+	// cases run on a working copy or a version, each version's last result.
+	api.GET("/flows/:flow/cases", s.getCases)
+	api.PUT("/flows/:flow/cases", s.saveCases)
+	api.POST("/flows/:flow/cases", s.addCase)
+	api.POST("/flows/:flow/cases/run", s.runCases)
+	api.GET("/flows/:flow/tests", s.listTests)
+	api.GET("/flows/:flow/tests/:version", s.getTest)
+
 	api.GET("/flows/:flow/schedules", s.listSchedules)
 	api.POST("/flows/:flow/schedules/:schedule/pause", s.pauseSchedule)
 	api.POST("/flows/:flow/schedules/:schedule/resume", s.resumeSchedule)
 
 	api.POST("/flows/:flow/runs", s.startRun)
 	api.GET("/flows/:flow/runs", s.listRuns)
+	api.POST("/flows/:flow/runs/move", s.moveRuns)
+	api.POST("/flows/:flow/replays", s.replayRuns)
+	api.GET("/flows/:flow/replays", s.listReplayJobs)
+	api.GET("/flows/:flow/replays/:job", s.getReplayJob)
+	api.POST("/flows/:flow/replays/:job/cancel", s.cancelReplayJob)
 	api.GET("/flows/:flow/runs/:run", s.getRun)
 	api.POST("/flows/:flow/runs/:run/cancel", s.cancelRun)
 	api.POST("/flows/:flow/runs/:run/resume", s.resumeRun)
 	api.POST("/flows/:flow/runs/:run/fork", s.forkRun)
+	api.POST("/flows/:flow/runs/:run/retry", s.retryRun)
+	api.POST("/flows/:flow/runs/:run/move", s.moveRun)
+	api.POST("/flows/:flow/runs/:run/replay", s.replayRun)
+	api.GET("/flows/:flow/runs/:run/compare", s.compareRuns)
 	api.GET("/flows/:flow/runs/:run/events", s.runEvents)
 
 	api.GET("/flows/:flow/runs/:run/checkpoints", s.listCheckpoints)

@@ -148,7 +148,7 @@ func (s *Server) runs() runEngine { return s.engine }
 // flowParam returns the :flow parameter; an invalid id is a flow that does not exist.
 func flowParam(c echo.Context) (string, error) {
 	f := c.Param("flow")
-	if !flows.ValidID(f) {
+	if !flows.ValidFlowID(f) {
 		return "", &flows.Error{Code: flows.NotFound, Flow: f, Message: "no such flow"}
 	}
 	return f, nil

@@ -21,6 +21,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/cases"
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/server/live"
 	"github.com/sluicehq/sluice/store"
@@ -76,6 +77,24 @@ type Config struct {
 	// Idempotency-Key is known by its caller and body, so that a client's retry of it
 	// joins the run it started (default 2m; negative: never).
 	ChatDedupe time.Duration
+
+	// SessionLifetime ends a signed-in browser's session that long after sign-in
+	// (default 7 days); SessionIdle one that made no request for that long (default 12h).
+	SessionLifetime time.Duration
+	SessionIdle     time.Duration
+	// AuthCache is how long a process trusts what it resolved of a key or session
+	// (default 1s): the longest a revocation or a role change takes to apply.
+	AuthCache time.Duration
+	// SecureCookies marks cookies Secure also on plain HTTP: the server sits behind a
+	// proxy that terminates TLS.
+	SecureCookies bool
+	// AuditRetention is how long the audit log keeps an entry (default 90 days).
+	AuditRetention time.Duration
+	// SignInFailures is how many failed sign-ins one email address may have in
+	// AuthWindow before it is refused until the window passes (default 5).
+	SignInFailures int
+	// OIDC turns on single sign-on (sso.go); nil: local accounts only.
+	OIDC *OIDCConfig
 }
 
 // MinTokenLength is the fewest characters a token may have.
@@ -153,6 +172,10 @@ type Deps struct {
 	Version string
 	// Files keeps uploaded files for runs (store.Files); nil: uploads answer 503.
 	Files FileStore
+	// Teams keeps people, keys and sessions; nil: Redis.Teams("").
+	Teams *store.Teams
+	// Grader grades test cases' model-graded assertions (nodes.Env); nil fails them.
+	Grader cases.Grader
 }
 
 // MCPToolLister lists the tools an mcp node with these params offers.
@@ -176,12 +199,19 @@ type Server struct {
 	mcp     *mcpFlows
 	tools   MCPToolLister
 	files   FileStore
+	grader  cases.Grader // cases.go
 	// csrfKey signs the pages' form tokens (protect.go).
 	csrfKey []byte
 	// hookReads holds a slot per webhook body being read.
 	hookReads chan struct{}
 	// routed holds the registered routes, "METHOD path".
 	routed map[string]bool
+	// teams keeps people, keys and sessions; auth caches what was resolved of them
+	// (auth.go); signins limits failed sign-ins per email.
+	teams   *store.Teams
+	auth    *authCache
+	signins *failLimiter
+	sso     *ssoProvider
 }
 
 // New builds the server; it does not listen until Run.
@@ -225,6 +255,21 @@ func New(cfg Config, d Deps) *Server {
 	if cfg.ChatDedupe == 0 {
 		cfg.ChatDedupe = 2 * time.Minute
 	}
+	if cfg.SessionLifetime <= 0 {
+		cfg.SessionLifetime = 7 * 24 * time.Hour
+	}
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = 12 * time.Hour
+	}
+	if cfg.AuthCache <= 0 {
+		cfg.AuthCache = time.Second
+	}
+	if cfg.AuditRetention <= 0 {
+		cfg.AuditRetention = 90 * 24 * time.Hour
+	}
+	if cfg.SignInFailures <= 0 {
+		cfg.SignInFailures = 5
+	}
 	if d.Metrics == nil {
 		d.Metrics = NewMetrics()
 	}
@@ -235,8 +280,15 @@ func New(cfg Config, d Deps) *Server {
 		s.hub = live.NewHub(d.Redis, cfg.Logger)
 		s.metrics.watchQueues(d.Redis)
 	}
+	s.auth = &authCache{ttl: cfg.AuthCache, m: map[string]authEntry{}}
+	s.signins = newFailLimiter(cfg.SignInFailures, cfg.AuthWindow)
+	s.teams = d.Teams
+	if s.teams == nil && d.Redis != nil {
+		s.teams = d.Redis.Teams("")
+	}
 	s.tools = d.MCPTools
 	s.files = d.Files
+	s.grader = d.Grader
 	if d.Engine != nil && d.Library != nil {
 		s.mcp = newMCPServer(s.gateway(), d.Version)
 	}
@@ -328,7 +380,8 @@ func HookSecretFromEnv(flow string) string {
 
 // HookSecretEnv is the name of the environment variable that holds flow's webhook secret.
 func HookSecretEnv(flow string) string {
-	return "SLUICE_HOOK_SECRET_" + strings.ToUpper(strings.ReplaceAll(flow, "-", "_"))
+	// A flow of a workspace ("acme.triage") reads SLUICE_HOOK_SECRET_ACME__TRIAGE.
+	return "SLUICE_HOOK_SECRET_" + strings.ToUpper(strings.ReplaceAll(strings.ReplaceAll(flow, "-", "_"), ".", "__"))
 }
 
 // Run listens on cfg.Addr and serves until ctx ends, then shuts down gracefully within

@@ -401,32 +401,93 @@ func (r *Redis) DeleteFlowKeys(ctx context.Context, flow string) {
 	}
 }
 
-// NodeBacklog returns, per node of a flow, the entries in its streams and those pending,
-// summed over its partitions.
+// NodeBacklog returns, per node of a flow, the entries in its streams not yet
+// acknowledged (not yet delivered plus pending) and those pending, summed over its
+// partitions. Acknowledged entries a stream still keeps (commits trim whole listpack
+// nodes only) are not counted: a drained stream has length 0 here.
 func (r *Redis) NodeBacklog(ctx context.Context, flow string, nodes []string) (length, pending []int64) {
 	length, pending = make([]int64, len(nodes)), make([]int64, len(nodes))
 	parts, _ := r.Parts(ctx, flow)
-	pipe := r.Client.Pipeline()
-	lens := make([][]*redis.IntCmd, len(parts))
-	pends := make([][]*redis.XPendingCmd, len(parts))
-	for j, pr := range parts {
-		lens[j], pends[j] = make([]*redis.IntCmd, len(nodes)), make([]*redis.XPendingCmd, len(nodes))
-		for i, n := range nodes {
-			lens[j][i] = pipe.XLen(ctx, pr.keys().In(n))
-			pends[j][i] = pipe.XPending(ctx, pr.keys().In(n), Group)
+	var streams []string
+	for _, pr := range parts {
+		for _, n := range nodes {
+			streams = append(streams, pr.keys().In(n))
 		}
 	}
-	_, _ = pipe.Exec(ctx)
+	backlog := r.groupBacklogs(ctx, streams)
 	for j := range parts {
 		for i := range nodes {
-			length[i] += lens[j][i].Val()
-			if p := pends[j][i].Val(); p != nil {
-				pending[i] += p.Count
-			}
+			b := backlog[j*len(nodes)+i]
+			length[i] += b.lag + b.pending
+			pending[i] += b.pending
 		}
 	}
 	return length, pending
 }
+
+// backlog is what a node stream's group has not acknowledged: entries not yet delivered
+// (lag) and delivered ones pending.
+type backlog struct{ pending, lag int64 }
+
+// groupBacklogs reads the backlog of each stream's node group: its pending count from
+// XINFO GROUPS and its lag from there too where Redis knows it (it has counted the
+// entries read); otherwise (miniredis, or a lag Redis cannot say) the entries after the
+// group's last delivered entry are counted. The stream's length is no measure: commits
+// trim acknowledged entries a listpack node at a time.
+func (r *Redis) groupBacklogs(ctx context.Context, streams []string) []backlog {
+	out := make([]backlog, len(streams))
+	pipe := r.Client.Pipeline()
+	lens := make([]*redis.IntCmd, len(streams))
+	groups := make([]*redis.XInfoGroupsCmd, len(streams))
+	for i, s := range streams {
+		lens[i] = pipe.XLen(ctx, s)
+		groups[i] = pipe.XInfoGroups(ctx, s)
+	}
+	_, _ = pipe.Exec(ctx)
+	var count []int
+	var after []*redis.XMessageSliceCmd
+	for i := range streams {
+		xlen := lens[i].Val()
+		out[i].lag = xlen
+		for _, g := range groups[i].Val() {
+			if g.Name != Group {
+				continue
+			}
+			out[i].pending = g.Pending
+			switch {
+			case g.EntriesRead > 0 && g.Lag >= 0:
+				out[i].lag = g.Lag
+			case g.LastDeliveredID == "0-0" || g.LastDeliveredID == "":
+				out[i].lag = xlen
+			default:
+				count = append(count, i)
+				after = append(after, nil)
+			}
+		}
+	}
+	if len(count) == 0 {
+		return out
+	}
+	pipe = r.Client.Pipeline()
+	for k, i := range count {
+		var last string
+		for _, g := range groups[i].Val() {
+			if g.Name == Group {
+				last = g.LastDeliveredID
+			}
+		}
+		after[k] = pipe.XRangeN(ctx, streams[i], "("+last, "+", backlogScan)
+	}
+	_, _ = pipe.Exec(ctx)
+	for k, i := range count {
+		out[i].lag = int64(len(after[k].Val()))
+	}
+	return out
+}
+
+// backlogScan bounds the entries counted after a group's last delivered one where Redis
+// does not say its lag.
+const backlogScan = 100000
 
 // DeadLetterCount is the number of a flow's dead letters.
 func (r *Redis) DeadLetterCount(ctx context.Context, flow string) int64 {

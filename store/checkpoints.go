@@ -344,7 +344,7 @@ func (r *Redis) StepGate(ctx context.Context, ref RunRef) (StepInput, error) {
 // with a Conflict error when the step is no longer this consumer's.
 func (r *Redis) SaveTurn(ctx context.Context, a Activation, consumer string, turn []byte) (string, error) {
 	k := a.keys()
-	c := Checkpoint{Kind: KindTurn, Update: turn, Attempt: a.Deliveries, Worker: consumer, Entry: a.ID}
+	c := Checkpoint{Kind: KindTurn, Update: turn, Attempt: a.Attempt(), Worker: consumer, Entry: a.ID}
 	res, err := turnScript.Run(ctx, r.Client, []string{k.In(a.Node), k.Ckpt(a.Run), k.Events()},
 		Group, consumer, a.ID, a.Run, a.Node, a.Ckpt, c.body(), turn, nowMS(), EventsMaxLen).Slice()
 	if err != nil {

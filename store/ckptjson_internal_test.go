@@ -39,7 +39,7 @@ func TestCheckpointBodyIsWhatEncodingJSONWrites(t *testing.T) {
 		Error: "boom", Attempt: 2, Ports: []string{"yes"}, Branches: []string{"1-0", "1-1"}, DurUS: 1234, InTok: 10, OutTok: 5,
 		CacheRead: 1, CacheWrite: 2, MicroUSD: 300, StateBytes: 256, Worker: "host-1-2", Entry: "1-0", Pinned: true}
 	bodies = append(bodies, full, ckptBody{}, ckptBody{Kind: "input"})
-	for _, odd := range []ckptBody{
+	bodies = append(bodies, []ckptBody{
 		{Kind: "step", Update: json.RawMessage(`{"a": 1}`)},     // whitespace: compacted
 		{Kind: "step", Output: json.RawMessage(`"<b>&"`)},       // HTML: escaped
 		{Kind: "step", Output: json.RawMessage("\"\u2028\"")},   // a line separator: escaped
@@ -48,9 +48,7 @@ func TestCheckpointBodyIsWhatEncodingJSONWrites(t *testing.T) {
 		{Kind: "step", Update: json.RawMessage(`{`)},                                // not JSON: encoding/json refuses it
 		{Kind: "step", Update: json.RawMessage(`{"t":"two words, \"quoted\" \\"}`)}, // spaces in strings stay
 		{Kind: "step", Update: json.RawMessage("{\"a\":[1,\n2]}")},                  // a newline between tokens goes
-	} {
-		bodies = append(bodies, odd)
-	}
+	}...)
 	for _, b := range bodies {
 		want, _ := json.Marshal(b)
 		if got := encodeBody(&b); string(got) != string(want) {

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -53,20 +55,49 @@ type stepEvent struct {
 	Data json.RawMessage `json:"d"`
 }
 
-func (c *Commit) keysArgs() ([]string, []any) {
+// commitCall builds one commit script call for commits of one partition of one flow.
+type commitCall struct {
+	keys  []string
+	args  []any
+	index map[string]string // transition stream -> its index in keys, as an argument
+	extra []string          // the transition streams, after every commit's five keys
+}
+
+// newCommitCall starts a call of n commits of one partition of one flow, with the
+// settings of c (which the call's commits share: see commitGroups).
+func newCommitCall(c *Commit, n int) *commitCall {
 	k := c.Act.keys()
-	run := c.Act.Run
-	keys := []string{k.In(c.Act.Node), k.Run(run), k.Ckpt(run), k.State(run), k.Frames(run), k.Events(), k.Results(), k.Waits(), k.Expiry()}
-	index := map[string]string{}
-	keyIndex := func(key string) string {
-		if i, ok := index[key]; ok {
-			return i
-		}
-		keys = append(keys, key)
-		i := strconv.Itoa(len(keys))
-		index[key] = i
+	call := &commitCall{keys: make([]string, 0, 4+5*n+2), args: make([]any, 0, 8+20*n), index: map[string]string{}}
+	call.keys = append(call.keys, k.Events(), k.Results(), k.Waits(), k.Expiry())
+	now := nowMS()
+	ttl := int64(c.TTL / time.Second)
+	call.args = append(call.args, Group, strconv.FormatInt(now, 10), strconv.Itoa(EventsMaxLen),
+		strconv.Itoa(c.MaxSteps), strconv.FormatInt(ttl, 10), strconv.Itoa(c.KeepLast), strconv.FormatInt(now+ttl*1000, 10),
+		strconv.Itoa(n))
+	return call
+}
+
+// streamIndex is the KEYS index a transition's stream will have; extra keys are
+// numbered after the n commits' five keys each.
+func (call *commitCall) streamIndex(key string, n int) string {
+	if i, ok := call.index[key]; ok {
 		return i
 	}
+	call.extra = append(call.extra, key)
+	i := strconv.Itoa(4 + 5*n + len(call.extra))
+	call.index[key] = i
+	return i
+}
+
+func (call *commitCall) finish() ([]string, []any) {
+	return append(call.keys, call.extra...), call.args
+}
+
+// add appends one commit of the call's n.
+func (call *commitCall) add(c *Commit, n int) {
+	k := c.Act.keys()
+	run := c.Act.Run
+	call.keys = append(call.keys, k.In(c.Act.Node), k.Run(run), k.Ckpt(run), k.State(run), k.Frames(run))
 	var usage flows.Usage
 	events := make([]stepEvent, len(c.Steps))
 	for i, s := range c.Steps {
@@ -82,10 +113,9 @@ func (c *Commit) keysArgs() ([]string, []any) {
 	if parent == "" {
 		parent = c.Act.Ckpt
 	}
-	args := make([]any, 0, 24+2*len(c.Steps)+4*len(c.Transitions))
-	args = append(args, Group, c.Consumer, c.Act.ID, run, strconv.FormatInt(nowMS(), 10), strconv.Itoa(c.MaxSteps),
-		strconv.FormatInt(int64(c.TTL/time.Second), 10), strconv.Itoa(c.KeepLast), strconv.Itoa(EventsMaxLen),
-		strconv.Itoa(c.Act.Depth), strconv.Itoa(c.Act.Depth+len(c.Steps)), strconv.Itoa(len(c.Steps)),
+	args := call.args
+	args = append(args, c.Consumer, c.Act.ID, run,
+		strconv.Itoa(c.Act.Depth), strconv.Itoa(len(c.Steps)),
 		strconv.FormatInt(usage.InputTokens, 10), strconv.FormatInt(usage.OutputTokens, 10), evs,
 		first.Node, last.Node, parent, packedBody(c.Steps))
 	// Only the last step's state is stored: a fused step's state is the one before the
@@ -100,68 +130,136 @@ func (c *Commit) keysArgs() ([]string, []any) {
 	} else {
 		args = append(args, "1", last.State)
 	}
-	var finals []any
+	nfinals := 0
 	for _, s := range c.Steps {
 		if s.Final != nil {
-			finals = append(finals, s.Node, s.Final)
+			nfinals++
 		}
 	}
-	args = append(args, strconv.Itoa(len(finals)/2))
-	args = append(args, finals...)
+	args = append(args, strconv.Itoa(nfinals))
+	for _, s := range c.Steps {
+		if s.Final != nil {
+			args = append(args, s.Node, s.Final)
+		}
+	}
 	args = append(args, strconv.Itoa(len(c.Transitions)))
 	for _, t := range c.Transitions {
 		code, key, targs := t.op(k)
 		args = append(args, code)
 		for _, a := range targs {
 			if a == "KEY" {
-				a = keyIndex(key)
+				a = call.streamIndex(key, n)
 			}
 			args = append(args, a)
 		}
 	}
-	return keys, args
+	call.args = args
 }
 
-// CommitBatch sends the commits in one pipeline and returns their results in order.
-// A commit whose result is unknown (the connection failed) carries an error; it is safe
-// to send again, since the fence refuses a second commit of the same entry.
+// commitGroups splits commits into the groups one script call commits: those of one
+// partition of one flow (whose keys share a slot and the partition's streams) with the
+// same settings (max_steps, retention, keep_last: the flow's), at most maxCallCommits
+// each, in order.
+func commitGroups(commits []*Commit) [][]int {
+	type groupKey struct {
+		k                  Keys
+		maxSteps, keepLast int
+		ttl                time.Duration
+	}
+	var groups [][]int
+	at := map[groupKey]int{}
+	for i, c := range commits {
+		k := groupKey{c.Act.keys(), c.MaxSteps, c.KeepLast, c.TTL}
+		g, ok := at[k]
+		if !ok || len(groups[g]) >= maxCallCommits {
+			g = len(groups)
+			groups = append(groups, nil)
+			at[k] = g
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
+}
+
+// maxCallCommits bounds the commits of one script call: Redis runs a script alone, so a
+// long one holds every other client up.
+const maxCallCommits = 64
+
+// CommitBatch commits the commits and returns their results in order. The commits of
+// one partition of one flow go in one script call (see commit.lua), the calls in one
+// pipeline. A commit whose result is unknown (the connection failed) carries an error;
+// it is safe to send again, since the fence refuses a second commit of the same entry.
+// A call Redis refuses (a bad op: a bug) is sent again a commit at a time, so that the
+// others of its batch are not held up by it.
 func (r *Redis) CommitBatch(ctx context.Context, commits []*Commit) ([]CommitResult, []error) {
 	results := make([]CommitResult, len(commits))
 	errs := make([]error, len(commits))
-	for attempt := 0; attempt < 2; attempt++ {
+	groups := commitGroups(commits)
+	for attempt := 0; attempt < 3; attempt++ {
 		pipe := r.Client.Pipeline()
-		cmds := make([]*redis.Cmd, len(commits))
-		for i, c := range commits {
-			if attempt > 0 && !isNoScript(errs[i]) {
+		cmds := make([]*redis.Cmd, len(groups))
+		for gi, g := range groups {
+			if attempt > 0 && !isNoScript(errs[g[0]]) {
 				continue
 			}
-			keys, args := c.keysArgs()
-			cmds[i] = commitScript.EvalSha(ctx, pipe, keys, args...)
+			call := newCommitCall(commits[g[0]], len(g))
+			for _, i := range g {
+				call.add(commits[i], len(g))
+			}
+			keys, args := call.finish()
+			cmds[gi] = commitScript.EvalSha(ctx, pipe, keys, args...)
 		}
 		_, _ = pipe.Exec(ctx)
 		retry := false
-		for i, cmd := range cmds {
+		var split [][]int
+		for gi, cmd := range cmds {
 			if cmd == nil {
 				continue
 			}
+			g := groups[gi]
 			res, err := cmd.Slice()
-			errs[i] = err
-			if isNoScript(err) {
-				retry = true
-				continue
+			if err == nil && len(res) != len(g) {
+				err = fmt.Errorf("commit: %d replies to %d commits", len(res), len(g))
 			}
-			if err == nil {
-				results[i] = parseCommitResult(res)
+			for j, i := range g {
+				errs[i] = err
+				if err == nil {
+					reply, _ := res[j].([]any)
+					results[i] = parseCommitResult(reply)
+				}
+			}
+			switch {
+			case isNoScript(err):
+				retry = true
+				split = append(split, g)
+			case err != nil && len(g) > 1 && isScriptError(err):
+				retry = true
+				for _, i := range g {
+					errs[i] = errNoScriptSplit
+					split = append(split, []int{i})
+				}
 			}
 		}
 		if !retry {
 			break
 		}
+		groups = split
 		if err := r.LoadScripts(ctx); err != nil {
 			break
 		}
 	}
 	return results, errs
+}
+
+// errNoScriptSplit marks, between attempts, the commits of a refused call that are sent
+// again one at a time.
+var errNoScriptSplit = errors.New("NOSCRIPT: sent again alone")
+
+// isScriptError reports whether err is Redis refusing a script's arguments (an error
+// reply of the script), not the connection failing.
+func isScriptError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && !isNoScript(err)
 }
 
 func parseCommitResult(res []any) CommitResult {

@@ -35,6 +35,16 @@ func eventsFrom(pr PartRef, m redis.XMessage) []Event {
 	if pr.Part > 0 {
 		suffix = "@" + strconv.Itoa(pr.Part)
 	}
+	if s("type") == "batch" {
+		var commits []batchEvent
+		_ = json.Unmarshal([]byte(s("data")), &commits)
+		var out []Event
+		k := 0
+		for _, c := range commits {
+			out = append(out, stepEvents(pr, m.ID, suffix, &k, c.Run, c.Status, c.Ckpt, c.Step, c.Steps)...)
+		}
+		return out
+	}
 	if s("type") != "steps" {
 		ev := Event{ID: m.ID + suffix, Flow: pr.Flow, Part: pr.Part, Type: s("type"), Run: s("run"), Node: s("node"), Ckpt: s("ckpt")}
 		if d := s("data"); d != "" && json.Valid([]byte(d)) {
@@ -45,19 +55,37 @@ func eventsFrom(pr PartRef, m redis.XMessage) []Event {
 	}
 	var steps []stepEvent
 	_ = json.Unmarshal([]byte(s("data")), &steps)
-	entry := s("ckpt") // the commit's checkpoint entry: step k's checkpoint is subID(entry, k, n)
 	first, _ := strconv.Atoi(s("step"))
+	k := 0
+	return stepEvents(pr, m.ID, suffix, &k, s("run"), s("node"), s("ckpt"), first, steps)
+}
+
+// batchEvent is one commit of a "batch" events entry (see commit.lua).
+type batchEvent struct {
+	Run    string      `json:"r"`
+	Status string      `json:"st"`
+	Ckpt   string      `json:"c"`
+	Step   int         `json:"s"`
+	Steps  []stepEvent `json:"e"`
+}
+
+// stepEvents are the events of one commit's steps in events entry id, numbered on from
+// *k: one "step" event per step and a "run" event when the run's status changed. entry
+// is the commit's checkpoint entry: step j's checkpoint is subID(entry, j, n).
+func stepEvents(pr PartRef, id, suffix string, k *int, run, status, entry string, first int, steps []stepEvent) []Event {
 	out := make([]Event, 0, len(steps)+1)
-	for k, st := range steps {
-		ev := Event{ID: m.ID + "." + strconv.Itoa(k) + suffix, Flow: pr.Flow, Part: pr.Part, Type: "step", Run: s("run"), Node: st.Node, Data: st.Data, Step: first + k}
+	for j, st := range steps {
+		ev := Event{ID: id + "." + strconv.Itoa(*k) + suffix, Flow: pr.Flow, Part: pr.Part, Type: "step", Run: run, Node: st.Node, Data: st.Data, Step: first + j}
 		if entry != "" {
-			ev.Ckpt = subID(entry, k, len(steps))
+			ev.Ckpt = subID(entry, j, len(steps))
 		}
 		out = append(out, ev)
+		*k++
 	}
-	if st := s("node"); st != "" {
-		out = append(out, Event{ID: m.ID + "." + strconv.Itoa(len(steps)) + suffix, Flow: pr.Flow, Part: pr.Part, Type: "run", Run: s("run"),
-			Data: json.RawMessage(`{"status":"` + st + `"}`)})
+	if status != "" {
+		out = append(out, Event{ID: id + "." + strconv.Itoa(*k) + suffix, Flow: pr.Flow, Part: pr.Part, Type: "run", Run: run,
+			Data: json.RawMessage(`{"status":"` + status + `"}`)})
+		*k++
 	}
 	return out
 }
@@ -392,7 +420,16 @@ func (r *Redis) RecentRunEvents(ctx context.Context, ref RunRef, since time.Time
 	pr := PartRef{Flow: ref.Flow, Part: ref.Part}
 	var out []Event
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if run, _ := msgs[i].Values["run"].(string); run != ref.Run {
+		run, _ := msgs[i].Values["run"].(string)
+		if t, _ := msgs[i].Values["type"].(string); t == "batch" {
+			for _, ev := range eventsFrom(pr, msgs[i]) {
+				if ev.Run == ref.Run {
+					out = append(out, ev)
+				}
+			}
+			continue
+		}
+		if run != ref.Run {
 			continue
 		}
 		out = append(out, eventsFrom(pr, msgs[i])...)

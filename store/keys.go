@@ -104,6 +104,14 @@ func (k Keys) Versions() string { return k.fwide + "versions" }
 // VersionNotes is the hash of the messages given when versions were saved.
 func (k Keys) VersionNotes() string { return k.fwide + "versions:notes" }
 
+// TestResults is the hash of each version's last test result (the summary of its cases'
+// verdicts): version -> JSON, kept as long as the version history.
+func (k Keys) TestResults() string { return k.fwide + "tests" }
+
+// TestResult holds the whole last test result of a version (each case's output and node
+// outputs too), for TestResultTTL.
+func (k Keys) TestResult(version string) string { return k.fwide + "tests:" + version }
+
 // ScheduleTicks is the sorted set of schedule keys scored by the last tick (ms) that
 // was run or passed over; a tick at or before it never runs again.
 func (k Keys) ScheduleTicks() string { return k.fwide + "schedules:ticks" }
@@ -276,3 +284,58 @@ func (k VectorKeys) Changes() string { return k.prefix + "changes" }
 // Meta is the hash of the collection's version, dimensions, embedding model, the version
 // below which deletions were pruned (floor) and the deleted ids still in Changes.
 func (k VectorKeys) Meta() string { return k.prefix + "meta" }
+
+// ReplayJob is the hash of a bulk replay job: its spec, status and counts. The job's keys
+// are flow-wide (its runs live on every partition) and share the flow's tag.
+func (k Keys) ReplayJob(job string) string { return k.fwide + "replay:" + job }
+
+// ReplayJobRuns is the list of the runs a bulk replay job replays, fixed when it is made.
+func (k Keys) ReplayJobRuns(job string) string { return k.fwide + "replay:" + job + ":runs" }
+
+// ReplayJobDone is the hash of what replaying each run of a job gave: run -> JSON.
+func (k Keys) ReplayJobDone(job string) string { return k.fwide + "replay:" + job + ":done" }
+
+// ReplayJobLease is held by the process working on a job (its token; it expires).
+func (k Keys) ReplayJobLease(job string) string { return k.fwide + "replay:" + job + ":lease" }
+
+// ReplayJobs is the sorted set of a flow's bulk replay jobs by creation time (ms).
+func (k Keys) ReplayJobs() string { return k.fwide + "replays" }
+
+// TeamKeys names the keys of people, workspaces, members, API keys, sessions and the
+// audit log (teams.go). They share one hash tag, {teams}, so that a change of several is
+// one script on a Cluster; ns separates test suites sharing a Redis ("" in production).
+type TeamKeys struct{ prefix string }
+
+// NewTeamKeys returns the team key names of namespace ns.
+func NewTeamKeys(ns string) TeamKeys { return TeamKeys{prefix: "sluice:{teams" + ns + "}:"} }
+
+// People is the hash of people by id (JSON).
+func (k TeamKeys) People() string { return k.prefix + "people" }
+
+// Emails is the hash of person ids by lower-cased email.
+func (k TeamKeys) Emails() string { return k.prefix + "emails" }
+
+// Workspaces is the hash of workspaces by id (JSON).
+func (k TeamKeys) Workspaces() string { return k.prefix + "workspaces" }
+
+// Members is the hash of a workspace's members' roles by person id.
+func (k TeamKeys) Members(ws string) string { return k.prefix + "members:" + ws }
+
+// APIKeys is the hash of API keys by id (JSON, the secret's digest only).
+func (k TeamKeys) APIKeys() string { return k.prefix + "keys" }
+
+// KeyUsed is the hash of API keys' last use (ms) by id.
+func (k TeamKeys) KeyUsed() string { return k.prefix + "keys:used" }
+
+// Session is one signed-in browser, by the digest of its cookie; it expires with the
+// session's lifetime.
+func (k TeamKeys) Session(digest string) string { return k.prefix + "session:" + digest }
+
+// PersonSessions is the set of a person's session digests (sign out everywhere, removal).
+func (k TeamKeys) PersonSessions(person string) string { return k.prefix + "sessions:" + person }
+
+// Reset is a one-time password link, by the digest of its token.
+func (k TeamKeys) Reset(digest string) string { return k.prefix + "reset:" + digest }
+
+// Audit is a workspace's append-only audit stream.
+func (k TeamKeys) Audit(ws string) string { return k.prefix + "audit:" + ws }

@@ -17,8 +17,15 @@ import (
 // does not validate yet (or is not published yet) is a draft, <dir>/.drafts/<id>.json:
 // out of the way of `sluice worker flows/*.json` and of the library's sync, which read
 // only the files in the directory itself.
+//
+// Workspaces (docs/teams.md): flow F of workspace W has the id "W.F" and lives in
+// <dir>/W/F.json, its draft in <dir>/W/.drafts/F.json; the default workspace's flows are
+// the files in the directory itself, as before workspaces.
 type Library struct {
 	Dir string
+	// Workspaces, when set, limits ListAll (what a sync serves) to these workspaces
+	// ("default" is the directory's own files): `sluice worker --workspace`.
+	Workspaces []string
 }
 
 // DraftDir is the folder of the drafts, inside the library's directory.
@@ -40,18 +47,73 @@ func NewLibrary(dir string) (*Library, error) {
 }
 
 func (l *Library) path(id string) (string, error) {
-	if !flows.ValidID(id) {
+	if !flows.ValidFlowID(id) {
 		return "", &flows.Error{Code: flows.Invalid, Path: "id",
 			Message: fmt.Sprintf("flow id %q is not valid: use lower-case letters, digits, '-' and '_' (at most %d)", id, flows.MaxIDLen)}
 	}
-	return filepath.Join(l.Dir, id+".json"), nil
+	ws, f := l.wsDir(id)
+	return filepath.Join(ws, f+".json"), nil
 }
 
-// List returns every flow file in the directory, sorted by id. Files whose names are not
-// valid ids are skipped.
-func (l *Library) List() ([]LibraryFile, error) {
-	entries, err := os.ReadDir(l.Dir)
+// wsDir is the directory of a flow id's workspace and its bare id.
+func (l *Library) wsDir(id string) (dir, flow string) {
+	if ws, f, ok := strings.Cut(id, "."); ok {
+		return filepath.Join(l.Dir, ws), f
+	}
+	return l.Dir, id
+}
+
+// List returns every flow file of the default workspace (the directory's own), sorted
+// by id. Files whose names are not valid ids are skipped.
+func (l *Library) List() ([]LibraryFile, error) { return l.listDir(l.Dir, "") }
+
+// ListIn returns the flow files of workspace ws ("default": List), ids qualified.
+func (l *Library) ListIn(ws string) ([]LibraryFile, error) {
+	if ws == "" || ws == "default" {
+		return l.List()
+	}
+	if !flows.ValidID(ws) {
+		return nil, nil
+	}
+	out, err := l.listDir(filepath.Join(l.Dir, ws), ws+".")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return out, err
+}
+
+// ListAll returns the flow files of every workspace (of l.Workspaces when set).
+func (l *Library) ListAll() ([]LibraryFile, error) {
+	wss := l.Workspaces
+	if len(wss) == 0 {
+		wss = []string{"default"}
+		entries, err := os.ReadDir(l.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("read flows directory: %w", err)
+		}
+		for _, e := range entries {
+			if e.IsDir() && flows.ValidID(e.Name()) {
+				wss = append(wss, e.Name())
+			}
+		}
+	}
+	var out []LibraryFile
+	for _, ws := range wss {
+		files, err := l.ListIn(ws)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, files...)
+	}
+	return out, nil
+}
+
+func (l *Library) listDir(dir, prefix string) ([]LibraryFile, error) {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
+		if prefix != "" {
+			return nil, err
+		}
 		return nil, fmt.Errorf("read flows directory: %w", err)
 	}
 	var out []LibraryFile
@@ -64,12 +126,12 @@ func (l *Library) List() ([]LibraryFile, error) {
 		if !flows.ValidID(id) {
 			continue
 		}
-		p := filepath.Join(l.Dir, name)
+		p := filepath.Join(dir, name)
 		data, err := os.ReadFile(p)
 		if err != nil {
 			continue // removed between ReadDir and ReadFile
 		}
-		out = append(out, LibraryFile{ID: id, Path: p, Data: data})
+		out = append(out, LibraryFile{ID: prefix + id, Path: p, Data: data})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
@@ -95,7 +157,13 @@ func (l *Library) Save(id string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(l.Dir, id, p, data)
+	dir := filepath.Dir(p)
+	if dir != l.Dir {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("workspace directory: %w", err)
+		}
+	}
+	return writeAtomic(dir, id, p, data)
 }
 
 func writeAtomic(dir, id, p string, data []byte) error {
@@ -121,7 +189,40 @@ func writeAtomic(dir, id, p string, data []byte) error {
 	return nil
 }
 
-// Delete removes the file of flow id and its draft.
+// CasesSuffix ends the name of a flow's cases file: triage.json's test cases are in
+// triage.cases.json beside it, so they are reviewed in git with the flow.
+const CasesSuffix = ".cases.json"
+
+func (l *Library) casesPath(id string) (string, error) {
+	if _, err := l.path(id); err != nil {
+		return "", err
+	}
+	return filepath.Join(l.Dir, id+CasesSuffix), nil
+}
+
+// LoadCases returns the cases file of flow id; NotFound when it has none.
+func (l *Library) LoadCases(id string) ([]byte, error) {
+	p, err := l.casesPath(id)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &flows.Error{Code: flows.NotFound, Flow: id, Message: "the flow has no test cases"}
+	}
+	return data, err
+}
+
+// SaveCases writes the cases file of flow id atomically.
+func (l *Library) SaveCases(id string, data []byte) error {
+	p, err := l.casesPath(id)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(l.Dir, id, p, data)
+}
+
+// Delete removes the file of flow id, its draft and its cases.
 func (l *Library) Delete(id string) error {
 	p, err := l.path(id)
 	if err != nil {
@@ -129,6 +230,9 @@ func (l *Library) Delete(id string) error {
 	}
 	err = os.Remove(p)
 	derr := l.DeleteDraft(id)
+	if cp, cerr := l.casesPath(id); cerr == nil {
+		_ = os.Remove(cp) // the cases go with their flow
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		if derr == nil {
 			return nil // there was only a draft
@@ -151,7 +255,8 @@ func (l *Library) draftPath(id string) (string, error) {
 	if _, err := l.path(id); err != nil {
 		return "", err
 	}
-	return filepath.Join(l.Dir, DraftDir, id+".json"), nil
+	dir, f := l.wsDir(id)
+	return filepath.Join(dir, DraftDir, f+".json"), nil
 }
 
 // LoadDraft returns the draft of flow id.
@@ -193,9 +298,18 @@ func (l *Library) DeleteDraft(id string) error {
 	return err
 }
 
-// Drafts returns every draft, sorted by flow id.
-func (l *Library) Drafts() ([]LibraryFile, error) {
-	dir := filepath.Join(l.Dir, DraftDir)
+// Drafts returns every draft of the default workspace, sorted by flow id.
+func (l *Library) Drafts() ([]LibraryFile, error) { return l.DraftsIn("default") }
+
+// DraftsIn returns every draft of workspace ws, ids qualified.
+func (l *Library) DraftsIn(ws string) ([]LibraryFile, error) {
+	dir, prefix := filepath.Join(l.Dir, DraftDir), ""
+	if ws != "" && ws != "default" {
+		if !flows.ValidID(ws) {
+			return nil, nil
+		}
+		dir, prefix = filepath.Join(l.Dir, ws, DraftDir), ws+"."
+	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -214,7 +328,7 @@ func (l *Library) Drafts() ([]LibraryFile, error) {
 		if err != nil {
 			continue
 		}
-		out = append(out, LibraryFile{ID: id, Path: p, Data: data})
+		out = append(out, LibraryFile{ID: prefix + id, Path: p, Data: data})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil

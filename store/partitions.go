@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -353,4 +354,62 @@ func (r *Redis) RunRefs(ctx context.Context, flow string, ids []string) ([]RunRe
 		out[i] = RunRef{Flow: flow, Run: id, Part: p}
 	}
 	return out, nil
+}
+
+// ClusterPartitions is the partition count a flow's runs are spread over by default on
+// this Redis Cluster: the smallest count of at least minParts whose quietest master
+// holds at least 3/4 as many partitions as its busiest (partition p lives on the master
+// of slotOf(partTag(p))), else the count up to MaxPartitions closest to that. A fixed 16
+// on 12 masters puts two partitions on four masters and one on the other eight: those
+// eight half as busy. It is 0 when the client is not a cluster's.
+func (r *Redis) ClusterPartitions(ctx context.Context, minParts int) (int, error) {
+	cl, ok := r.Client.(*redis.ClusterClient)
+	if !ok {
+		return 0, nil
+	}
+	shards, err := cl.ClusterShards(ctx).Result()
+	if err != nil {
+		return 0, fmt.Errorf("cluster shards: %w", err)
+	}
+	owner := make([]int, 16384) // slot -> master index + 1
+	masters := 0
+	for _, sh := range shards {
+		if len(sh.Slots) == 0 {
+			continue
+		}
+		masters++
+		for _, r := range sh.Slots {
+			for slot := r.Start; slot <= r.End && slot < int64(len(owner)); slot++ {
+				owner[slot] = masters
+			}
+		}
+	}
+	return partitionsFor(owner, masters, minParts), nil
+}
+
+// partitionsFor chooses the partition count for a cluster whose slots belong to masters
+// (owner[slot] = master 1..n, 0 for none): see ClusterPartitions.
+func partitionsFor(owner []int, n, minParts int) int {
+	if n <= 1 {
+		return max(minParts, 1)
+	}
+	count := make([]int, n+1)
+	best, bestRatio := minParts, math.Inf(1)
+	for p := 1; p <= MaxPartitions; p++ {
+		count[owner[slotOf(partTag(p))]]++
+		if p < minParts {
+			continue
+		}
+		lo, hi := p, 0
+		for m := 1; m <= n; m++ {
+			lo, hi = min(lo, count[m]), max(hi, count[m])
+		}
+		if 4*lo >= 3*hi {
+			return p
+		}
+		if lo > 0 && float64(hi)/float64(lo) < bestRatio {
+			best, bestRatio = p, float64(hi)/float64(lo)
+		}
+	}
+	return best
 }

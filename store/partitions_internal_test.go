@@ -150,3 +150,29 @@ func TestARaceyReloadKeepsTheCountsThisProcessRecorded(t *testing.T) {
 		t.Errorf("after a reload that read Redis too early the flow has partitions %v, want 1..4", ps)
 	}
 }
+
+// The default partition count on a cluster spreads the partitions about evenly over the
+// masters (the quietest has at least 3/4 of the busiest's), with few partitions: with
+// masters owning equal slot ranges, a fixed 16 partitions on 12 masters would leave
+// eight masters with one and four with two.
+func TestClusterPartitionsPutAsManyOnEveryMaster(t *testing.T) {
+	for _, masters := range []int{1, 2, 3, 4, 5, 6, 12} {
+		owner := make([]int, 16384)
+		for s := range owner {
+			owner[s] = s*masters/16384 + 1
+		}
+		p := partitionsFor(owner, masters, 16)
+		count := make([]int, masters+1)
+		for i := 1; i <= p; i++ {
+			count[owner[slotOf(partTag(i))]]++
+		}
+		lo, hi := p, 0
+		for m := 1; m <= masters; m++ {
+			lo, hi = min(lo, count[m]), max(hi, count[m])
+		}
+		t.Logf("%d masters: %d partitions, %d to %d per master", masters, p, lo, hi)
+		if p < 16 || p > 64 || 4*lo < 3*hi {
+			t.Errorf("%d masters: %d partitions, %d to %d per master; want 16 to 64, the quietest ≥ 3/4 of the busiest", masters, p, lo, hi)
+		}
+	}
+}

@@ -14,8 +14,9 @@ import (
 // QueueStats are the figures of one node's stream and its consumer group.
 type QueueStats struct {
 	Node string `json:"node"`
-	// Length is the number of entries in the stream: not yet delivered plus pending
-	// (consumed entries are deleted at commit).
+	// Length is the number of entries in the stream not yet acknowledged: not yet
+	// delivered plus pending. (Commits trim consumed entries a listpack node at a time,
+	// so the stream itself may keep a few acknowledged ones; they are not counted.)
 	Length int64 `json:"length"`
 	// Pending is the number of entries delivered to a worker and not yet committed.
 	Pending int64 `json:"pending"`
@@ -69,18 +70,14 @@ func (r *Redis) Queues(ctx context.Context, flow string) (*FlowQueues, error) {
 	// Every node's figures are the sums over the flow's partitions.
 	pipe := r.Client.Pipeline()
 	type partCmds struct {
-		lens   []*redis.IntCmd
-		pends  []*redis.XPendingCmd
 		oldest []*redis.XPendingExtCmd
 		dead   *redis.IntCmd
 	}
 	pc := make([]partCmds, len(parts))
 	for j, pr := range parts {
 		k := pr.keys()
-		c := partCmds{lens: make([]*redis.IntCmd, len(nodes)), pends: make([]*redis.XPendingCmd, len(nodes)), oldest: make([]*redis.XPendingExtCmd, len(nodes))}
+		c := partCmds{oldest: make([]*redis.XPendingExtCmd, len(nodes))}
 		for i, n := range nodes {
-			c.lens[i] = pipe.XLen(ctx, k.In(n))
-			c.pends[i] = pipe.XPending(ctx, k.In(n), Group)
 			c.oldest[i] = pipe.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: k.In(n), Group: Group, Start: "-", End: "+", Count: 1})
 		}
 		c.dead = pipe.XLen(ctx, k.Dead())
@@ -108,20 +105,24 @@ func (r *Redis) Queues(ctx context.Context, flow string) (*FlowQueues, error) {
 			perNodeDead[n]++
 		}
 	}
+	var streams []string
+	for _, pr := range parts {
+		for _, n := range nodes {
+			streams = append(streams, pr.keys().In(n))
+		}
+	}
+	backlogs := r.groupBacklogs(ctx, streams)
 	for i, n := range nodes {
 		q := QueueStats{Node: n, DeadLetters: perNodeDead[n], Consumers: []Consumer{}}
 		for j := range parts {
-			q.Length += pc[j].lens[i].Val()
-			if p, err := pc[j].pends[i].Result(); err == nil && p != nil {
-				q.Pending += p.Count
-			}
+			b := backlogs[j*len(nodes)+i]
+			q.Pending += b.pending
+			q.Lag += b.lag
+			q.Length += b.lag + b.pending
 			if ps, err := pc[j].oldest[i].Result(); err == nil && len(ps) > 0 {
 				q.OldestPendingIdleMS = max(q.OldestPendingIdleMS, ps[0].Idle.Milliseconds())
 			}
 		}
-		// Consumed entries are deleted at commit, so whatever is in the stream and not
-		// pending has not been read yet. (XINFO's lag is often unknown after deletions.)
-		q.Lag = max(q.Length-q.Pending, 0)
 		out.Nodes = append(out.Nodes, q)
 	}
 

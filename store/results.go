@@ -171,32 +171,61 @@ func (r *Redis) TouchResult(ctx context.Context, res Result, consumer string) (b
 	return n > 0, err
 }
 
-// AckResult acknowledges a delivered (or dead-lettered) result entry and deletes it:
-// the results stream only ever loses entries the dispatch group has acknowledged.
+// AckResult acknowledges a delivered (or dead-lettered) result entry and trims the
+// results stream below what the dispatch group has acknowledged (see AckResults).
 func (r *Redis) AckResult(ctx context.Context, res Result) error {
-	key := PartKeys(res.Flow, res.Part).Results()
-	pipe := r.Client.TxPipeline()
-	pipe.XAck(ctx, key, DispatchGroup, res.ID)
-	pipe.XDel(ctx, key, res.ID)
-	_, err := pipe.Exec(ctx)
-	return err
+	return r.AckResults(ctx, []Result{res})
 }
 
-// AckResults acknowledges and deletes several result entries in one round trip.
+// AckResults acknowledges result entries and trims each results stream below its
+// group's oldest pending entry, or below the newest entry acknowledged here when none is
+// pending: every entry before that was delivered and acknowledged. The results stream so
+// only ever loses entries the dispatch group has acknowledged. One XTRIM per stream and
+// call costs Redis less than an XDEL per entry, each of which walks its listpack node
+// from the start; the trim is exact, so a stream whose results are all delivered is
+// empty. Two round trips: the trim's bound is read after the acknowledgements (a
+// result acknowledged or delivered in between only leaves the bound lower than it could
+// be).
 func (r *Redis) AckResults(ctx context.Context, res []Result) error {
-	ids := map[PartRef][]string{}
+	type acks struct {
+		key    string
+		ids    []string
+		newest string
+	}
+	by := map[PartRef]*acks{}
+	var order []*acks
 	for _, x := range res {
 		pr := PartRef{Flow: x.Flow, Part: x.Part}
-		ids[pr] = append(ids[pr], x.ID)
+		a := by[pr]
+		if a == nil {
+			a = &acks{key: pr.keys().Results()}
+			by[pr] = a
+			order = append(order, a)
+		}
+		a.ids = append(a.ids, x.ID)
+		if a.newest == "" || CompareStreamIDs(x.ID, a.newest) > 0 {
+			a.newest = x.ID
+		}
 	}
-	if len(ids) == 0 {
+	if len(order) == 0 {
 		return nil
 	}
 	pipe := r.Client.Pipeline()
-	for pr, list := range ids {
-		key := pr.keys().Results()
-		pipe.XAck(ctx, key, DispatchGroup, list...)
-		pipe.XDel(ctx, key, list...)
+	oldest := make([]*redis.XPendingExtCmd, len(order))
+	for i, a := range order {
+		pipe.XAck(ctx, a.key, DispatchGroup, a.ids...)
+		oldest[i] = pipe.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: a.key, Group: DispatchGroup, Start: "-", End: "+", Count: 1})
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	pipe = r.Client.Pipeline()
+	for i, a := range order {
+		min := nextStreamID(a.newest)
+		if p := oldest[i].Val(); len(p) > 0 {
+			min = p[0].ID
+		}
+		pipe.XTrimMinID(ctx, a.key, min)
 	}
 	_, err := pipe.Exec(ctx)
 	return err

@@ -72,6 +72,15 @@ type Run struct {
 	// Tick is the schedule tick a scheduled run is for.
 	Tick *time.Time `json:"tick,omitempty"`
 
+	// Moves are the run's moves to other versions (a retry on another version, a
+	// waiting run moved), oldest first.
+	Moves []Move `json:"moves,omitempty"`
+	// ReplayOf is the run this one replays (ReplayOfCkpt the checkpoint it started
+	// from, "" for the original's input); ReplayedAs the replays of this run.
+	ReplayOf     string   `json:"replay_of,omitempty"`
+	ReplayOfCkpt string   `json:"replay_of_checkpoint,omitempty"`
+	ReplayedAs   []string `json:"replayed_as,omitempty"`
+
 	// Trace is the traceparent of the run's span and TraceParent the span id of its
 	// parent ("" for a trace's root); both "" when the run is not traced.
 	Trace       string `json:"-"`
@@ -112,6 +121,7 @@ func parseRun(flow, id string, h map[string]string) *Run {
 	r.Webhook = h["webhook"]
 	r.Trigger = h["trigger"]
 	r.Trace, r.TraceParent = h["tp"], h["tpp"]
+	parseReplayFields(r, h)
 	if t := msTime(h["tick"]); !t.IsZero() {
 		r.Tick = &t
 	}
@@ -169,6 +179,10 @@ type StartArgs struct {
 	Fields             []string   // more run hash field/value pairs (input, parent_run, ...)
 	// Trace is the run span's traceparent, added to the first activations ("" for none).
 	Trace string
+	// Fresh says Run is a new random id (the engine's NewRunID), so that no run of that
+	// id can exist: the start is then a MULTI of plain commands instead of a script that
+	// first checks (see StartRun).
+	Fresh bool
 }
 
 // StartRun creates a run and its first activations on its partition. In the same round
@@ -188,6 +202,9 @@ func (r *Redis) StartRun(ctx context.Context, a StartArgs) (string, error) {
 	}
 	if a.Trace != "" {
 		args = append(args, a.Trace)
+	}
+	if a.Fresh && r.wait <= 0 {
+		return r.startFresh(ctx, a)
 	}
 	var res []any
 	var err error
@@ -213,6 +230,68 @@ func (r *Redis) StartRun(ctx context.Context, a StartArgs) (string, error) {
 		return "", &flows.Error{Code: flows.Conflict, Flow: a.Flow, Message: fmt.Sprintf("run %q already exists", a.Run)}
 	}
 	ckpt, _ := res[1].(string)
+	if has.Val() == 0 && has.Err() == nil {
+		return ckpt, &flows.Error{Code: flows.NotFound, Flow: a.Flow, Message: fmt.Sprintf("version %.12s is not stored", a.Version)}
+	}
+	return ckpt, nil
+}
+
+// startFresh creates a run whose id is new (StartArgs.Fresh) in one MULTI: what
+// start.lua does, without its check that the run does not exist and without running Lua
+// (about half the instructions of a start). The first checkpoint's id is chosen here
+// ("<now ms>-1"): the run's checkpoint stream is new, and every later entry's id is
+// Redis's, larger. go-redis sends a transaction again only when writing it failed, so
+// Redis never runs it twice.
+func (r *Redis) startFresh(ctx context.Context, a StartArgs) (string, error) {
+	k := PartKeys(a.Flow, a.Part)
+	now := strconv.FormatInt(nowMS(), 10)
+	ckpt := now + "-1"
+	run := []any{"status", StatusQueued, "version", a.Version, "created_at", now, "updated_at", now,
+		"live", strconv.Itoa(len(a.Entries)), "parked", "0", "steps", "0", "last_ckpt", ckpt, "in_tokens", "0", "out_tokens", "0"}
+	for _, f := range a.Fields {
+		run = append(run, f)
+	}
+	// The fields of start.lua's activations, in its order: every entry of a node stream
+	// has the same fields, which Redis keeps once per listpack node.
+	act := []any{"run", a.Run, "v", a.Version, "ckpt", ckpt, "tok", "", "d", "1"}
+	if a.Trace != "" {
+		act = append(act, "tp", a.Trace)
+	}
+	pipe := r.Client.TxPipeline()
+	add := pipe.XAdd(ctx, &redis.XAddArgs{Stream: k.Ckpt(a.Run), ID: ckpt,
+		Values: []any{ckptNode, a.Checkpoint.Node, ckptParent, a.Checkpoint.Parent, ckptBodyF, a.Checkpoint.body(), ckptSteps, "1", ckptStep, "0", ckptTime, now}})
+	pipe.HSet(ctx, k.State(a.Run), ckpt, a.State)
+	pipe.HSet(ctx, k.Run(a.Run), run...)
+	for _, n := range a.Entries {
+		pipe.XAdd(ctx, &redis.XAddArgs{Stream: k.In(n), Values: act})
+	}
+	pipe.ZAdd(ctx, k.Runs(), redis.Z{Score: float64(nowMS()), Member: a.Run})
+	pipe.XAdd(ctx, &redis.XAddArgs{Stream: k.Events(), MaxLen: EventsMaxLen, Approx: true,
+		Values: []any{"type", "run", "run", a.Run, "node", "", "data", `{"status":"queued"}`, "ckpt", "", "step", ""}})
+	// The version is a flow-wide key: on a cluster in another slot than the run's, so
+	// not in its transaction but beside it, at the same time.
+	version := FlowKeys(a.Flow).Version(a.Version)
+	var has *redis.IntCmd
+	var checked chan struct{}
+	if _, cluster := r.Client.(*redis.ClusterClient); cluster {
+		checked = make(chan struct{})
+		go func() {
+			defer close(checked)
+			has = r.Client.Exists(ctx, version)
+		}()
+	} else {
+		has = pipe.Exists(ctx, version)
+	}
+	_, err := pipe.Exec(ctx)
+	if checked != nil {
+		<-checked
+	}
+	if err != nil {
+		return "", fmt.Errorf("start run: %w", err)
+	}
+	if err := add.Err(); err != nil {
+		return "", fmt.Errorf("start run: %w", err)
+	}
 	if has.Val() == 0 && has.Err() == nil {
 		return ckpt, &flows.Error{Code: flows.NotFound, Flow: a.Flow, Message: fmt.Sprintf("version %.12s is not stored", a.Version)}
 	}
@@ -365,6 +444,11 @@ type DeadLetter struct {
 	Attempts int       `json:"attempts"`
 	Time     time.Time `json:"time"`
 	Ckpt     string    `json:"checkpoint"`
+	// Version is the version the step ran on; Before the attempts of earlier retries
+	// (attempt numbers go on across retries).
+	Version string `json:"version"`
+	Before  int    `json:"attempts_before,omitempty"`
+	Tok     string `json:"-"` // the activation's fork tokens
 }
 
 // DeadLetters lists a flow's dead letters, oldest first, over every partition.
@@ -385,9 +469,7 @@ func (r *Redis) DeadLetters(ctx context.Context, flow string, count int64) ([]De
 	for i, c := range cmds {
 		p := parts[i].Part
 		for _, m := range c.Val() {
-			s := func(k string) string { v, _ := m.Values[k].(string); return v }
-			n, _ := strconv.Atoi(s("attempts"))
-			out = append(out, DeadLetter{ID: withPart(m.ID, p), Flow: flow, Node: s("node"), Run: s("run"), Error: s("error"), Attempts: n, Time: msTime(s("ts")), Ckpt: s("a:ckpt")})
+			out = append(out, deadLetterOf(flow, withPart(m.ID, p), m))
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
@@ -417,35 +499,10 @@ func splitPart(id string) (string, int) {
 	return e, p
 }
 
-// RetryDead puts a dead letter back on its node's stream and reopens its run.
+// RetryDead puts a dead letter back on its node's stream, on the version it ran, and
+// reopens its run (RetryDeadOn moves it to another version).
 func (r *Redis) RetryDead(ctx context.Context, flow, id string) (string, error) {
-	entry, p := splitPart(id)
-	if p < 0 || !ValidStreamID(entry) {
-		return "", &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no dead letter %q", id)}
-	}
-	k := PartKeys(flow, p)
-	msgs, err := r.Client.XRange(ctx, k.Dead(), entry, entry).Result()
-	if err != nil {
-		return "", err
-	}
-	if len(msgs) == 0 {
-		return "", &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no dead letter %q", id)}
-	}
-	node, _ := msgs[0].Values["node"].(string)
-	run, _ := msgs[0].Values["run"].(string)
-	res, err := retryDeadScript.Run(ctx, r.Client, []string{k.Dead(), k.In(node), k.Run(run), k.Events(), k.Ckpt(run), k.State(run), k.Frames(run), k.Expiry()},
-		entry, node, nowMS(), EventsMaxLen).Slice()
-	if err != nil {
-		return "", err
-	}
-	switch res[0] {
-	case "not_found":
-		return "", &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no dead letter %q", id)}
-	case "gone":
-		return "", &flows.Error{Code: flows.Conflict, Flow: flow, Message: fmt.Sprintf("run %q of dead letter %q has expired", run, id)}
-	}
-	newID, _ := res[1].(string)
-	return newID, nil
+	return r.RetryDeadOn(ctx, flow, id, RetryArgs{})
 }
 
 // DiscardDead deletes a dead letter; its run stays failed.

@@ -29,6 +29,10 @@ type Activation struct {
 	Resume     string // JSON decision of a resumed approval
 	Depth      int    // steps along its line since the run started (the loop guard)
 	Deliveries int    // how often Redis has delivered it (1 on first read)
+	// Before is how many attempts of the step came before this activation: a retried
+	// dead letter carries its earlier attempts ("ao"), so attempts are numbered across
+	// retries.
+	Before int
 	// Trace is the W3C traceparent of the run's span ("tp"; "" when the run is not
 	// traced): the parent of the step's span, whatever process runs it.
 	Trace string
@@ -48,11 +52,16 @@ func activationFrom(n NodeRef, m redis.XMessage, deliveries int) Activation {
 	a.Trace, _ = m.Values["tp"].(string)
 	d, _ := m.Values["d"].(string)
 	a.Depth, _ = strconv.Atoi(d)
+	ao, _ := m.Values["ao"].(string)
+	a.Before, _ = strconv.Atoi(ao)
 	if a.Depth == 0 {
 		a.Depth = 1
 	}
 	return a
 }
+
+// Attempt is the activation's attempt number, counted across retries of its step.
+func (a Activation) Attempt() int { return a.Before + a.Deliveries }
 
 func nowMS() int64 { return time.Now().UnixMilli() }
 
@@ -362,7 +371,7 @@ func (r *Redis) Fail(ctx context.Context, f Failure) (status string, deliveries 
 		perm = "1"
 	}
 	rec := f.Attempt
-	rec.Kind, rec.Error, rec.Attempt, rec.Entry = KindError, f.Error, f.Act.Deliveries, f.Act.ID
+	rec.Kind, rec.Error, rec.Attempt, rec.Entry = KindError, f.Error, f.Act.Attempt(), f.Act.ID
 	res, err := failScript.Run(ctx, r.Client, []string{k.In(f.Act.Node), k.Run(f.Act.Run), k.Dead(), k.Events(), k.Results(),
 		k.Ckpt(f.Act.Run), k.State(f.Act.Run), k.Frames(f.Act.Run), k.Expiry()},
 		Group, f.Consumer, f.Act.ID, f.Act.Run, f.Act.Node, f.Error, nowMS(), int64(f.TTL/time.Second), perm, f.MaxAttempts, EventsMaxLen,

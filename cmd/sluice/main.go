@@ -46,8 +46,10 @@ func commands() []command {
 		{"worker", "run headless workers for flow files", cmdWorker},
 		{"run", "run a flow file once and print its output", cmdRun},
 		{"resume", "answer a run's approval and continue it", cmdResume},
+		{"replay", "replay many runs of a flow on a version, with a report (replay FLOW --status failed --since 24h --version current)", cmdReplay},
 		{"mcp", "serve flows as MCP tools on stdio", cmdMCP},
 		{"validate", "check flow files and print every problem", cmdValidate},
+		{"test", "run flows' test cases (FLOW.cases.json) and exit 1 on a failure", cmdTest},
 		{"import", "convert a Langflow export into a flow (import langflow FILE.json)", cmdImport},
 		{"versions", "list a flow's versions, show one, or compare two", cmdVersions},
 		{"rollback", "make an earlier version of a flow current again", cmdRollback},
@@ -184,7 +186,11 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		if fs.NArg() == 0 {
 			return pos, nil
 		}
-		pos = append(pos, fs.Arg(0))
+		// A flows folder holds each flow's test cases beside it (FLOW.cases.json): a glob
+		// such as flows/*.json names them too, and they are not flows.
+		if !strings.HasSuffix(fs.Arg(0), store.CasesSuffix) {
+			pos = append(pos, fs.Arg(0))
+		}
 		args = fs.Args()[1:]
 	}
 }

@@ -132,8 +132,14 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		go func() { defer bg.Done(); _ = sch.Run(ctx) }()
 	}
 
+	// Bulk replay jobs of the library's flows: any serve works on them and takes over
+	// those another stopped working on (docs/replay.md).
+	br := e.NewBulkRunner(engine.BulkRunnerOptions{Flows: libraryFlows(lib)})
+	bg.Add(1)
+	go func() { defer bg.Done(); _ = br.Run(ctx) }()
+
 	cfg.Embedded = rdb.Embedded()
-	srv := server.New(cfg, server.Deps{Redis: rdb, Library: lib, Engine: e, Sync: libSync, Metrics: metrics, MCPTools: env, Version: version, Files: fileStore(env)})
+	srv := server.New(cfg, server.Deps{Redis: rdb, Library: lib, Engine: e, Sync: libSync, Metrics: metrics, MCPTools: env, Version: version, Files: fileStore(env), Grader: env})
 	err = srv.Run(ctx, func(a net.Addr) {
 		log.Info("sluice is serving", "url", "http://"+displayAddr(*addr, a), "flows", lib.Dir, "workers", *workers, "auth", *token != "")
 	})
@@ -162,7 +168,7 @@ func watchLibrary(ctx context.Context, s *engine.LibrarySync, log *slog.Logger) 
 // libraryFlows lists the ids of the library's flow files.
 func libraryFlows(lib *store.Library) func(context.Context) ([]string, error) {
 	return func(context.Context) ([]string, error) {
-		files, err := lib.List()
+		files, err := lib.ListAll()
 		ids := make([]string, len(files))
 		for i, f := range files {
 			ids[i] = f.ID

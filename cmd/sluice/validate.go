@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/cases"
 )
 
 // fileProblems is one file's entry in `sluice validate --json`.
@@ -32,7 +33,8 @@ func cmdValidate(_ context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: sluice validate [--json] FILE...
 
-Checks flow files and prints every problem, one per line:
+Checks flow files (and test cases files, FLOW.cases.json) and prints every problem,
+one per line:
 
   FILE: node "ID" PATH: MESSAGE [CODE]
   FILE: warning: node "ID" PATH: MESSAGE [CODE]
@@ -77,7 +79,13 @@ Flags:
 		if name == "-" {
 			res.File = stdinName
 		}
-		if ps := flows.Validate(data, reg, flows.DefaultLimits); ps != nil {
+		if cases.IsCasesFile(name) {
+			// A flow's test cases beside it (flows/*.json names them too): checked as
+			// such, against the nodes of the flow file beside them when there is one.
+			if _, ps := cases.Parse(data, siblingNodes(name)); ps != nil {
+				res.Problems = ps
+			}
+		} else if ps := flows.Validate(data, reg, flows.DefaultLimits); ps != nil {
 			res.Problems = ps
 		}
 		if n := len(res.Problems.Errors()); n > 0 {
@@ -113,6 +121,28 @@ Flags:
 		return &exitError{code: 1, err: errors.New("validate: " + strings.Join(summary, "; "))}
 	}
 	return nil
+}
+
+// siblingNodes are the node ids of the flow file a cases file belongs to (FLOW.json
+// beside FLOW.cases.json); nil when it cannot be read.
+func siblingNodes(casesFile string) map[string]bool {
+	data, err := os.ReadFile(strings.TrimSuffix(casesFile, cases.Suffix) + ".json")
+	if err != nil {
+		return nil
+	}
+	var d struct {
+		Nodes []struct {
+			ID string `json:"id"`
+		} `json:"nodes"`
+	}
+	if json.Unmarshal(data, &d) != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, n := range d.Nodes {
+		out[n.ID] = true
+	}
+	return out
 }
 
 // readFlowFile reads a flow file, or standard input for "-".

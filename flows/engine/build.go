@@ -42,7 +42,7 @@ func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.
 			return nil, flows.Permanent(&flows.Error{Code: flows.TooLarge, Node: node.ID, Err: err})
 		}
 	}
-	cp := store.Checkpoint{Node: node.ID, Kind: "step", Parent: j.a.Ckpt, Attempt: j.a.Deliveries, Duration: dur,
+	cp := store.Checkpoint{Node: node.ID, Kind: "step", Parent: j.a.Ckpt, Attempt: j.a.Attempt(), Duration: dur,
 		Usage: res.Usage, StateBytes: res.StateBytes, Ports: res.Ports, Worker: consumer, Pinned: res.Pinned}
 	recorded := update
 	switch {

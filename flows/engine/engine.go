@@ -9,6 +9,7 @@
 package engine
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/binary"
@@ -38,7 +39,9 @@ type Options struct {
 	// Observer, when set, is told about every step (for metrics).
 	Observer Observer
 	// Partitions is how many partitions the runs of a flow whose settings do not say are
-	// spread over (default 1 on one Redis, ClusterPartitions on a Redis Cluster).
+	// spread over (default 1 on one Redis; on a Redis Cluster, at least
+	// ClusterPartitions, as many as spread evenly over its masters: see
+	// store.Redis.ClusterPartitions).
 	Partitions int
 	// NoFuse turns off fusing: every step then goes through its node's stream (for the
 	// benchmark's comparison).
@@ -99,7 +102,14 @@ func New(rdb *store.Redis, reg *flows.Registry, opts Options) *Engine {
 		opts.Limits = flows.DefaultLimits
 	}
 	if opts.Partitions == 0 && rdb.Cluster() {
+		// As many partitions as spread evenly over the cluster's masters (at least
+		// ClusterPartitions); ClusterPartitions when the cluster cannot say.
 		opts.Partitions = ClusterPartitions
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if n, err := rdb.ClusterPartitions(ctx, ClusterPartitions); err == nil && n > 0 {
+			opts.Partitions = n
+		}
+		cancel()
 	}
 	if opts.ConsumerPrefix == "" {
 		host, _ := os.Hostname()

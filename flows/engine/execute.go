@@ -94,7 +94,7 @@ func (e *Engine) withAnnounce(next runFunc) runFunc {
 		announce := func() {
 			once.Do(func() {
 				j.emitted.Store(true)
-				e.events.emit(a.Ref(), a.Node, "start", map[string]any{"status": "running", "attempt": a.Deliveries})
+				e.events.emit(a.Ref(), a.Node, "start", map[string]any{"status": "running", "attempt": a.Attempt()})
 			})
 		}
 		t := time.AfterFunc(50*time.Millisecond, announce)

@@ -16,6 +16,13 @@ type ForkOptions struct {
 	Current bool
 	// RunID names the new run; empty generates one.
 	RunID string
+	// Plan, when set, is the version the fork runs on (Current is then ignored).
+	Plan *flows.Plan
+	// Replay records the new run as a replay of the original from the checkpoint
+	// ("replay_of", trigger "replay") instead of a fork of it.
+	Replay bool
+	// Pins hold nodes' results for the new run (see StartOptions.Pins).
+	Pins map[string]Pin
 }
 
 // Fork starts a new run from checkpoint ckpt of run: the state after that checkpoint,
@@ -49,7 +56,9 @@ func (e *Engine) Fork(ctx context.Context, flow, run, ckpt string, patch json.Ra
 		return "", &flows.Error{Code: flows.Invalid, Flow: flow, Path: "checkpoint", Message: fmt.Sprintf("%s is a turn of a step, not a checkpoint of the state", ckpt)}
 	}
 	var plan *flows.Plan
-	if opts.Current {
+	if opts.Plan != nil {
+		plan = opts.Plan
+	} else if opts.Current {
 		plan, err = e.CurrentPlan(ctx, flow)
 	} else {
 		plan, err = e.Plan(ctx, flow, orig.Version)
@@ -97,7 +106,7 @@ func (e *Engine) Fork(ctx context.Context, flow, run, ckpt string, patch json.Ra
 	traceFields, tp := runTraceFields(ctx, flow) // a fork is a run of its own: a trace of its own
 	newCkpt, err := e.rdb.StartRun(ctx, store.StartArgs{Flow: flow, Run: id, Part: part, Version: plan.Version, State: stateJSON,
 		Checkpoint: cp, Entries: entries, Trace: tp,
-		Fields: append([]string{"input", string(in), "parent_run", run, "parent_ckpt", ckpt}, traceFields...)})
+		Fields: append(forkFields(in, run, ckpt, opts), traceFields...)})
 	if err != nil {
 		return "", err
 	}
@@ -161,4 +170,19 @@ func mergePatch(target, patch any) any {
 		out[k] = mergePatch(out[k], v)
 	}
 	return out
+}
+
+// forkFields are the new run's fields that say where it comes from.
+func forkFields(in json.RawMessage, run, ckpt string, opts ForkOptions) []string {
+	f := []string{"input", string(in)}
+	if opts.Replay {
+		f = append(f, "replay_of", run, "replay_of_ckpt", ckpt, "trigger", "replay")
+	} else {
+		f = append(f, "parent_run", run, "parent_ckpt", ckpt)
+	}
+	if len(opts.Pins) > 0 {
+		b, _ := json.Marshal(opts.Pins)
+		f = append(f, "pins", string(b))
+	}
+	return f
 }

@@ -66,7 +66,7 @@ type ListQuery struct {
 // List returns a page of a flow's runs and how many runs match in all (for a status
 // filter, how many match among the runs it looked at: at most 10,000 are looked at).
 func (e *Engine) List(ctx context.Context, flow string, q ListQuery) ([]*store.Run, int64, error) {
-	if !flows.ValidID(flow) {
+	if !flows.ValidFlowID(flow) {
 		return nil, 0, &flows.Error{Code: flows.NotFound, Flow: flow, Message: "no such flow"}
 	}
 	if q.Limit <= 0 {

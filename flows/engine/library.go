@@ -30,7 +30,7 @@ func (e *Engine) NewLibrarySync(lib *store.Library, workers ...*Worker) *Library
 // Sync publishes every changed flow file and returns the problems of those that do not
 // compile and were not reported before, by flow id.
 func (s *LibrarySync) Sync(ctx context.Context) (map[string]flows.Problems, error) {
-	files, err := s.lib.List()
+	files, err := s.lib.ListAll()
 	if err != nil {
 		return nil, err
 	}
@@ -88,4 +88,12 @@ func (s *LibrarySync) PublishNote(ctx context.Context, id string, doc []byte, me
 		w.Add(p.Flow)
 	}
 	return p, probs, nil
+}
+
+// Serve has the workers serve flow without publishing anything: runs of a version that
+// is not current (a working copy's test cases) are worked on too.
+func (s *LibrarySync) Serve(flow string) {
+	for _, w := range s.workers {
+		w.Add(flow)
+	}
 }

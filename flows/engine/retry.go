@@ -75,7 +75,7 @@ func (w *Worker) runJob(j *job, received time.Time) (stepOutcome, flows.Usage, e
 		}
 		if w.inflight.wasCancelled(a) {
 			// The run was cancelled while the step ran: record it and let go.
-			return w.drop(a, j.plan, &store.Checkpoint{Node: a.Node, Attempt: a.Deliveries, Duration: time.Since(started), Worker: w.consumer}), flows.Usage{}, err
+			return w.drop(a, j.plan, &store.Checkpoint{Node: a.Node, Attempt: a.Attempt(), Duration: time.Since(started), Worker: w.consumer}), flows.Usage{}, err
 		}
 		return w.fail(a, j.plan, j.node, err, time.Since(started)), flows.Usage{}, err
 	}

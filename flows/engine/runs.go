@@ -33,6 +33,13 @@ type StartOptions struct {
 	// does not run its component but gives back what the pin says, so a person can
 	// debug the rest of a flow without calling a model again (n8n's pinned data).
 	Pins map[string]Pin
+	// ReplayOf is the run this one replays (see Replay).
+	ReplayOf string
+	// At, when set, starts the run at that node instead of the entry node, and the input
+	// is the whole state the node sees (over the flow's declared defaults), not the entry
+	// node's input: a test case of one node starts there with a recorded state and pays
+	// for nothing before it.
+	At string
 }
 
 // Pin is a node's fixed result: its output, its state update and the ports it chose
@@ -41,6 +48,10 @@ type Pin struct {
 	Output json.RawMessage `json:"output,omitempty"`
 	Update json.RawMessage `json:"update,omitempty"`
 	Ports  []string        `json:"ports,omitempty"`
+	// Recorded, for a replay that reuses recorded outputs, holds the node's recorded
+	// results by the ReuseKey of the step that gave them: a step whose key is among them
+	// gives that result back, any other runs (see reuse.go).
+	Recorded map[string]Pin `json:"recorded,omitempty"`
 }
 
 // checkPins refuses pins of nodes the plan does not have, of pure nodes (a pin saves
@@ -65,6 +76,27 @@ func checkPins(plan *flows.Plan, pins map[string]Pin) error {
 		}
 	}
 	return nil
+}
+
+// startState is the state of a run started at node at: the declared defaults with the
+// keys of state (an object) put over them as they are, without the reducers (the
+// state is a recorded one, not an update).
+func startState(plan *flows.Plan, at string, state any) (map[string]any, error) {
+	if plan.Nodes[at] == nil {
+		return nil, &flows.Error{Code: flows.Invalid, Flow: plan.Flow, Path: "start.node", Message: fmt.Sprintf("the flow has no node %q", at)}
+	}
+	obj, ok := state.(map[string]any)
+	if !ok {
+		return nil, &flows.Error{Code: flows.Invalid, Flow: plan.Flow, Path: "start.state", Message: fmt.Sprintf("the state a run starts with at a node is an object, got %s", flows.TypeName(state))}
+	}
+	out := make(map[string]any, len(plan.Defaults)+len(obj))
+	for k, v := range plan.Defaults {
+		out[k] = v
+	}
+	for k, v := range obj {
+		out[k] = v
+	}
+	return out, nil
 }
 
 // Caller names the step of another run that started a run (a subflow).
@@ -108,14 +140,24 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 		}
 		in = v
 	}
-	if ic, ok := plan.Nodes[plan.Entry].Component.(inputChecker); ok {
-		if err := ic.CheckInput(in); err != nil {
+	entry := plan.Entry
+	var state map[string]any
+	if opts.At != "" {
+		var err error
+		if state, err = startState(plan, opts.At, in); err != nil {
 			return "", err
 		}
-	}
-	state, err := InitialState(plan, in)
-	if err != nil {
-		return "", err
+		entry = opts.At
+	} else {
+		if ic, ok := plan.Nodes[plan.Entry].Component.(inputChecker); ok {
+			if err := ic.CheckInput(in); err != nil {
+				return "", err
+			}
+		}
+		var err error
+		if state, err = InitialState(plan, in); err != nil {
+			return "", err
+		}
 	}
 	id, err := runID(opts.RunID)
 	if err != nil {
@@ -148,6 +190,9 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	if !opts.Tick.IsZero() {
 		fields = append(fields, "tick", strconv.FormatInt(opts.Tick.UnixMilli(), 10))
 	}
+	if opts.ReplayOf != "" {
+		fields = append(fields, "replay_of", opts.ReplayOf)
+	}
 	if c := opts.Caller; c != nil {
 		fields = append(fields, "caller_flow", c.Flow, "caller_run", c.Run, "caller_node", c.Node)
 	}
@@ -165,7 +210,7 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	traceFields, tp := runTraceFields(ctx, plan.Flow)
 	fields = append(fields, traceFields...)
 	args := store.StartArgs{Flow: plan.Flow, Run: id, Part: part, Version: plan.Version, State: stateJSON,
-		Checkpoint: cp, Entries: []string{plan.Entry}, Fields: fields, Trace: tp}
+		Checkpoint: cp, Entries: []string{entry}, Fields: fields, Trace: tp, Fresh: opts.RunID == ""}
 	ckpt, err := e.rdb.StartRun(ctx, args)
 	if flows.ErrorCode(err) == flows.NotFound {
 		// The run is created, but the version this process stored is gone (Redis
@@ -239,7 +284,7 @@ func runID(asked string) (string, error) {
 
 // Get returns a run.
 func (e *Engine) Get(ctx context.Context, flow, run string) (*store.Run, error) {
-	if !flows.ValidID(flow) || !flows.ValidID(run) {
+	if !flows.ValidFlowID(flow) || !flows.ValidID(run) {
 		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("no run %q", run)}
 	}
 	return e.rdb.GetRun(ctx, flow, run)
@@ -257,7 +302,7 @@ func (e *Engine) Wait(ctx context.Context, flow, run string) (*store.Run, error)
 // waitUntil returns the run once done says so, or when ctx ends (with ctx's error and
 // the run as it was last seen), woken by the run's status events.
 func (e *Engine) waitUntil(ctx context.Context, flow, run string, done func(*store.Run) bool) (*store.Run, error) {
-	if !flows.ValidID(flow) || !flows.ValidID(run) {
+	if !flows.ValidFlowID(flow) || !flows.ValidID(run) {
 		return e.Get(ctx, flow, run)
 	}
 	wake, stop, err := e.watch.register(ctx, flow, run)

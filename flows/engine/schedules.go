@@ -268,7 +268,7 @@ type ScheduleView struct {
 // Schedules describes the schedules of a flow's current version: next fire times, pause
 // and recent runs.
 func (e *Engine) Schedules(ctx context.Context, flow string, nextN, runsN int) (version string, out []ScheduleView, err error) {
-	if !flows.ValidID(flow) {
+	if !flows.ValidFlowID(flow) {
 		return "", nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: "no such flow"}
 	}
 	plan, err := e.CurrentPlan(ctx, flow)
@@ -318,7 +318,7 @@ func (e *Engine) Schedules(ctx context.Context, flow string, nextN, runsN int) (
 
 // scheduleKey finds schedule n of the flow's current version.
 func (e *Engine) scheduleKey(ctx context.Context, flow string, n int) (string, error) {
-	if !flows.ValidID(flow) {
+	if !flows.ValidFlowID(flow) {
 		return "", &flows.Error{Code: flows.NotFound, Flow: flow, Message: "no such flow"}
 	}
 	plan, err := e.CurrentPlan(ctx, flow)

@@ -226,6 +226,9 @@ func (w *Worker) gate(a store.Activation, pre preloaded) gateVerdict {
 		}
 		step.Input = in
 	}
+	if pin != nil && pin.Recorded != nil {
+		pin = pin.reuse(plan, a.Node, step.Input) // nil: the input or the node changed, so it runs
+	}
 	step.Emit = func(kind string, data any) { e.events.emit(a.Ref(), a.Node, kind, data) }
 	step.SaveTurn = func(ctx context.Context, turn any) error {
 		b, err := json.Marshal(flows.RedactData(flows.JSONValue(turn)))

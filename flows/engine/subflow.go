@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,6 +70,11 @@ func (s *Subflows) RunSubflow(ctx context.Context, step *flows.Step, flow string
 	}
 	if !flows.ValidID(flow) {
 		return nil, fail(flows.Invalid, "%q is not a flow id", flow)
+	}
+	// A flow of a workspace ("acme.triage", docs/teams.md) runs the subflows of its own
+	// workspace: the bare id it names is qualified with it, never another's.
+	if ws, _, ok := strings.Cut(step.Flow, "."); ok {
+		flow = ws + "." + flow
 	}
 	if flow == step.Flow {
 		return nil, fail(flows.Invalid, "flow %q cannot run itself as a subflow", flow)

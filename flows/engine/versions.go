@@ -66,7 +66,7 @@ const maxVersions = 500
 
 // Versions returns a flow's version history, with figures of each version's runs.
 func (e *Engine) Versions(ctx context.Context, flow string) (*VersionHistory, error) {
-	if !flows.ValidID(flow) {
+	if !flows.ValidFlowID(flow) {
 		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: "no such flow"}
 	}
 	infos, current, err := e.rdb.Versions(ctx, flow, maxVersions)

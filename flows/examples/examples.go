@@ -21,7 +21,7 @@ func IDs() []string {
 	entries, _ := fs.ReadDir(files, ".")
 	var ids []string
 	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".json") {
+		if strings.HasSuffix(e.Name(), ".json") && !strings.HasSuffix(e.Name(), ".cases.json") {
 			ids = append(ids, strings.TrimSuffix(e.Name(), ".json"))
 		}
 	}
@@ -31,3 +31,8 @@ func IDs() []string {
 
 // Read returns the document of an example.
 func Read(id string) ([]byte, error) { return fs.ReadFile(files, path.Clean(id)+".json") }
+
+// Cases returns the test cases of an example (<id>.cases.json; every example has them).
+func Cases(id string) ([]byte, error) {
+	return fs.ReadFile(files, path.Clean(id)+".cases.json")
+}

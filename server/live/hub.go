@@ -145,6 +145,8 @@ type Client struct {
 	out     chan Message
 	dropped chan struct{}
 	once    sync.Once
+	// name, when set, turns a requested flow into the flow id watched (ServeWSIn).
+	name func(string) (string, bool)
 }
 
 // NewClient registers a client whose buffer holds n messages; a client whose buffer is
@@ -202,7 +204,7 @@ var ErrClosed = errors.New("the live hub is closed")
 // Subscribe sends c the events of flow (of one run, if run is set) from now on; with
 // lastID, first those after it that the stream still has.
 func (h *Hub) Subscribe(c *Client, flow, run, lastID string) error {
-	if !flows.ValidID(flow) {
+	if !flows.ValidFlowID(flow) {
 		return &flows.Error{Code: flows.Invalid, Path: "flow", Message: fmt.Sprintf("%q is not a flow id", flow)}
 	}
 	if run != "" && !flows.ValidID(run) {

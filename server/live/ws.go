@@ -50,11 +50,19 @@ var upgrader = websocket.Upgrader{
 // ServeWS upgrades the request and serves one live connection until either side closes
 // it. first, when its Flow is set, is subscribed at once (from the URL's query).
 func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request, first Request) error {
+	return h.ServeWSIn(w, r, first, nil)
+}
+
+// ServeWSIn is ServeWS for a connection that may watch only the flows name accepts:
+// name turns the flow a request names into the flow id to watch, or refuses it (a flow
+// of another workspace is no flow to this connection).
+func (h *Hub) ServeWSIn(w http.ResponseWriter, r *http.Request, first Request, name func(string) (string, bool)) error {
 	conn, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return err // the upgrader has answered
 	}
 	c := h.NewClient(clientBuffer)
+	c.name = name
 	done := make(chan struct{})
 	go h.writer(conn, c, done)
 	if first.Flow != "" {
@@ -92,6 +100,14 @@ func (h *Hub) reader(conn *websocket.Conn, c *Client) {
 }
 
 func (h *Hub) handle(c *Client, req Request, subs *int) {
+	if c.name != nil && req.Flow != "" {
+		id, ok := c.name(req.Flow)
+		if !ok {
+			c.Send(ErrorMessage(flows.NotFound, "no such flow"))
+			return
+		}
+		req.Flow = id
+	}
 	switch req.Type {
 	case "subscribe":
 		if *subs >= maxSubscriptions {

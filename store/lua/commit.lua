@@ -1,39 +1,44 @@
--- commit.lua: commits one step of a run — or a few pure steps in a row, fused — all or
--- nothing.
+-- commit.lua: commits a batch of steps — each one step of a run, or a few pure steps in
+-- a row, fused — all of them in one atomic script call, so that the call's fixed cost
+-- (the script's lookup, its KEYS and ARGV tables, the reply) is shared by every commit of
+-- a worker's read batch. Every commit is checked before anything is written, and each is
+-- decided on its own: one whose fence fails is "stale" while the others commit.
 --
--- KEYS[1] -> the node's stream (holds the consumed entry)
--- KEYS[2] -> run hash
--- KEYS[3] -> checkpoint stream of the run
--- KEYS[4] -> state hash of the run (checkpoint id -> state JSON)
--- KEYS[5] -> frames hash of the run (open forks)
--- KEYS[6] -> events stream
--- KEYS[7] -> results stream
--- KEYS[8] -> waits sorted set
--- KEYS[9] -> expiry sorted set (finished runs by the time their keys expire)
--- KEYS[10..] -> streams the transitions below add activations to, named by index
+-- KEYS[1] -> events stream of the flow's partition
+-- KEYS[2] -> results stream
+-- KEYS[3] -> waits sorted set
+-- KEYS[4] -> expiry sorted set (finished runs by the time their keys expire)
+-- then, for commit c (1-based), five keys from KEYS[5 + 5(c-1)]:
+--   +0 the node's stream (holds the consumed entry), +1 run hash, +2 checkpoint stream
+--   of the run, +3 state hash of the run (checkpoint id -> state JSON), +4 frames hash
+--   of the run (open forks)
+-- then the streams the commits' transitions add activations to, named by index
 --
 -- ARGV[1] -> consumer group
--- ARGV[2] -> consumer name: the entry must still be pending for it (the fence)
--- ARGV[3] -> entry id
--- ARGV[4] -> run id
--- ARGV[5] -> now, unix ms
--- ARGV[6] -> max_steps: the deepest an activation may be (the loop guard)
--- ARGV[7] -> seconds a finished run is kept ("0": forever)
--- ARGV[8] -> keep_last: checkpoints kept when the run finishes ("0": all)
--- ARGV[9] -> events stream MAXLEN (approximate)
--- ARGV[10] -> depth of the consumed activation: steps along its line since the run started
--- ARGV[11] -> depth of the activations this commit adds (ARGV[10] + the steps committed)
--- ARGV[12] -> s, the number of steps committed (the first ran the consumed activation,
---             each further one the single successor of the one before)
--- ARGV[13], ARGV[14] -> input and output tokens the steps spent ("0" for none)
--- ARGV[15] -> the steps' live events: a JSON array, one object per step
--- ARGV[16], ARGV[17] -> the first and the last step's node ids
--- ARGV[18] -> the parent checkpoint of the first step
--- ARGV[19] -> the steps' checkpoints, packed (see store/checkpoints.go): one entry holds
---             them all; step k of s gets the id "<entry>.<k-1>", the last the entry's id
--- ARGV[20] -> m, the number of states: 1 (only the last step's: a fused step's state is
---             computed from the updates when asked for) or s (each step's)
--- ARGV[21 .. 20+m] -> the state JSON after the steps
+-- ARGV[2] -> now, unix ms
+-- ARGV[3] -> events stream MAXLEN (approximate)
+-- ARGV[4] -> max_steps: the deepest an activation may be (the loop guard)
+-- ARGV[5] -> seconds a finished run is kept ("0": forever)
+-- ARGV[6] -> keep_last: checkpoints kept when the run finishes ("0": all)
+-- ARGV[7] -> when a run finishing now expires, unix ms (its score in the expiry set)
+--            (the settings are the flow's: the commits of one call share them)
+-- ARGV[8] -> n, the number of commits; then each commit's arguments, from its first (+0):
+-- +0 -> consumer name: the entry must still be pending for it (the fence)
+-- +1 -> entry id
+-- +2 -> run id
+-- +3 -> depth of the consumed activation: steps along its line since the run started
+--       (the activations the commit adds are that plus the steps committed deep)
+-- +4 -> s, the number of steps committed (the first ran the consumed activation, each
+--       further one the single successor of the one before)
+-- +5, +6 -> input and output tokens the steps spent ("0" for none)
+-- +7 -> the steps' live events: a JSON array, one object per step
+-- +8, +9 -> the first and the last step's node ids
+-- +10 -> the parent checkpoint of the first step
+-- +11 -> the steps' checkpoints, packed (see store/checkpoints.go): one entry holds
+--        them all; step k of s gets the id "<entry>.<k-1>", the last the entry's id
+-- +12 -> m, the number of states: 1 (only the last step's: a fused step's state is
+--        computed from the updates when asked for) or s (each step's)
+-- +13 .. +12+m -> the state JSON after the steps
 -- then f, the number of final (output node) values, then f pairs: node id, output JSON
 -- then t, the number of transitions, then each: an op code and its arguments.
 --   A KEY REF TOK             activate: an activation on KEYS[KEY] reading REF
@@ -47,90 +52,137 @@
 --   W RECORD DEADLINE         the last step parks the run for a person (deadline ms, 0: none)
 --   A REF is "0" (the last step's checkpoint) or "k" (the k-th seed of this commit).
 --   Every op is checked — its code, its number of arguments, that its KEY names one of
---   KEYS[10..], that its REF names a seed before it, that its counts are integers, and
---   that nothing is left over — before anything is written: Redis does not roll back a
---   script that stops with an error, so a bad op found halfway would leave half a
---   commit behind.
+--   the transition streams, that its REF names a seed before it, that its counts are
+--   integers, and that nothing is left over — before anything is written: Redis does
+--   not roll back a script that stops with an error, so a bad op found halfway would
+--   leave half a commit behind.
 --
--- Events: one entry per commit, type "steps", its data the steps' events, its ckpt the
--- checkpoint entry's id, its step the first step's number, and its node the run's new
--- status when it changed ("" otherwise). The store splits it into one event per step
--- (and one for the run) when reading.
+-- Consumed entries are acknowledged together at the end, one XACK per stream, and each
+-- stream is trimmed (XTRIM MINID ~) below its oldest pending entry, or below the newest
+-- entry acknowledged when none is pending: everything before that was delivered and
+-- acknowledged. An approximate trim drops whole listpack nodes only, so it costs next
+-- to nothing (an XDEL walks the entry's node over every entry deleted in it); a drained
+-- stream may so keep up to stream-node-max-entries acknowledged entries, and "drained"
+-- means nothing pending and nothing after the group's last delivered entry.
 --
--- Returns {"ok", last checkpoint id, step number, live activations, run status}, or
--- {"stale"} when the fence fails, {"dropped", status} for a cancelled or lost run,
--- {"max_steps", depth} when the activation is deeper than max_steps (the run fails).
+-- Events: one entry per call. For one commit, type "steps": its data the steps' events,
+-- its ckpt the checkpoint entry's id, its step the first step's number, and its node the
+-- run's new status when it changed ("" otherwise). For several, type "batch": its data a
+-- JSON array of the commits, each {"r": run, "st": new status or "", "c": checkpoint
+-- entry, "s": first step, "e": the steps' events}. The store splits either into one event
+-- per step (and one for the run) when reading (store/events.go).
+--
+-- Returns one reply per commit, in order: {"ok", last checkpoint id, step number, live
+-- activations, run status}, or {"stale"} when the fence fails, {"dropped", status} for
+-- a cancelled or lost run, {"max_steps", depth} when the activation is deeper than
+-- max_steps (the run fails).
 
-local group, consumer, entry, run = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local now = ARGV[5]
-local maxlen = ARGV[9]
-local depth = tonumber(ARGV[10])
-local nextdepth = ARGV[11]
-local nsteps = tonumber(ARGV[12])
+local group, now, maxlen = ARGV[1], ARGV[2], ARGV[3]
+local maxsteps, ttl, keeplast, expireat = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local maxdepth = tonumber(maxsteps)
+local ncommits = tonumber(ARGV[8])
+if not ncommits or not maxdepth or not tonumber(keeplast) then return redis.error_reply('commit.lua: max_steps, keep_last or the number of commits is not a number') end
+local firstextra = 5 + 5 * ncommits -- the first transition stream's index in KEYS
+local arity = {A = 3, S = 2, O = 5, P = 2, R = 4, G = 2, C = 1, W = 2}
 
 -- The transitions and the counts before them are checked before the first write. The
 -- check runs on every commit, so it is written for speed: no tables or closures, and
--- the counts it reads are kept for the writes below.
-local arity = {A = 3, S = 2, O = 5, P = 2, R = 4, G = 2, C = 1, W = 2}
-local nstates = tonumber(ARGV[20])
-if not nstates or nstates < 1 then return redis.error_reply('commit.lua: the number of states is not a number') end
-local nfinals = tonumber(ARGV[21 + nstates])
-if not nfinals then return redis.error_reply('commit.lua: the number of outputs is not a number') end
-local ntrans = tonumber(ARGV[22 + nstates + 2 * nfinals])
-if not ntrans then return redis.error_reply('commit.lua: the number of transitions is not a number') end
+-- the offsets it finds are kept for the writes below.
+local starts, states, finals, transs = {}, {}, {}, {}
 do
-  local nargv, nt = #ARGV, ntrans
-  local i = 23 + nstates + 2 * nfinals
-  local seeds = 0
-  for k = 1, nt do
-    local op = ARGV[i]
-    local n = arity[op]
-    if not n then
-      return redis.error_reply('commit.lua: unknown transition ' .. tostring(op) .. ' (transition ' .. k .. ' of ' .. nt .. ')')
+  local nargv = #ARGV
+  local i = 9
+  for c = 1, ncommits do
+    starts[c] = i
+    local nstates = tonumber(ARGV[i + 12])
+    if not nstates or nstates < 1 then return redis.error_reply('commit.lua: commit ' .. c .. ': the number of states is not a number') end
+    local nfinals = tonumber(ARGV[i + 13 + nstates])
+    if not nfinals then return redis.error_reply('commit.lua: commit ' .. c .. ': the number of outputs is not a number') end
+    local ti = i + 14 + nstates + 2 * nfinals
+    local nt = tonumber(ARGV[ti])
+    if not nt then return redis.error_reply('commit.lua: commit ' .. c .. ': the number of transitions is not a number') end
+    states[c], finals[c], transs[c] = nstates, nfinals, nt
+    if not tonumber(ARGV[i + 3]) or not tonumber(ARGV[i + 4]) then
+      return redis.error_reply('commit.lua: commit ' .. c .. ': depth or steps is not a number')
     end
-    if i + n > nargv then
-      return redis.error_reply('commit.lua: transition ' .. op .. ' needs ' .. n .. ' arguments (transition ' .. k .. ' of ' .. nt .. ')')
-    end
-    -- The stream it adds to (an index into KEYS), the checkpoint it reads (0, or a seed
-    -- before it) and its count, where it has them.
-    local key, ref, count
-    if op == 'A' then key, ref = ARGV[i + 1], ARGV[i + 2]
-    elseif op == 'S' then seeds = seeds + 1
-    elseif op == 'O' then key, ref, count = ARGV[i + 5], ARGV[i + 4], ARGV[i + 2]
-    elseif op == 'P' then count = ARGV[i + 2]
-    elseif op == 'R' then key, ref = ARGV[i + 4], ARGV[i + 3]
-    elseif op == 'G' then key = ARGV[i + 2]
-    elseif op == 'W' then count = ARGV[i + 2]
-    end
-    if key then
-      local x = tonumber(key)
-      if not x or x < 10 or not KEYS[x] then
-        return redis.error_reply('commit.lua: transition ' .. op .. ' names stream ' .. key .. ', which is not one of KEYS[10..' .. #KEYS .. ']')
+    i = ti + 1
+    local seeds = 0
+    for k = 1, nt do
+      local op = ARGV[i]
+      local n = arity[op]
+      if not n then
+        return redis.error_reply('commit.lua: unknown transition ' .. tostring(op) .. ' (transition ' .. k .. ' of ' .. nt .. ')')
       end
-    end
-    if ref and ref ~= '0' then
-      local x = tonumber(ref)
-      if not x or x < 0 or x > seeds then
-        return redis.error_reply('commit.lua: transition ' .. op .. ' reads checkpoint ' .. ref .. ', but the commit has ' .. seeds .. ' seed(s) before it')
+      if i + n > nargv then
+        return redis.error_reply('commit.lua: transition ' .. op .. ' needs ' .. n .. ' arguments (transition ' .. k .. ' of ' .. nt .. ')')
       end
+      -- The stream it adds to (an index into KEYS), the checkpoint it reads (0, or a seed
+      -- before it) and its count, where it has them.
+      local key, ref, count
+      if op == 'A' then key, ref = ARGV[i + 1], ARGV[i + 2]
+      elseif op == 'S' then seeds = seeds + 1
+      elseif op == 'O' then key, ref, count = ARGV[i + 5], ARGV[i + 4], ARGV[i + 2]
+      elseif op == 'P' then count = ARGV[i + 2]
+      elseif op == 'R' then key, ref = ARGV[i + 4], ARGV[i + 3]
+      elseif op == 'G' then key = ARGV[i + 2]
+      elseif op == 'W' then count = ARGV[i + 2]
+      end
+      if key then
+        local x = tonumber(key)
+        if not x or x < firstextra or not KEYS[x] then
+          return redis.error_reply('commit.lua: transition ' .. op .. ' names stream ' .. key .. ', which is not one of KEYS[' .. firstextra .. '..' .. #KEYS .. ']')
+        end
+      end
+      if ref and ref ~= '0' then
+        local x = tonumber(ref)
+        if not x or x < 0 or x > seeds then
+          return redis.error_reply('commit.lua: transition ' .. op .. ' reads checkpoint ' .. ref .. ', but the commit has ' .. seeds .. ' seed(s) before it')
+        end
+      end
+      if count and not tonumber(count) then
+        return redis.error_reply('commit.lua: transition ' .. op .. ': ' .. count .. ' is not a number')
+      end
+      i = i + n + 1
     end
-    if count and not tonumber(count) then
-      return redis.error_reply('commit.lua: transition ' .. op .. ': ' .. count .. ' is not a number')
-    end
-    i = i + n + 1
   end
   if i ~= nargv + 1 then
     return redis.error_reply('commit.lua: ' .. (nargv + 1 - i) .. ' argument(s) left after the transitions: an op was short of arguments')
   end
+  if #KEYS < firstextra - 1 then
+    return redis.error_reply('commit.lua: ' .. ncommits .. ' commits need ' .. (firstextra - 1) .. ' keys, given ' .. #KEYS)
+  end
 end
 
-local p = redis.call('XPENDING', KEYS[1], group, entry, entry, 1)
+-- The entries to acknowledge, by stream, and the ones fenced in this call (an entry
+-- twice in one batch commits once).
+local ackstreams, ackids, fenced = {}, {}, {}
+-- The committed steps' events: run, its new status or "", checkpoint entry, first step,
+-- the steps' events JSON.
+local events = {}
+
+-- commit commits the c-th commit; b is the index of its first key minus one, a of its
+-- first argument.
+local function commit(c, b, a)
+local KIN, KRUN, KCKPT, KSTATE, KFRAMES = KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4], KEYS[b + 5]
+local consumer, entry, run = ARGV[a], ARGV[a + 1], ARGV[a + 2]
+local depth = tonumber(ARGV[a + 3])
+local nsteps = tonumber(ARGV[a + 4])
+local nextdepth = tostring(depth + nsteps)
+local nstates, nfinals, ntrans = states[c], finals[c], transs[c]
+
+local f = KIN .. ' ' .. entry
+if fenced[f] then return {'stale'} end
+local p = redis.call('XPENDING', KIN, group, entry, entry, 1)
 if #p == 0 or p[1][2] ~= consumer then
   return {'stale'}
 end
+fenced[f] = true
 
 -- The run is read once and written once: the script runs atomically.
-local r = redis.call('HMGET', KEYS[2], 'status', 'version', 'steps', 'live', 'parked', 'dead', 'tp')
+local r = redis.call('HMGET', KRUN, 'status', 'version', 'steps', 'live', 'parked', 'dead', 'tp', 'forks')
+-- forks is set once the run opened a fork: a run that never did has no frames hash to
+-- delete when it ends.
+local forks = r[8]
 local status, version = r[1], r[2]
 -- A traced run's activations carry its traceparent ("tp"), so that the steps of the
 -- run form one trace in whatever process they run; an untraced run's carry nothing.
@@ -141,17 +193,22 @@ local parked, dead = tonumber(r[5] or '0'), tonumber(r[6] or '0')
 local set = {'updated_at', now} -- run hash fields written at the end
 
 local function consume()
-  redis.call('XACK', KEYS[1], group, entry)
-  redis.call('XDEL', KEYS[1], entry)
+  local ids = ackids[KIN]
+  if not ids then
+    ids = {}
+    ackids[KIN] = ids
+    ackstreams[#ackstreams + 1] = KIN
+  end
+  ids[#ids + 1] = entry
 end
 
 -- expire_run starts the retention of a run nothing is live in (its frames are gone).
 local function expire_run()
-  if ARGV[7] ~= '0' then
-    redis.call('EXPIRE', KEYS[2], ARGV[7])
-    redis.call('EXPIRE', KEYS[3], ARGV[7])
-    redis.call('EXPIRE', KEYS[4], ARGV[7])
-    redis.call('ZADD', KEYS[9], tonumber(now) + tonumber(ARGV[7]) * 1000, run)
+  if ttl ~= '0' then
+    redis.call('EXPIRE', KRUN, ttl)
+    redis.call('EXPIRE', KCKPT, ttl)
+    redis.call('EXPIRE', KSTATE, ttl)
+    redis.call('ZADD', KEYS[4], expireat, run)
   end
 end
 
@@ -160,7 +217,7 @@ if not status or status == 'cancelled' or status == 'succeeded' then
   -- cannot continue; a succeeded run has nothing live.
   consume()
   if status then
-    live = redis.call('HINCRBY', KEYS[2], 'live', -1)
+    live = redis.call('HINCRBY', KRUN, 'live', -1)
     if live <= 0 then expire_run() end
   end
   return {'dropped', status or 'lost'}
@@ -171,15 +228,16 @@ local function finish(st)
   newstatus = st
   set[#set + 1] = 'status'; set[#set + 1] = st
   set[#set + 1] = 'finished_at'; set[#set + 1] = now
-  redis.call('XADD', KEYS[7], '*', 'run', run, 'status', st)
-  redis.call('DEL', KEYS[5])
-  local keep = tonumber(ARGV[8])
+  redis.call('XADD', KEYS[2], '*', 'run', run, 'status', st)
+  -- A run with dead letters keeps its open forks: a retried one arrives at its join.
+  if forks and dead <= 0 then redis.call('DEL', KFRAMES) end
+  local keep = tonumber(keeplast)
   if keep > 0 then
     -- Keep the last keep checkpoints. Entries older than the one that holds the oldest
     -- of them go; in that entry (a packed commit), the states of the steps before it go,
     -- and kept_from tells readers where the kept history starts.
     local have = 0
-    for _, e in ipairs(redis.call('XREVRANGE', KEYS[3], '+', '-')) do
+    for _, e in ipairs(redis.call('XREVRANGE', KCKPT, '+', '-')) do
       local f, cnt = e[2], 1
       for j = 1, #f, 2 do
         if f[j] == 'k' then cnt = tonumber(f[j + 1]) end
@@ -195,55 +253,55 @@ local function finish(st)
       end
       for q = 0, drop - 1 do
         if q == cnt - 1 then
-          redis.call('HDEL', KEYS[4], e[1])
+          redis.call('HDEL', KSTATE, e[1])
         else
-          redis.call('HDEL', KEYS[4], e[1] .. '.' .. q)
+          redis.call('HDEL', KSTATE, e[1] .. '.' .. q)
         end
       end
-      if drop == cnt then redis.call('XDEL', KEYS[3], e[1]) end
+      if drop == cnt then redis.call('XDEL', KCKPT, e[1]) end
       have = have + cnt
     end
   end
 end
 
-if depth > tonumber(ARGV[6]) then
+if depth > maxdepth then
   consume()
   set[#set + 1] = 'live'; set[#set + 1] = live - 1
   if status ~= 'failed' then
     set[#set + 1] = 'error'
-    set[#set + 1] = 'the run went more than max_steps (' .. ARGV[6] .. ') steps deep: a loop that does not end?'
-    set[#set + 1] = 'error_node'; set[#set + 1] = ARGV[16]
+    set[#set + 1] = 'the run went more than max_steps (' .. maxsteps .. ') steps deep: a loop that does not end?'
+    set[#set + 1] = 'error_node'; set[#set + 1] = ARGV[a + 8]
     finish('failed')
-    redis.call('XADD', KEYS[6], 'MAXLEN', '~', maxlen, '*', 'type', 'steps', 'run', run, 'node', 'failed', 'data', '[]', 'ckpt', '', 'step', '')
+    redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'type', 'steps', 'run', run, 'node', 'failed', 'data', '[]', 'ckpt', '', 'step', '')
     expire_run()
   end
-  redis.call('HSET', KEYS[2], unpack(set))
+  redis.call('HSET', KRUN, unpack(set))
   return {'max_steps', depth}
 end
 
 -- The steps: one checkpoint entry for all of them, a state each.
-local node = ARGV[17]
+local node = ARGV[a + 9]
 local first = steps + 1
 steps = steps + nsteps
-local ckpt = redis.call('XADD', KEYS[3], '*', 'n', node, 'p', ARGV[18], 'c', ARGV[19], 'k', ARGV[12], 's', tostring(first), 't', now)
+local ckpt = redis.call('XADD', KCKPT, '*', 'n', node, 'p', ARGV[a + 10], 'c', ARGV[a + 11], 'k', ARGV[a + 4], 's', tostring(first), 't', now)
 if nstates == 1 then
-  redis.call('HSET', KEYS[4], ckpt, ARGV[21])
+  redis.call('HSET', KSTATE, ckpt, ARGV[a + 13])
 else
-  local states = {}
+  local sts = {}
   for k = 1, nstates - 1 do
-    states[#states + 1] = ckpt .. '.' .. (k - 1); states[#states + 1] = ARGV[20 + k]
+    sts[#sts + 1] = ckpt .. '.' .. (k - 1); sts[#sts + 1] = ARGV[a + 12 + k]
   end
-  states[#states + 1] = ckpt; states[#states + 1] = ARGV[20 + nstates]
-  redis.call('HSET', KEYS[4], unpack(states))
+  sts[#sts + 1] = ckpt; sts[#sts + 1] = ARGV[a + 12 + nstates]
+  redis.call('HSET', KSTATE, unpack(sts))
 end
-local i = 21 + nstates
+local i = a + 13 + nstates
 for _ = 1, nfinals do
   set[#set + 1] = 'out:' .. ARGV[i + 1]; set[#set + 1] = ARGV[i + 2]
   i = i + 2
 end
 i = i + 1
-if ARGV[13] ~= '0' then redis.call('HINCRBY', KEYS[2], 'in_tokens', ARGV[13]) end
-if ARGV[14] ~= '0' then redis.call('HINCRBY', KEYS[2], 'out_tokens', ARGV[14]) end
+if ARGV[a + 5] ~= '0' then redis.call('HINCRBY', KRUN, 'in_tokens', ARGV[a + 5]) end
+if ARGV[a + 6] ~= '0' then redis.call('HINCRBY', KRUN, 'out_tokens', ARGV[a + 6]) end
 
 local refs = {}
 local function ref(x)
@@ -253,13 +311,13 @@ end
 
 local delta = -1
 local function fire(frame, key)
-  local f = redis.call('HMGET', KEYS[5], frame .. ':base', frame .. ':tok', frame .. ':depth')
+  local f = redis.call('HMGET', KFRAMES, frame .. ':base', frame .. ':tok', frame .. ':depth')
   redis.call('XADD', KEYS[key], '*', 'run', run, 'v', version, 'ckpt', f[1], 'tok', f[2], 'join', frame, 'd', f[3] or nextdepth, unpack(trace))
   delta = delta + 1
 end
 local function done(frame, key)
-  local d = redis.call('HINCRBY', KEYS[5], frame .. ':d', 1)
-  local want = tonumber(redis.call('HGET', KEYS[5], frame .. ':n'))
+  local d = redis.call('HINCRBY', KFRAMES, frame .. ':d', 1)
+  local want = tonumber(redis.call('HGET', KFRAMES, frame .. ':n'))
   if want and d == want then fire(frame, key) end
 end
 
@@ -267,29 +325,37 @@ i = i + 1
 for _ = 1, ntrans do
   local op = ARGV[i]
   local n = arity[op] -- checked above
+  if not forks and (op == 'O' or op == 'P' or op == 'R' or op == 'G') then
+    -- The run has a frames hash from now on (a run of an older build may have one
+    -- already: its next fork op marks it).
+    forks = '1'
+    set[#set + 1] = 'forks'; set[#set + 1] = '1'
+  end
   if op == 'A' then
     redis.call('XADD', KEYS[tonumber(ARGV[i + 1])], '*', 'run', run, 'v', version, 'ckpt', ref(ARGV[i + 2]), 'tok', ARGV[i + 3], 'd', nextdepth, unpack(trace))
     delta = delta + 1
   elseif op == 'S' then
-    local id = redis.call('XADD', KEYS[3], '*', 'n', node, 'p', ckpt, 'c', ARGV[i + 1], 'k', '1', 's', tostring(steps), 't', now)
-    redis.call('HSET', KEYS[4], id, ARGV[i + 2])
+    local id = redis.call('XADD', KCKPT, '*', 'n', node, 'p', ckpt, 'c', ARGV[i + 1], 'k', '1', 's', tostring(steps), 't', now)
+    redis.call('HSET', KSTATE, id, ARGV[i + 2])
     refs[#refs + 1] = id
   elseif op == 'O' then
     local frame, count = ARGV[i + 1], tonumber(ARGV[i + 2])
-    redis.call('HSET', KEYS[5], frame .. ':n', ARGV[i + 2], frame .. ':d', '0', frame .. ':tok', ARGV[i + 3], frame .. ':base', ref(ARGV[i + 4]), frame .. ':depth', nextdepth)
+    redis.call('HSET', KFRAMES, frame .. ':n', ARGV[i + 2], frame .. ':d', '0', frame .. ':tok', ARGV[i + 3], frame .. ':base', ref(ARGV[i + 4]), frame .. ':depth', nextdepth)
     if count == 0 then fire(frame, tonumber(ARGV[i + 5])) end
   elseif op == 'P' then
-    redis.call('HINCRBY', KEYS[5], ARGV[i + 1] .. ':n', ARGV[i + 2])
+    redis.call('HINCRBY', KFRAMES, ARGV[i + 1] .. ':n', ARGV[i + 2])
   elseif op == 'R' then
-    redis.call('HSET', KEYS[5], ARGV[i + 1] .. ':b:' .. ARGV[i + 2], ref(ARGV[i + 3]))
+    redis.call('HSET', KFRAMES, ARGV[i + 1] .. ':b:' .. ARGV[i + 2], ref(ARGV[i + 3]))
     done(ARGV[i + 1], tonumber(ARGV[i + 4]))
   elseif op == 'G' then
     done(ARGV[i + 1], tonumber(ARGV[i + 2]))
   elseif op == 'C' then
     local prefix = ARGV[i + 1] .. ':'
-    for _, f in ipairs(redis.call('HKEYS', KEYS[5])) do
-      if string.sub(f, 1, #prefix) == prefix then redis.call('HDEL', KEYS[5], f) end
+    local gone = {}
+    for _, f in ipairs(redis.call('HKEYS', KFRAMES)) do
+      if string.sub(f, 1, #prefix) == prefix then gone[#gone + 1] = f end
     end
+    if #gone > 0 then redis.call('HDEL', KFRAMES, unpack(gone)) end
   elseif op == 'W' then
     -- The activation stays live while it waits for a person.
     delta = delta + 1
@@ -297,7 +363,7 @@ for _ = 1, ntrans do
     set[#set + 1] = 'parked'; set[#set + 1] = parked
     set[#set + 1] = 'wait:' .. node; set[#set + 1] = ARGV[i + 1]
     set[#set + 1] = 'waitckpt:' .. node; set[#set + 1] = ckpt
-    if ARGV[i + 2] ~= '0' then redis.call('ZADD', KEYS[8], ARGV[i + 2], run .. ' ' .. node) end
+    if ARGV[i + 2] ~= '0' then redis.call('ZADD', KEYS[3], ARGV[i + 2], run .. ' ' .. node) end
   end
   i = i + n + 1
 end
@@ -325,12 +391,57 @@ if status ~= 'failed' then
   if newstatus ~= status and newstatus ~= 'succeeded' and newstatus ~= 'failed' then
     set[#set + 1] = 'status'; set[#set + 1] = newstatus
   end
-elseif live <= 0 then
-  redis.call('DEL', KEYS[5])
+elseif live <= 0 and forks and dead <= 0 then
+  redis.call('DEL', KFRAMES)
 end
 local changed = ''
 if newstatus ~= status then changed = newstatus end
-redis.call('XADD', KEYS[6], 'MAXLEN', '~', maxlen, '*', 'type', 'steps', 'run', run, 'node', changed, 'data', ARGV[15], 'ckpt', ckpt, 'step', tostring(first))
-redis.call('HSET', KEYS[2], unpack(set))
+events[#events + 1] = {run, changed, ckpt, first, ARGV[a + 7]}
+redis.call('HSET', KRUN, unpack(set))
 if live <= 0 then expire_run() end
 return {'ok', ckpt, steps, live, newstatus}
+end
+
+
+-- The commits, in order; then each stream's acknowledgements and trim.
+local replies = {}
+for c = 1, ncommits do
+  replies[c] = commit(c, 4 + 5 * (c - 1), starts[c])
+end
+
+-- newer reports whether stream id x is after y.
+local function newer(x, y)
+  local xm, xs = string.match(x, '^(%d+)-(%d+)$')
+  local ym, ys = string.match(y, '^(%d+)-(%d+)$')
+  xm, ym = tonumber(xm), tonumber(ym)
+  return xm > ym or (xm == ym and tonumber(xs) > tonumber(ys))
+end
+-- One events entry for the batch: a commit's own ("steps") when it is alone, else one
+-- ("batch") whose data lists the commits, each as its own entry's fields would be.
+if #events == 1 then
+  local e = events[1]
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'type', 'steps', 'run', e[1], 'node', e[2], 'data', e[5], 'ckpt', e[3], 'step', tostring(e[4]))
+elseif #events > 1 then
+  local parts = {}
+  for j, e in ipairs(events) do
+    parts[j] = '{"r":"' .. e[1] .. '","st":"' .. e[2] .. '","c":"' .. e[3] .. '","s":' .. e[4] .. ',"e":' .. e[5] .. '}'
+  end
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'type', 'batch', 'run', '', 'node', '', 'data', '[' .. table.concat(parts, ',') .. ']', 'ckpt', '', 'step', '')
+end
+
+for _, key in ipairs(ackstreams) do
+  local ids = ackids[key]
+  redis.call('XACK', key, group, unpack(ids))
+  local p = redis.call('XPENDING', key, group, '-', '+', 1)
+  local min
+  if #p > 0 then
+    min = p[1][1]
+  else
+    min = ids[1]
+    for j = 2, #ids do
+      if newer(ids[j], min) then min = ids[j] end
+    end
+  end
+  redis.call('XTRIM', key, 'MINID', '~', min)
+end
+return replies

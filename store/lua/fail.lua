@@ -91,6 +91,7 @@ if status == 'queued' or status == 'running' or status == 'waiting' then
   redis.call('XADD', KEYS[5], '*', 'run', run, 'status', 'failed')
   event('run', '{"status":"failed"}')
 end
-if live <= 0 then redis.call('DEL', KEYS[8]) end
+-- The open forks stay (they expire with the run): a retry of the dead letter arrives at
+-- its join like any branch.
 expire(live)
 return {'dead', deliveries, id}

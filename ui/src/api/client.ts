@@ -5,7 +5,7 @@ import type { Pin } from "../flow/pins";
 import type { ComponentSpec, FlowDocument, Problem } from "../flow/types";
 import type { SavedSchedule } from "../flow/schedules";
 import type { VersionDiff } from "../flow/versions";
-import type { Checkpoint, DeadLetter, FlowQueues, ImportReport, RolledBack, Run, Trial, VersionDetail, VersionHistory } from "./types";
+import type { Checkpoint, DeadLetter, FlowQueues, ImportReport, RolledBack, Run, Trial, VersionDetail, VersionHistory, Retried } from "./types";
 
 /** An error answer of the API: {"error": {status, code, message, problems?}}. */
 export class ApiError extends Error {
@@ -19,7 +19,7 @@ export class ApiError extends Error {
   }
 }
 
-async function call<T>(method: string, url: string, body?: unknown): Promise<T> {
+export async function call<T>(method: string, url: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { Accept: "application/json" };
   // Every change is a JSON request, with a body or without: the server refuses others
   // (another site's page cannot send this type without a CORS preflight).
@@ -160,7 +160,8 @@ export const api = {
     call<{ from: string; to: string; changes: Change[] }>("GET", `${runURL(flow, run)}/checkpoints/${encodeURIComponent(id)}/diff`).then((r) => r.changes),
   queues: (flow: string) => call<FlowQueues>("GET", `${flowURL(flow)}/queues`),
   deadLetters: (flow: string) => call<{ dead_letters: DeadLetter[] }>("GET", `${flowURL(flow)}/deadletters`).then((r) => r.dead_letters),
-  retryDead: (flow: string, id: string) => call<{ id: string; entry: string }>("POST", `${flowURL(flow)}/deadletters/${encodeURIComponent(id)}/retry`),
+  /** Retries a dead letter on version ("current", a version, or "" / "original": as it was). */
+  retryDead: (flow: string, id: string, version = "", by = "editor") => call<Retried>("POST", `${flowURL(flow)}/deadletters/${encodeURIComponent(id)}/retry`, { version, by }),
   discardDead: (flow: string, id: string) => call<void>("DELETE", `${flowURL(flow)}/deadletters/${encodeURIComponent(id)}`),
   hookInfo: (flow: string) => call<{ url: string; enabled: boolean; secret_env: string }>("GET", `${flowURL(flow)}/hooks`),
   deleteFlow: (flow: string) => call<void>("DELETE", flowURL(flow)),

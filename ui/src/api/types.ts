@@ -40,6 +40,38 @@ export interface Run {
   waiting_for_worker?: string[];
   /** What the run's model calls spent, failed attempts included (absent: nothing). */
   spend?: { tokens: number; usd: number };
+  /** The run's moves to other versions (a retry on another version, a waiting run moved). */
+  moves?: Move[];
+  /** The run this one replays, and the checkpoint it started from ("" : its input). */
+  replay_of?: string;
+  replay_of_checkpoint?: string;
+  /** The replays of this run. */
+  replayed_as?: string[];
+}
+
+/** A run moved to another version (docs/replay.md). */
+export interface Move {
+  from: string;
+  to: string;
+  node: string;
+  dead?: string;
+  by?: string;
+  /** unix ms */
+  at: number;
+  attempt?: number;
+  waiting?: boolean;
+}
+
+/** What a retry did. */
+export interface Retried {
+  id: string;
+  entry: string;
+  run: string;
+  node: string;
+  from: string;
+  to: string;
+  moved: boolean;
+  attempt: number;
 }
 
 export interface Wait {
@@ -104,6 +136,10 @@ export interface DeadLetter {
   attempts: number;
   time: string;
   checkpoint: string;
+  /** The version the step ran. */
+  version: string;
+  /** Attempts of earlier retries (attempts are numbered across retries). */
+  attempts_before?: number;
 }
 
 /** An entry of a flow's events stream, as /ws and the SSE endpoints send it. */

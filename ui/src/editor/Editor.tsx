@@ -49,6 +49,7 @@ import { activePins, pinsToSend } from "../flow/pins";
 import { PinStore } from "./pins";
 import { PinsContext, type PinsContextValue } from "./PinsPanel";
 import { useValidation } from "./useValidation";
+import { TestsPanel } from "./TestsPanel";
 
 export interface EditorData {
   /** The working copy: the flow's draft when it has one, else its saved file. */
@@ -73,7 +74,7 @@ const storage = (() => {
 })();
 
 const nodeTypes = { flow: FlowNodeView, note: NoteView };
-type Tab = "inspect" | "problems" | "run" | "history" | "schedules" | "chat" | "api";
+type Tab = "inspect" | "problems" | "run" | "tests" | "history" | "schedules" | "chat" | "api";
 
 /** What the canvas shows instead of the document being edited: a version, read-only, or
  * two versions compared. */
@@ -118,6 +119,8 @@ function Editor({ data }: { data: EditorData }) {
   }, [pinStore]);
   const [isNew, setIsNew] = useState(data.isNew);
   const [tab, setTab] = useState<Tab>("inspect");
+  // The nodes whose output changed in the test case the Tests tab shows.
+  const [testMarks, setTestMarks] = useState<Set<string>>(() => new Set());
   // The Test run tab's input, kept here so that it outlives the tab and Ctrl+Enter can run with it.
   const [runInput, setRunInput] = useState(() => initialInput(data.flow));
   const [runInputTyped, setRunInputTyped] = useState(false);
@@ -201,8 +204,8 @@ function Editor({ data }: { data: EditorData }) {
   }, [toast]);
 
   const editNodes = useMemo<(CanvasNode | CanvasNote)[]>(
-    () => [...toCanvasNotes(doc, st.selectedNodes), ...toCanvasNodes(doc, reg, { problems: pmap, run: rs.view?.nodes, queues: rs.queues, selectedNodes: st.selectedNodes, sizes: st.sizes, pins: pinned })],
-    [doc, reg, pmap, rs.view, rs.queues, st.selectedNodes, st.sizes, pinned],
+    () => [...toCanvasNotes(doc, st.selectedNodes), ...toCanvasNodes(doc, reg, { problems: pmap, run: rs.view?.nodes, queues: rs.queues, selectedNodes: st.selectedNodes, sizes: st.sizes, pins: pinned, changed: testMarks })],
+    [doc, reg, pmap, rs.view, rs.queues, st.selectedNodes, st.sizes, pinned, testMarks],
   );
   const noteEdits = useMemo<NoteEdits>(
     () => ({
@@ -874,6 +877,9 @@ function Editor({ data }: { data: EditorData }) {
             <button type="button" role="tab" aria-selected={tab === "run"} onClick={() => setTab("run")} id="run-tab">
               Test run{rs.view && <span className={`badge status-${rs.view.status}`}>{rs.view.status}</span>}
             </button>
+            <button type="button" role="tab" aria-selected={tab === "tests"} onClick={() => setTab("tests")} id="tests-tab" title="Test cases: run them on the working copy before saving">
+              Tests{testMarks.size > 0 && <span className="badge badge-warning">{testMarks.size}</span>}
+            </button>
             <button type="button" role="tab" aria-selected={tab === "history"} onClick={() => setTab("history")} id="history-tab">
               History
             </button>
@@ -920,6 +926,7 @@ function Editor({ data }: { data: EditorData }) {
                 onResume={(node, d) => void testRun.resume(node, d)}
                 onSelect={(node) => store.select([node])}
                 onOpen={openRun}
+                published={st.published}
               />
             )}
             {tab === "history" && (
@@ -937,6 +944,16 @@ function Editor({ data }: { data: EditorData }) {
                   onRollback={(v) => void rollback(v)}
                 />
               </>
+            )}
+            {tab === "tests" && (
+              <TestsPanel
+                doc={doc}
+                isNew={isNew}
+                lastRun={rs.view && finished(rs.view.status) ? rs.view.run : undefined}
+                canRun={pmap.errors === 0 && doc.nodes.length > 0}
+                onMark={setTestMarks}
+                say={say}
+              />
             )}
             {tab === "schedules" && <SchedulesPanel store={store} doc={doc} isNew={isNew} savedAt={savedAt} problems={validation.problems} say={say} />}
           </div>

@@ -36,10 +36,15 @@ function FlowNodeViewInner({ data, selected }: NodeProps<CanvasNode>) {
     groups.set(s, [...(groups.get(s) ?? []), p]);
   }
   const sum = summary(data);
-  const classes = ["flow-node", `cat-${spec?.category ?? "unknown"}`, mark ? `has-${mark}` : "", run ? `run-${run.status}` : "", selected ? "selected" : "", diffMark ? `diff-${diffMark}` : "", data.pinned ? "has-pin" : ""];
+  const classes = ["flow-node", `cat-${spec?.category ?? "unknown"}`, mark ? `has-${mark}` : "", run ? `run-${run.status}` : "", selected ? "selected" : "", diffMark ? `diff-${diffMark}` : "", data.pinned ? "has-pin" : "", data.outputChanged ? "output-changed" : ""];
   return (
-    <div className={classes.filter(Boolean).join(" ")} data-node={node.id} data-pinned={data.pinned ? "true" : undefined} data-status={run?.status ?? ""} data-mark={diffMark ?? ""} title={spec?.description ?? node.description}>
+    <div className={classes.filter(Boolean).join(" ")} data-node={node.id} data-pinned={data.pinned ? "true" : undefined} data-status={run?.status ?? ""} data-mark={diffMark ?? ""} data-output-changed={data.outputChanged ? "true" : undefined} title={spec?.description ?? node.description}>
       {diffMark && <span className={`diff-badge mark-${diffMark}`}>{diffMark}</span>}
+      {data.outputChanged && (
+        <span className="diff-badge mark-changed output-changed-badge" title="In the test case shown (Tests tab), this node's output differs from the run the case was saved from">
+          output changed
+        </span>
+      )}
       {data.pinned && (
         <span className="pin-badge" title="Pinned: test runs from this editor give back its pinned output instead of running it (see the Test run tab)">
           <svg viewBox="0 0 12 12" width="10" height="10" aria-hidden="true">
@@ -62,6 +67,11 @@ function FlowNodeViewInner({ data, selected }: NodeProps<CanvasNode>) {
           {run.pinned && (
             <span className="run-chip run-pinned" title="this step did not run: it gave back its pinned output">
               pinned
+            </span>
+          )}
+          {run.movedTo && (
+            <span className="run-chip run-moved" title={`the run moved to version ${run.movedTo} here (a retry on another version)`}>
+              moved to {run.movedTo.slice(0, 7)}
             </span>
           )}
           {run.durationMs !== undefined && <span className="muted">{formatDuration(run.durationMs)}</span>}

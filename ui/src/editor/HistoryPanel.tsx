@@ -5,6 +5,8 @@ import { useCallback, useEffect, useState } from "react";
 import { api, ApiError } from "../api/client";
 import type { VersionHistory, VersionInfo } from "../api/types";
 import { fromNow } from "../flow/schedules";
+import { testsApi, type LastResult } from "../api/tests";
+import { summaryLine } from "../flow/tests";
 import { comparePair, short, versionLabel } from "../flow/versions";
 
 interface Props {
@@ -24,8 +26,11 @@ interface Props {
 export function HistoryPanel({ flow, isNew, savedAt, note, onNote, open, onOpen, onCompare, onRollback }: Props) {
   const [h, setH] = useState<VersionHistory | undefined>();
   const [error, setError] = useState<string | undefined>();
+  // Each version's last test result (the Tests tab, sluice test): best effort.
+  const [tests, setTests] = useState<Record<string, LastResult>>({});
   const load = useCallback(() => {
     if (isNew) return;
+    testsApi.lastResults(flow).then(setTests, () => setTests({}));
     api.versions(flow).then(
       (x) => {
         setH(x);
@@ -76,6 +81,7 @@ export function HistoryPanel({ flow, isNew, savedAt, note, onNote, open, onOpen,
                       </>
                     )}
                   </div>
+                  {tests[v.version] && <VersionTests result={tests[v.version]!} />}
                   <div className="version-actions">
                     <button type="button" onClick={() => onOpen(v)}>
                       Open
@@ -102,6 +108,17 @@ export function HistoryPanel({ flow, isNew, savedAt, note, onNote, open, onOpen,
           </ol>
         </>
       )}
+    </div>
+  );
+}
+
+/** A version's last test result: how many cases passed, which failed, when. */
+function VersionTests({ result }: { result: LastResult }) {
+  const failing = result.verdicts.filter((c) => !c.pass);
+  return (
+    <div className={`version-tests small ${result.failed ? "error" : "status-succeeded"}`} data-tests={`${result.passed}/${result.cases}`} title={failing.map((c) => `${c.case}: ${c.why ?? ""}`).join("\n")}>
+      tests: {summaryLine(result)}
+      {failing.length > 0 && <> · failing: {failing.map((c) => c.case).join(", ")}</>} · {fromNow(result.at)}
     </div>
   );
 }

@@ -31,6 +31,8 @@ interface Props {
   onSelect: (node: string) => void;
   /** Opens another run of the flow on the canvas. */
   onOpen: (run: string) => void;
+  /** The saved file's text: when it changes (Ctrl+S), a failed step's Retry offers the new version. */
+  published?: string;
 }
 
 /** The input a test run starts with: the input node's example, else a skeleton of its schema. */
@@ -48,7 +50,7 @@ export function parseRunInput(text: string): { input: unknown; error?: undefined
   }
 }
 
-export function RunPanel({ doc, state, selectedNode, canRun, blocked, runLabel, input: text, onInput, onRun, onCancel, onResume, onSelect, onOpen }: Props) {
+export function RunPanel({ doc, state, selectedNode, canRun, blocked, runLabel, input: text, onInput, onRun, onCancel, onResume, onSelect, onOpen, published }: Props) {
   const { input, error: parseError } = parseRunInput(text);
   const { view, run, error, starting } = state;
   const active = !!view && !finished(view.status);
@@ -136,7 +138,7 @@ export function RunPanel({ doc, state, selectedNode, canRun, blocked, runLabel, 
           </pre>
         </section>
       )}
-      {view && selectedNode && <NodeCheckpoints flow={doc.id} view={view} node={selectedNode} />}
+      {view && selectedNode && <NodeCheckpoints flow={doc.id} view={view} node={selectedNode} published={published ?? ""} />}
       {view && !selectedNode && <p className="muted small">Select a node on the canvas to see its checkpoints in this run.</p>}
     </div>
   );
@@ -188,6 +190,25 @@ function RunSummary({ flow, view, run }: { flow: string; view: RunView; run: Run
         {costOfRun(view, run) && <span id="run-cost">{` · ${costOfRun(view, run)}`}</span>}
       </p>
       {runError(view, run) && <p className="error">{runError(view, run)}</p>}
+      {run?.moves && run.moves.length > 0 && (
+        <ul className="run-moves small" id="run-moves" aria-label="moves to other versions">
+          {run.moves.map((m, i) => (
+            <li key={i}>
+              moved from <code>{m.from.slice(0, 7)}</code> to <code>{m.to.slice(0, 7)}</code> at <span className="mono">{m.node}</span>
+              {m.waiting ? " while waiting" : m.attempt ? ` (attempt ${m.attempt})` : ""}
+              {m.by ? ` by ${m.by}` : ""} · <time dateTime={new Date(m.at).toISOString()}>{formatTime(new Date(m.at).toISOString())}</time>
+            </li>
+          ))}
+        </ul>
+      )}
+      {run?.replay_of && (
+        <p className="muted small" id="run-replay-of">
+          replay of{" "}
+          <a className="mono" href={`/flows/${flow}/runs/${run.replay_of}`}>
+            {run.replay_of}
+          </a>
+        </p>
+      )}
       {noWorkerAt(view).length > 0 && (
         <p className="run-blocked" id="no-worker-note">
           Queued — no worker serves this flow’s version: nothing reads {noWorkerAt(view).join(", ")}. Start one with <code>sluice worker {flow}.json</code> (or <code>sluice serve</code> with workers); the run then goes on.
@@ -273,7 +294,7 @@ function Approval({ node, prompt, data, onResume }: { node: string; prompt: stri
   );
 }
 
-function NodeCheckpoints({ flow, view, node }: { flow: string; view: RunView; node: string }) {
+function NodeCheckpoints({ flow, view, node, published }: { flow: string; view: RunView; node: string; published: string }) {
   const [list, setList] = useState<Checkpoint[] | undefined>();
   const [dead, setDead] = useState<DeadLetter[]>([]);
   const [error, setError] = useState<string | undefined>();
@@ -314,7 +335,7 @@ function NodeCheckpoints({ flow, view, node }: { flow: string; view: RunView; no
       )}
       {error && <p className="error">{error}</p>}
       {list && list.length === 0 && nr?.calls === undefined && <p className="muted small">No checkpoint yet: the node has not run in this run.</p>}
-      {(failed.length > 0 || dead.length > 0) && <FailedStep flow={flow} run={view.run} attempts={failed} dead={dead} onChange={() => setReload((n) => n + 1)} />}
+      {(failed.length > 0 || dead.length > 0) && <FailedStep flow={flow} run={view.run} attempts={failed} dead={dead} published={published} onChange={() => setReload((n) => n + 1)} />}
       {steps.map((c) => (
         <CheckpointDetail key={c.id} flow={flow} run={view.run} ckpt={c} title={checkpointTitle(c, turns.get(c.id))} open={steps.length === 1} />
       ))}
@@ -323,8 +344,20 @@ function NodeCheckpoints({ flow, view, node }: { flow: string; view: RunView; no
 }
 
 /** A step that failed: the state it received, each attempt with its time and error, its dead letter with retry. */
-function FailedStep({ flow, run, attempts, dead, onChange }: { flow: string; run: string; attempts: Checkpoint[]; dead: DeadLetter[]; onChange: () => void }) {
+function FailedStep({ flow, run, attempts, dead, published, onChange }: { flow: string; run: string; attempts: Checkpoint[]; dead: DeadLetter[]; published: string; onChange: () => void }) {
   const [received, setReceived] = useState<unknown>();
+  // The flow's current version (what a new run starts on): a retry can run the step on it.
+  const [current, setCurrent] = useState<string | undefined>();
+  useEffect(() => {
+    let live = true;
+    api
+      .versions(flow)
+      .then((h) => live && setCurrent(h.current))
+      .catch(() => undefined);
+    return () => {
+      live = false;
+    };
+  }, [flow, published]);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | undefined>();
   const parent = attempts[attempts.length - 1]?.parent ?? dead[0]?.checkpoint;
@@ -374,8 +407,13 @@ function FailedStep({ flow, run, attempts, dead, onChange }: { flow: string; run
             · <time dateTime={d.time}>{formatTime(d.time)}</time>: the step will not run again unless you retry it.
           </p>
           <div className="actions">
-            <button type="button" className="primary retry" disabled={busy} onClick={() => void act(() => api.retryDead(flow, d.id))}>
-              Retry
+            {current && current !== d.version && (
+              <button type="button" className="primary retry retry-current" disabled={busy} title={`run the step on the flow's current version ${current}`} onClick={() => void act(() => api.retryDead(flow, d.id, "current"))}>
+                Retry with the current version ({current.slice(0, 7)})
+              </button>
+            )}
+            <button type="button" className={`retry retry-original${current && current !== d.version ? "" : " primary"}`} disabled={busy} title={`run the step on the version it ran, ${d.version}`} onClick={() => void act(() => api.retryDead(flow, d.id, "original"))}>
+              {current && current !== d.version ? `Retry as it was (${d.version.slice(0, 7)})` : `Retry (${d.version.slice(0, 7)}, the current version)`}
             </button>
             <button type="button" className="danger" disabled={busy} onClick={() => confirm("Discard this dead letter? The run stays failed.") && void act(() => api.discardDead(flow, d.id))}>
               Discard

@@ -8,7 +8,7 @@ import { api, ApiError } from "../api/client";
 import type { FlowQueues, LiveEvent, Run } from "../api/types";
 import type { Pin } from "../flow/pins";
 import type { QueueBadge } from "../flow/canvas";
-import { applyEvent, finished, markNoWorker, newRunView, reconcile, type RunView } from "../flow/runview";
+import { applyEvent, finished, markNoWorker, newRunView, reconcile, type RunView, withMoves } from "../flow/runview";
 import type { FlowDocument } from "../flow/types";
 import { LiveFlow } from "../live/socket";
 
@@ -86,7 +86,7 @@ export class TestRun {
     await this.live!.ready();
     try {
       const [run, ckpts] = await Promise.all([api.getRun(this.flow, runID), api.checkpoints(this.flow, runID)]);
-      let view = reconcile(newRunView(runID, doc), run.status, ckpts, run.error, doc);
+      let view = withMoves(reconcile(newRunView(runID, doc), run.status, ckpts, run.error, doc), run.moves);
       for (const ev of this.early) view = applyEvent(view, ev, doc);
       this.early = [];
       view = markNoWorker(view, run.waiting_for_worker);
@@ -170,7 +170,7 @@ export class TestRun {
       const [run, ckpts] = await Promise.all([api.getRun(this.flow, v.run), api.checkpoints(this.flow, v.run)]);
       const cur = this.state.view;
       if (!cur || cur.run !== run.id) return;
-      this.set({ run, view: markNoWorker(reconcile(cur, run.status, ckpts, run.error, this.doc), run.waiting_for_worker) });
+      this.set({ run, view: markNoWorker(withMoves(reconcile(cur, run.status, ckpts, run.error, this.doc), run.moves), run.waiting_for_worker) });
       this.poll();
     } catch (e) {
       this.set({ error: e instanceof ApiError ? e.message : String(e) });

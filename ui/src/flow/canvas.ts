@@ -27,6 +27,8 @@ export type NodeData = {
   queue: QueueBadge | undefined;
   /** In a comparison of two versions: whether the node was added, removed or changed. */
   mark?: Mark | undefined;
+  /** In the Tests tab's case shown: the node's output changed from the run the case was saved from. */
+  outputChanged?: boolean;
   /** Test runs from this editor give back its pinned output instead of running it (pins.ts). */
   pinned?: boolean;
 };
@@ -48,6 +50,8 @@ export interface Overlay {
   sizes?: Map<string, Size>;
   /** A comparison of two versions (versions.ts). */
   marks?: { nodes: Map<string, Mark>; edges: Map<string, Mark> };
+  /** The nodes whose output changed in the test case shown (flow/tests.ts). */
+  changed?: Set<string>;
   /** The nodes whose pins the next test run uses (pins.ts). */
   pins?: ReadonlySet<string>;
 }
@@ -71,6 +75,7 @@ export function toCanvasNodes(doc: FlowDocument, reg: Registry, o: Overlay = {})
       },
     };
     if (o.pins?.has(n.id)) cn.data.pinned = true;
+    if (o.changed?.has(n.id)) cn.data.outputChanged = true;
     const size = o.sizes?.get(n.id);
     if (size) cn.measured = { width: size.width, height: size.height };
     return cn;

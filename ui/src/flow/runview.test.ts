@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Checkpoint, LiveEvent } from "../api/types";
 import { flow } from "./fixtures.test-util";
-import { applyEvent, formatCost, formatDuration, laterID, markNoWorker, newRunView, reconcile, runError, runUsage, toolNodeOf, type RunView } from "./runview";
+import { applyEvent, formatCost, formatDuration, laterID, markNoWorker, newRunView, reconcile, runError, runUsage, toolNodeOf, withMoves, type RunView } from "./runview";
 
 const doc = flow(
   [["in", "input"], ["r", "router"], ["a", "transform"], ["b", "transform"], ["out", "output"]],
@@ -11,6 +11,13 @@ const fold = (evs: LiveEvent[], v: RunView = newRunView("r1", doc)) => evs.reduc
 const ev = (type: string, node: string, data: unknown = {}): LiveEvent => ({ type, run: "r1", node, data });
 
 describe("run view", () => {
+  it("marks the node where the run moved to another version, live and from the run's record", () => {
+    const live = fold([ev("dead", "a", { error: "boom" }), ev("moved", "a", { from: "v1", to: "v2abcdef" }), ev("retried", "a")]);
+    expect(live.nodes.a).toMatchObject({ status: "queued", movedTo: "v2abcdef" });
+    const read = withMoves(newRunView("r1", doc), [{ from: "v1", to: "v2", node: "b", at: 1 }]);
+    expect(read.nodes.b?.movedTo).toBe("v2");
+    expect(withMoves(live, undefined)).toBe(live);
+  });
   it("starts with the input node queued", () => {
     expect(newRunView("r1", doc).nodes).toEqual({ in: expect.objectContaining({ status: "queued" }) });
   });

@@ -1,7 +1,7 @@
 // A test run as the canvas shows it: each node's status, duration, tokens and streamed
 // text, folded from the live events of the run. Pure functions: the editor keeps the
 // view and feeds it events.
-import type { Checkpoint, LiveEvent, Run, RunStatus, Usage } from "../api/types";
+import type { Checkpoint, LiveEvent, Move, Run, RunStatus, Usage } from "../api/types";
 import { fromPort } from "./edges";
 import type { FlowDocument } from "./types";
 
@@ -26,6 +26,8 @@ export interface NodeRun {
   noWorker?: boolean;
   /** Its last step did not run: it gave back the output pinned for the run (flow/pins.ts). */
   pinned?: boolean;
+  /** The run moved to this version at this node (a retry on another version). */
+  movedTo?: string;
 }
 
 export interface RunView {
@@ -116,6 +118,9 @@ export function applyEvent(view: RunView, ev: LiveEvent, doc: FlowDocument): Run
     case "retried":
       upd = { ...cur, status: "queued" };
       delete upd.error;
+      break;
+    case "moved":
+      upd = { ...cur, movedTo: typeof data.to === "string" ? data.to : undefined };
       break;
     case "resumed":
       upd = { ...cur, status: "running" };
@@ -315,4 +320,12 @@ export function formatDuration(ms: number | undefined): string {
   if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
   const m = Math.floor(ms / 60_000);
   return `${m} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+/** Marks the nodes where the run moved to another version (the run's record of its moves). */
+export function withMoves(view: RunView, moves: Move[] | undefined): RunView {
+  if (!moves || moves.length === 0) return view;
+  const nodes = { ...view.nodes };
+  for (const m of moves) nodes[m.node] = { ...(nodes[m.node] ?? blank("queued")), movedTo: m.to };
+  return { ...view, nodes };
 }

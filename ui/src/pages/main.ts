@@ -46,6 +46,7 @@ document.addEventListener("click", async (e) => {
       const err = (await res.json().catch(() => ({}))) as { error?: { code?: string; message?: string } };
       throw new ApiError(res.status, err.error?.code ?? "internal", err.error?.message ?? `failed (${res.status})`);
     }
+    if (b.dataset.done) b.textContent = b.dataset.done;
     if (b.dataset.then !== "none") location.reload();
   } catch (err) {
     showError(b.closest("[data-actions]"), err);

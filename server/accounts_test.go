@@ -1,0 +1,255 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/store/storetest"
+	"github.com/sluicehq/sluice/teams"
+)
+
+func TestSignInOutAndSessions(t *testing.T) {
+	a := newAPI(t, storetest.Real(t))
+	a.person("ada@example.com", "correct horse battery", map[string]teams.Role{teams.DefaultWorkspace: teams.Editor})
+
+	// A browser with no session is sent to the sign-in page; the API says 401.
+	b := a.browser()
+	if r := b.send("GET", "/", nil, "Accept", "text/html"); r.status != http.StatusSeeOther || !strings.HasPrefix(r.header.Get("Location"), "/signin") {
+		t.Fatalf("page without a session: %d %q", r.status, r.header.Get("Location"))
+	}
+	if r := b.api("GET", "/api/flows", ""); r.status != http.StatusUnauthorized {
+		t.Fatalf("API without a session: %d", r.status)
+	}
+
+	// Session fixation: a cookie planted before sign-in is not the session after it,
+	// and is worth nothing.
+	b.cookies[server.SessionCookie] = "planted-by-someone-else-0123456789abcdef"
+	b.signin("ada@example.com", "correct horse battery")
+	if b.cookies[server.SessionCookie] == "planted-by-someone-else-0123456789abcdef" {
+		t.Fatal("the planted session id was kept")
+	}
+	planted := a.browser()
+	planted.cookies[server.SessionCookie] = "planted-by-someone-else-0123456789abcdef"
+	planted.api("GET", "/api/me", "")
+	if r := planted.api("GET", "/api/me", ""); r.status != http.StatusUnauthorized {
+		t.Errorf("the planted cookie: %d", r.status)
+	}
+	var me struct {
+		Who, Role string
+		Can       map[string]bool
+	}
+	b.api("GET", "/api/me", "").into(t, &me)
+	if me.Who != "ada@example.com" || me.Role != "editor" || !me.Can["edit"] || me.Can["admin"] {
+		t.Fatalf("me = %+v", me)
+	}
+
+	// CSRF: a sign-in or sign-out form without the page's token is refused.
+	other := a.browser()
+	if r := other.send("POST", "/signin", url.Values{"email": {"ada@example.com"}, "password": {"correct horse battery"}}); r.status != http.StatusForbidden || other.cookies[server.SessionCookie] != "" {
+		t.Errorf("sign-in without the CSRF token: %d, cookies %v", r.status, other.cookies)
+	}
+	if r := b.send("POST", "/signout", url.Values{}); r.status != http.StatusForbidden {
+		t.Errorf("sign-out without the CSRF token: %d", r.status)
+	}
+	if r := b.api("GET", "/api/me", ""); r.status != 200 {
+		t.Fatalf("the session ended by a forged sign-out: %d", r.status)
+	}
+
+	// Sign-out ends the session in Redis: a copy of the cookie stops working too.
+	copied := a.browser()
+	copied.cookies[server.SessionCookie] = b.cookies[server.SessionCookie]
+	tok := b.csrf("/")
+	if r := b.send("POST", "/signout", url.Values{"_csrf": {tok}}); r.status != http.StatusSeeOther {
+		t.Fatalf("sign-out: %d %s", r.status, r)
+	}
+	eventually(t, 5*time.Second, func() string {
+		if r := copied.api("GET", "/api/me", ""); r.status != http.StatusUnauthorized {
+			return "the copied cookie still works after sign-out"
+		}
+		return ""
+	})
+
+	// A wrong password says nothing of whether the account exists, and is limited.
+	w := a.browser()
+	for i := 0; i < 5; i++ {
+		tok := w.csrf("/signin")
+		r := w.send("POST", "/signin", url.Values{"_csrf": {tok}, "email": {"ada@example.com"}, "password": {"wrong password!"}})
+		if r.status != http.StatusUnauthorized || !strings.Contains(r.String(), "the email or the password is wrong") {
+			t.Fatalf("wrong password %d: %d", i, r.status)
+		}
+	}
+	tok = w.csrf("/signin")
+	if r := w.send("POST", "/signin", url.Values{"_csrf": {tok}, "email": {"ada@example.com"}, "password": {"correct horse battery"}}); r.status != http.StatusTooManyRequests {
+		t.Errorf("sign-in after 5 failures: %d, want 429", r.status)
+	}
+	tok = w.csrf("/signin")
+	if r := w.send("POST", "/signin", url.Values{"_csrf": {tok}, "email": {"nobody@example.com"}, "password": {"whatever it is"}}); r.status != http.StatusUnauthorized || !strings.Contains(r.String(), "the email or the password is wrong") {
+		t.Errorf("unknown account: %d", r.status)
+	}
+}
+
+func TestAnIdleOrExpiredSessionEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  func(*server.Config)
+	}{
+		{"idle", func(c *server.Config) { c.SessionIdle = time.Millisecond }},
+		{"lifetime", func(c *server.Config) { c.SessionLifetime = time.Second }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAPI(t, storetest.Embedded(t), func(c *server.Config, _ *server.Deps) { tc.cfg(c); c.AuthCache = time.Millisecond })
+			a.person("bo@example.com", "password-of-bo", map[string]teams.Role{teams.DefaultWorkspace: teams.Viewer})
+			b := a.browser()
+			b.signin("bo@example.com", "password-of-bo")
+			eventually(t, 10*time.Second, func() string {
+				if r := b.api("GET", "/api/me", ""); r.status != http.StatusUnauthorized {
+					return "the session still works"
+				}
+				return ""
+			})
+		})
+	}
+}
+
+func TestAPIKeys(t *testing.T) {
+	a := newAPI(t, storetest.Real(t), func(c *server.Config, _ *server.Deps) { c.AuthFailures = 5 })
+	ada := a.person("ada@example.com", "correct horse battery", map[string]teams.Role{teams.DefaultWorkspace: teams.Operator})
+	b := a.browser()
+	b.signin("ada@example.com", "correct horse battery")
+
+	// A personal key: shown once, at most the maker's role.
+	if r := b.api("POST", "/api/keys", `{"name": "ci", "role": "editor"}`); r.status != http.StatusForbidden {
+		t.Errorf("an operator made an editor key: %d", r.status)
+	}
+	if r := b.api("POST", "/api/keys", `{"name": "ci", "role": "viewer", "service": "bot"}`); r.status != http.StatusForbidden {
+		t.Errorf("an operator made a service key: %d", r.status)
+	}
+	var made struct {
+		Key  string
+		Info teams.APIKey
+	}
+	b.api("POST", "/api/keys", `{"name": "ci", "role": "operator", "expires_in": "720h"}`).into(t, &made)
+	if !strings.HasPrefix(made.Key, made.Info.Prefix+"_") || made.Info.Expires == 0 || made.Info.Person != ada.ID {
+		t.Fatalf("made %+v", made)
+	}
+	list := b.api("GET", "/api/keys", "").String()
+	secret := strings.TrimPrefix(made.Key, made.Info.Prefix+"_")
+	if !strings.Contains(list, made.Info.Prefix) || strings.Contains(list, secret) || strings.Contains(list, teams.Digest(made.Key)) {
+		t.Errorf("the listing shows the key or its digest: %s", list)
+	}
+	key := []string{"Authorization", "Bearer " + made.Key}
+	a.must(200, "GET", "/api/flows", nil, key...)
+	a.must(http.StatusForbidden, "PUT", "/api/flows/x", `{}`, key...)
+	if r := a.do("POST", "/api/keys", `{"role": "viewer"}`, key...); r.status != http.StatusForbidden {
+		t.Errorf("a key made a key: %d", r.status)
+	}
+	eventually(t, 5*time.Second, func() string {
+		var ks struct{ Keys []teams.APIKey }
+		b.api("GET", "/api/keys", "").into(t, &ks)
+		if len(ks.Keys) != 1 || ks.Keys[0].LastUsed == 0 {
+			return "no last use recorded"
+		}
+		return ""
+	})
+
+	// Demoting the person limits their key at once (within the cache's second).
+	if err := a.teams.SetRole(context.Background(), teams.DefaultWorkspace, ada.ID, teams.Viewer); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, func() string {
+		if r := a.do("POST", "/api/flows/x/runs", `{}`, key...); r.status != http.StatusForbidden {
+			return "the key of a demoted person still runs flows"
+		}
+		return ""
+	})
+
+	// Revoked: refused within a second.
+	b.api("DELETE", "/api/keys/"+made.Info.Prefix, "")
+	eventually(t, 5*time.Second, func() string {
+		if r := a.do("GET", "/api/flows", nil, key...); r.status != http.StatusUnauthorized {
+			return "a revoked key still works"
+		}
+		return ""
+	})
+
+	// Guessing keys is limited per address; the right token still gets through.
+	limited := false
+	for i := 0; i < 6 && !limited; i++ { // the revoked key's tries counted too
+		guess, _ := teams.NewKey()
+		r := a.do("GET", "/api/flows", nil, "Authorization", "Bearer "+guess)
+		limited = r.status == http.StatusTooManyRequests
+		if !limited && r.status != http.StatusUnauthorized {
+			t.Fatalf("a guessed key: %d", r.status)
+		}
+	}
+	if !limited {
+		t.Error("6 guessed keys from one address were not limited (AuthFailures 5)")
+	}
+	a.must(200, "GET", "/api/flows", nil)
+}
+
+func TestOwnersAndWhatOthersCannotDo(t *testing.T) {
+	a := newAPI(t, storetest.Embedded(t))
+	owner := a.person("olga@example.com", "password-of-olga", map[string]teams.Role{teams.DefaultWorkspace: teams.Owner})
+	a.person("ed@example.com", "password-of-ed", map[string]teams.Role{teams.DefaultWorkspace: teams.Editor})
+	o, e := a.browser(), a.browser()
+	o.signin("olga@example.com", "password-of-olga")
+	e.signin("ed@example.com", "password-of-ed")
+
+	// Nobody changes their own role, not even an owner.
+	if r := o.api("PUT", "/api/members/"+owner.ID, `{"role": "viewer"}`); r.status != http.StatusForbidden || !strings.Contains(r.String(), "your own role") {
+		t.Errorf("an owner changed their own role: %d %s", r.status, r)
+	}
+	// An editor adds no secret name, nor members.
+	if r := e.api("PUT", "/api/settings", `{"secrets": ["OPENAI_API_KEY"]}`); r.status != http.StatusForbidden {
+		t.Errorf("an editor changed the secrets allow-list: %d", r.status)
+	}
+	if r := e.api("POST", "/api/members", `{"email": "eve@example.com", "role": "owner"}`); r.status != http.StatusForbidden {
+		t.Errorf("an editor invited someone: %d", r.status)
+	}
+	// The owner invites: a new person gets a one-time link to set a password.
+	var inv struct {
+		Member struct{ ID string }
+		Link   string
+	}
+	o.api("POST", "/api/members", `{"email": "vi@example.com", "role": "viewer"}`).into(t, &inv)
+	if !strings.HasPrefix(inv.Link, "/reset?t=") {
+		t.Fatalf("invite: %+v", inv)
+	}
+	v := a.browser()
+	tok := v.csrf(inv.Link)
+	q, _ := url.ParseQuery(strings.TrimPrefix(inv.Link, "/reset?"))
+	if r := v.send("POST", "/reset", url.Values{"_csrf": {tok}, "t": q["t"], "password": {"short"}}); r.status != http.StatusBadRequest {
+		t.Errorf("a short password: %d", r.status)
+	}
+	if r := v.send("POST", "/reset", url.Values{"_csrf": {tok}, "t": q["t"], "password": {"password-of-vi"}}); r.status != 200 || !strings.Contains(r.String(), "reset-done") {
+		t.Fatalf("reset: %d %s", r.status, r)
+	}
+	if r := v.send("POST", "/reset", url.Values{"_csrf": {tok}, "t": q["t"], "password": {"password-again"}}); r.status != http.StatusNotFound {
+		t.Errorf("a used link: %d", r.status)
+	}
+	v.signin("vi@example.com", "password-of-vi")
+	if r := v.api("POST", "/api/flows/x/runs", `{}`); r.status != http.StatusForbidden || !strings.Contains(r.String(), "a viewer may not run flows") {
+		t.Errorf("a viewer ran a flow: %d %s", r.status, r)
+	}
+	// Secrets: the owner sets them; a bad name is refused with where.
+	if r := o.api("PUT", "/api/settings", `{"secrets": ["OK_NAME", "bad name"]}`); r.status != http.StatusBadRequest || !strings.Contains(r.String(), "secrets[1]") {
+		t.Errorf("a bad secret name: %d %s", r.status, r)
+	}
+	o.api("PUT", "/api/settings", `{"secrets": ["OPENAI_API_KEY"]}`)
+	// The audit log has it all, and exports as JSON lines.
+	log := o.api("GET", "/api/audit?format=jsonl", "").String()
+	for _, want := range []string{`"action":"member.role"`, `"action":"secrets.change"`, `"action":"signin"`, `"who":"olga@example.com"`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the audit log lacks %s:\n%s", want, log)
+		}
+	}
+	if r := e.api("GET", "/api/audit", ""); r.status != http.StatusForbidden {
+		t.Errorf("an editor read the audit log: %d", r.status)
+	}
+}
