@@ -178,14 +178,15 @@ func (r *Redis) AckResult(ctx context.Context, res Result) error {
 }
 
 // AckResults acknowledges result entries and trims each results stream below its
-// group's oldest pending entry, or below the newest entry acknowledged here when none is
-// pending: every entry before that was delivered and acknowledged. The results stream so
-// only ever loses entries the dispatch group has acknowledged. One XTRIM per stream and
-// call costs Redis less than an XDEL per entry, each of which walks its listpack node
-// from the start; the trim is exact, so a stream whose results are all delivered is
-// empty. Two round trips: the trim's bound is read after the acknowledgements (a
-// result acknowledged or delivered in between only leaves the bound lower than it could
-// be).
+// group's oldest pending entry, or, when none is pending, below the entry after the
+// group's last delivered one: every entry before that was delivered and acknowledged.
+// (The newest entry acknowledged in this call is no bound: dispatchers acknowledge
+// concurrently, so the last to acknowledge may hold an older entry than another's.) The
+// group is read before its pending list: an entry delivered in between is after the
+// bound. The results stream so only ever loses entries the dispatch group has
+// acknowledged. One XTRIM per stream and call costs Redis less than an XDEL per entry,
+// each of which walks its listpack node from the start; the trim is exact, so a stream
+// whose results are all delivered is empty. Two round trips.
 func (r *Redis) AckResults(ctx context.Context, res []Result) error {
 	type acks struct {
 		key    string
@@ -212,8 +213,10 @@ func (r *Redis) AckResults(ctx context.Context, res []Result) error {
 	}
 	pipe := r.Client.Pipeline()
 	oldest := make([]*redis.XPendingExtCmd, len(order))
+	groups := make([]*redis.XInfoGroupsCmd, len(order))
 	for i, a := range order {
 		pipe.XAck(ctx, a.key, DispatchGroup, a.ids...)
+		groups[i] = pipe.XInfoGroups(ctx, a.key)
 		oldest[i] = pipe.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: a.key, Group: DispatchGroup, Start: "-", End: "+", Count: 1})
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -222,6 +225,11 @@ func (r *Redis) AckResults(ctx context.Context, res []Result) error {
 	pipe = r.Client.Pipeline()
 	for i, a := range order {
 		min := nextStreamID(a.newest)
+		for _, g := range groups[i].Val() {
+			if g.Name == DispatchGroup && CompareStreamIDs(nextStreamID(g.LastDeliveredID), min) > 0 {
+				min = nextStreamID(g.LastDeliveredID)
+			}
+		}
 		if p := oldest[i].Val(); len(p) > 0 {
 			min = p[0].ID
 		}
