@@ -55,3 +55,36 @@ func TestGateRuleOnTheRunStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestInitialStateIsTheInputOnlyWhenNothingChangesIt pins the shortcut Start takes (the
+// input's JSON for the state's): only where InitialState gives the same bytes.
+func TestInitialStateIsTheInputOnlyWhenNothingChangesIt(t *testing.T) {
+	appendMsgs := flows.Reducers{"msgs": flows.Append}
+	for _, tc := range []struct {
+		name string
+		plan *flows.Plan
+		in   any
+		same bool
+	}{
+		{"no defaults, no reducers", &flows.Plan{}, map[string]any{"a": 1.0}, true},
+		{"a reducer on another key", &flows.Plan{Reducers: appendMsgs}, map[string]any{"a": 1.0}, true},
+		{"an append reducer on an input key", &flows.Plan{Reducers: appendMsgs}, map[string]any{"msgs": []any{"x"}}, false},
+		{"declared defaults", &flows.Plan{Defaults: map[string]any{"d": true}}, map[string]any{"a": 1.0}, false},
+		{"an input that is not an object", &flows.Plan{}, "text", false},
+	} {
+		if got := sameAsInput(tc.plan, tc.in); got != tc.same {
+			t.Errorf("%s: same %v, want %v", tc.name, got, tc.same)
+		}
+		if tc.same {
+			state, err := InitialState(tc.plan, tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _ := json.Marshal(state)
+			b, _ := json.Marshal(tc.in)
+			if string(a) != string(b) {
+				t.Errorf("%s: the state %s is not the input %s", tc.name, a, b)
+			}
+		}
+	}
+}

@@ -245,3 +245,54 @@ func asError(err error, target **flows.Error) bool {
 	}
 	return ok
 }
+
+// A fused chain whose steps change the state, then leave it, then change it again,
+// stores at its end the state after every update: a step that changes nothing reuses
+// the state's JSON of the step before it only when that is the state it read.
+func TestAFusedChainStoresTheStateAfterEveryUpdate(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		v := newEnv(t, r)
+		p := v.compile(`{"sluice": 1, "id": "FLOW", "nodes": [
+		  {"id": "in", "type": "input"},
+		  {"id": "a", "type": "transform", "params": {"expr": "{a: 1}"}},
+		  {"id": "same", "type": "transform", "params": {"expr": "{}"}},
+		  {"id": "b", "type": "transform", "params": {"expr": "{b: (.a + 1)}"}},
+		  {"id": "again", "type": "transform", "params": {"expr": "{}"}},
+		  {"id": "out", "type": "output", "params": {"value": "null"}}],
+		 "edges": [{"from": "in", "to": "a"}, {"from": "a", "to": "same"}, {"from": "same", "to": "b"},
+		   {"from": "b", "to": "again"}, {"from": "again", "to": "out"}]}`)
+		v.work(p)
+		run := v.run(p, `{"n": 0}`)
+		mustStatus(t, run, store.StatusSucceeded)
+		ctx := context.Background()
+		cps, err := v.e.Checkpoints(ctx, p.Flow, run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"in": `{"n":0}`, "a": `{"a":1,"n":0}`, "same": `{"a":1,"n":0}`, "b": `{"a":1,"b":2,"n":0}`,
+			"again": `{"a":1,"b":2,"n":0}`, "out": `{"a":1,"b":2,"n":0}`}
+		for _, c := range cps {
+			w, ok := want[c.Node]
+			if !ok {
+				continue
+			}
+			full, err := v.e.Checkpoint(ctx, p.Flow, run.ID, c.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(full.State) != w {
+				t.Errorf("state after %s: %s, want %s", c.Node, full.State, w)
+			}
+		}
+		// The stored state the run ends with, as Redis holds it.
+		ref, _ := v.r.FindRun(ctx, p.Flow, run.ID)
+		last := cps[len(cps)-1].ID
+		b, err := v.r.LoadState(ctx, ref, last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != want["out"] {
+			t.Errorf("the state stored at the end of the commit: %s, want %s", b, want["out"])
+		}
+	})
+}

@@ -168,8 +168,13 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	if err := e.StoreVersion(ctx, plan); err != nil {
 		return "", err
 	}
-	stateJSON, _ := json.Marshal(state)
 	inputJSON, _ := json.Marshal(in)
+	var stateJSON []byte
+	if sameAsInput(plan, in) {
+		stateJSON = inputJSON // the same map: the same bytes
+	} else {
+		stateJSON, _ = json.Marshal(state)
+	}
 	if err := flows.CheckJSON("the input", inputJSON, plan.Settings.MaxStateBytes); err != nil {
 		return "", &flows.Error{Code: flows.TooLarge, Flow: plan.Flow, Path: "input", Err: err}
 	}
@@ -224,6 +229,21 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	}
 	e.cache.put(id, ckpt, state)
 	return id, nil
+}
+
+// sameAsInput reports whether a run's initial state is its input itself: an object, with
+// no declared defaults and only replacing reducers on its keys (InitialState).
+func sameAsInput(plan *flows.Plan, in any) bool {
+	obj, ok := in.(map[string]any)
+	if !ok || len(plan.Defaults) > 0 {
+		return false
+	}
+	for k := range obj {
+		if r := plan.Reducers[k]; r != "" && r != flows.Replace {
+			return false
+		}
+	}
+	return true
 }
 
 // partitions is how many partitions plan's runs are placed over.

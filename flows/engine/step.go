@@ -95,11 +95,11 @@ type preloaded struct {
 	known  bool           // status was read
 }
 
-// verdict is the gate's decision on an activation. The gate writes nothing: it reads
+// gateVerdict is the gate's decision on an activation. The gate writes nothing: it reads
 // what the step needs and decides, and the worker applies a verdict other than run
 // (apply) through the committer's scripts.
-type verdict struct {
-	kind verdictKind
+type gateVerdict struct {
+	kind gateKind
 	job  *job // verdictRun: the step, ready to run
 	// verdictFail: the step's failure (retried or dead-lettered by the failure script),
 	// with the plan and node when they are known, for its attempts and TTL.
@@ -111,17 +111,17 @@ type verdict struct {
 	cancelled bool
 }
 
-type verdictKind int
+type gateKind int
 
 const (
-	verdictRun   verdictKind = iota
-	verdictDrop              // a cancelled or lost run: acknowledged without running
-	verdictFail              // recorded as a failed attempt
-	verdictLeave             // left pending: the worker is stopping
+	verdictRun   gateKind = iota
+	verdictDrop           // a cancelled or lost run: acknowledged without running
+	verdictFail           // recorded as a failed attempt
+	verdictLeave          // left pending: the worker is stopping
 )
 
 // apply carries out a verdict that is not verdictRun.
-func (w *Worker) apply(a store.Activation, v verdict) stepOutcome {
+func (w *Worker) apply(a store.Activation, v gateVerdict) stepOutcome {
 	switch v.kind {
 	case verdictDrop:
 		if v.cancelled {
@@ -155,11 +155,11 @@ func runGoesOn(status string, known, cancelledHere bool) (goOn, cancelled bool) 
 // run's status (and pins) when the reader's batch read did not. A pure step reads nothing
 // more. It writes nothing to Redis: a step that may not run comes back as a verdict
 // for apply.
-func (w *Worker) gate(a store.Activation, pre preloaded) verdict {
+func (w *Worker) gate(a store.Activation, pre preloaded) gateVerdict {
 	ctx, e := w.hard, w.e
-	leave := verdict{kind: verdictLeave}
-	fail := func(plan *flows.Plan, node *flows.PlanNode, err error) verdict {
-		return verdict{kind: verdictFail, err: err, plan: plan, node: node}
+	leave := gateVerdict{kind: verdictLeave}
+	fail := func(plan *flows.Plan, node *flows.PlanNode, err error) gateVerdict {
+		return gateVerdict{kind: verdictFail, err: err, plan: plan, node: node}
 	}
 	plan, err := e.Plan(ctx, a.Flow, a.Version)
 	if err != nil {
@@ -188,7 +188,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) verdict {
 		status, pins, keysOf, known = g.Status, g.Pins, g.KeysOf, true
 	}
 	if goOn, cancelled := runGoesOn(status, known, e.cancelled.has(a.Flow, a.Run)); !goOn {
-		return verdict{kind: verdictDrop, plan: plan, cancelled: cancelled}
+		return gateVerdict{kind: verdictDrop, plan: plan, cancelled: cancelled}
 	}
 	if !isPure && pins != "" {
 		var all map[string]Pin
@@ -210,7 +210,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) verdict {
 		if flows.ErrorCode(err) == flows.NotFound {
 			// The run's state is gone (expired, or Redis lost it): nothing can resume it.
 			if st, _ := e.rdb.RunStatus(ctx, a.Ref()); st == "" || store.Finished(st) {
-				return verdict{kind: verdictDrop, plan: plan}
+				return gateVerdict{kind: verdictDrop, plan: plan}
 			}
 			err = flows.Permanent(err)
 		}
@@ -246,7 +246,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) verdict {
 			return fail(plan, node, err)
 		}
 	}
-	return verdict{job: &job{a: a, plan: plan, node: node, state: state, join: join, step: step, pin: pin}}
+	return gateVerdict{job: &job{a: a, plan: plan, node: node, state: state, join: join, step: step, pin: pin}}
 }
 
 // loadState returns the state an activation reads: its checkpoint's, or for a join the
