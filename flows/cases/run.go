@@ -106,14 +106,14 @@ func Summarize(version string, rs []Result) Summary {
 // caller's, or on the same Redis). A case that cannot start (a pin the version does
 // not take) fails with the reason; only ctx ending stops the whole run.
 func Run(ctx context.Context, e Runner, plan *flows.Plan, f *File, opts Options) ([]Result, error) {
-	var todo []*Case
+	var chosen []*Case
 	only := map[string]bool{}
 	for _, id := range opts.Only {
 		only[id] = true
 	}
 	for i := range f.Cases {
 		if len(only) == 0 || only[f.Cases[i].ID] {
-			todo = append(todo, &f.Cases[i])
+			chosen = append(chosen, &f.Cases[i])
 		}
 	}
 	for _, id := range opts.Only {
@@ -121,11 +121,11 @@ func Run(ctx context.Context, e Runner, plan *flows.Plan, f *File, opts Options)
 			return nil, &flows.Error{Code: flows.NotFound, Flow: plan.Flow, Path: "cases", Message: fmt.Sprintf("no case %q", id)}
 		}
 	}
-	out := make([]Result, len(todo))
+	out := make([]Result, len(chosen))
 	n := max(opts.Parallel, 1)
 	sem := make(chan struct{}, n)
 	var wg sync.WaitGroup
-	for i, c := range todo {
+	for i, c := range chosen {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
