@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -84,10 +85,15 @@ func TestOpenRefusesAURLThatDoesNotFitTheServer(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "redis+cluster://") {
 		t.Errorf("a single-server URL to a cluster node: %v", err)
 	}
-	if _, err := store.Open(ctx, store.Options{URL: storetest.URL()[:strings.Index(storetest.URL(), "/15")]}); err != nil {
+	// The test server without its database number (a cluster has only database 0).
+	server := storetest.URL()
+	if u, err := url.Parse(server); err == nil {
+		server = u.Scheme + "://" + u.Host
+	}
+	if _, err := store.Open(ctx, store.Options{URL: server}); err != nil {
 		t.Fatalf("the single test server: %v", err)
 	}
-	_, err = store.Open(ctx, store.Options{URL: "redis+cluster://" + strings.TrimPrefix(storetest.URL()[:strings.Index(storetest.URL(), "/15")], "redis://")})
+	_, err = store.Open(ctx, store.Options{URL: "redis+cluster://" + strings.TrimPrefix(server, "redis://")})
 	if err == nil || !strings.Contains(err.Error(), "not a cluster") {
 		t.Errorf("a cluster URL to a single server: %v", err)
 	}
