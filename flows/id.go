@@ -26,3 +26,25 @@ func ValidFlowID(s string) bool {
 	}
 	return ValidID(s)
 }
+
+// DefaultWorkspace is the workspace of flows with a bare id: today's data, before
+// workspaces (package teams has the model).
+const DefaultWorkspace = "default"
+
+// InWorkspace is the id of flow in workspace ws: the bare id in the default workspace,
+// "ws.flow" in another.
+func InWorkspace(ws, flow string) string {
+	if ws == "" || ws == DefaultWorkspace {
+		return flow
+	}
+	return ws + "." + flow
+}
+
+// WorkspaceOf is the workspace of a flow id: "acme" for "acme.triage", the default
+// workspace for a bare id.
+func WorkspaceOf(flow string) string {
+	if ws, _, ok := strings.Cut(flow, "."); ok {
+		return ws
+	}
+	return DefaultWorkspace
+}

@@ -163,9 +163,49 @@ func (s *Spec) Secrets() []string { return s.secrets }
 // Registry holds component specs by name. Build one per process (or per test); the
 // same name registered twice panics, as does an invalid spec.
 type Registry struct {
-	mu      sync.RWMutex
-	specs   map[string]*Spec
-	secrets *Secrets
+	mu         sync.RWMutex
+	specs      map[string]*Spec
+	secrets    *Secrets
+	workspaces WorkspaceRules
+	providers  ProviderCheck
+}
+
+// SetWorkspaceRules sets where validation finds what each workspace's owner allows its
+// flows (nil: NoWorkspaceRules).
+func (r *Registry) SetWorkspaceRules(w WorkspaceRules) {
+	r.mu.Lock()
+	r.workspaces = w
+	r.mu.Unlock()
+}
+
+// WorkspaceRules is what SetWorkspaceRules set, or NoWorkspaceRules.
+func (r *Registry) WorkspaceRules() WorkspaceRules {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.workspaces == nil {
+		return NoWorkspaceRules{}
+	}
+	return r.workspaces
+}
+
+// SetProviderCheck sets the operator's rule for the LLM providers each workspace's
+// flows may name (the components that call models set it).
+func (r *Registry) SetProviderCheck(c ProviderCheck) {
+	r.mu.Lock()
+	r.providers = c
+	r.mu.Unlock()
+}
+
+// CheckProvider applies the rule SetProviderCheck set (none: every provider name is
+// the components' business).
+func (r *Registry) CheckProvider(ws, provider string) error {
+	r.mu.RLock()
+	c := r.providers
+	r.mu.RUnlock()
+	if c == nil {
+		return nil
+	}
+	return c(ws, provider)
 }
 
 // SetSecrets sets the rule for the environment variables the registry's flows may read

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,6 +22,11 @@ import (
 // a flow must not be able to read the server's environment. Validation refuses other
 // names with the node and JSON path; the http component refuses them again when it runs.
 //
+// Workspaces (docs/teams.md): the operator may give a name to some workspaces only
+// ("acme:NAME" in the list; a SLUICE_SECRET_* name too), and each workspace's owner may
+// narrow what its flows read to a list of their own (CheckIn's owner list): never more
+// than the operator allows the workspace.
+//
 // Redaction replaces every known secret value by "[redacted:NAME]": the values of the
 // variables flows may read, of Sluice's own secrets (the token, webhook secrets,
 // provider keys) and of any variable a step actually read. It is applied where a step's
@@ -29,8 +35,9 @@ import (
 // upstream echoing a header puts the secret in no checkpoint, event, dead letter, page
 // or log line.
 type Secrets struct {
-	allow    map[string]bool // names listed besides the prefix
-	reserved map[string]bool // further settings of Sluice (providers' api_key_env)
+	allow    map[string]bool            // names listed besides the prefix
+	scoped   map[string]map[string]bool // name -> the only workspaces it is given to
+	reserved map[string]bool            // further settings of Sluice (providers' api_key_env)
 	lookup   func(string) (string, bool)
 
 	mu       sync.RWMutex
@@ -47,7 +54,9 @@ const MinRedactLength = 6
 
 // SecretsConfig configures NewSecrets.
 type SecretsConfig struct {
-	// Allow lists environment variables flows may read besides SLUICE_SECRET_*.
+	// Allow lists environment variables flows may read besides SLUICE_SECRET_*; an
+	// entry "WORKSPACE:NAME" gives NAME to that workspace's flows only (with several
+	// such entries, to each workspace named), whatever its prefix.
 	Allow []string
 	// Reserved lists further names that are settings of Sluice (the providers'
 	// api_key_env), never readable by flows; their values are redacted.
@@ -79,7 +88,7 @@ func secretSetting(name string) bool {
 // NewSecrets builds the rule. It refuses an allow-list entry that is not a variable name
 // or that names a setting of Sluice.
 func NewSecrets(cfg SecretsConfig) (*Secrets, error) {
-	s := &Secrets{allow: map[string]bool{}, reserved: map[string]bool{}, lookup: cfg.Lookup, values: map[string]string{}}
+	s := &Secrets{allow: map[string]bool{}, scoped: map[string]map[string]bool{}, reserved: map[string]bool{}, lookup: cfg.Lookup, values: map[string]string{}}
 	if s.lookup == nil {
 		s.lookup = os.LookupEnv
 		if cfg.Environ == nil {
@@ -89,21 +98,44 @@ func NewSecrets(cfg SecretsConfig) (*Secrets, error) {
 	for _, n := range cfg.Reserved {
 		s.reserved[n] = true
 	}
-	for _, n := range cfg.Allow {
+	for _, entry := range cfg.Allow {
+		ws, n, scoped := strings.Cut(entry, ":")
+		if !scoped {
+			n = entry
+		} else if !ValidID(ws) {
+			return nil, fmt.Errorf("secrets allow-list: %q: %q is not a workspace id (WORKSPACE:NAME)", entry, ws)
+		}
 		if !envNameRE.MatchString(n) {
 			return nil, fmt.Errorf("secrets allow-list: %q is not an environment variable name", n)
 		}
 		if s.setting(n) {
 			return nil, fmt.Errorf("secrets allow-list: %s is a setting of Sluice itself; flows can never read it", n)
 		}
-		s.allow[n] = true
+		if !scoped {
+			s.allow[n] = true
+			continue
+		}
+		if s.scoped[n] == nil {
+			s.scoped[n] = map[string]bool{}
+		}
+		s.scoped[n][ws] = true
+	}
+	for n := range s.scoped {
+		if s.allow[n] {
+			return nil, fmt.Errorf("secrets allow-list: %s is listed for every workspace and for some only: list it one way", n)
+		}
 	}
 	if cfg.Environ != nil {
 		for _, kv := range cfg.Environ() {
 			name, value, _ := strings.Cut(kv, "=")
-			if s.Check(name) == nil || secretSetting(name) || s.reserved[name] {
+			if s.readable(name) || secretSetting(name) || s.reserved[name] {
 				s.values[value] = name
 			}
+		}
+	}
+	for n := range s.scoped {
+		if v, ok := s.lookup(n); ok {
+			s.values[v] = n
 		}
 	}
 	for n := range s.allow {
@@ -128,27 +160,52 @@ func (s *Secrets) setting(name string) bool {
 	return strings.HasPrefix(name, "SLUICE_") && !strings.HasPrefix(name, SecretPrefix)
 }
 
-// Check returns nil when flows may read the environment variable name, else an error
-// saying why not and what to do.
-func (s *Secrets) Check(name string) error {
+// readable reports whether the flows of some workspace may read name.
+func (s *Secrets) readable(name string) bool {
+	return !s.setting(name) && (s.scoped[name] != nil || s.allow[name] || strings.HasPrefix(name, SecretPrefix) && len(name) > len(SecretPrefix))
+}
+
+// Check returns nil when the default workspace's flows may read the environment
+// variable name, else an error saying why not and what to do.
+func (s *Secrets) Check(name string) error { return s.CheckIn(DefaultWorkspace, name, nil) }
+
+// CheckIn returns nil when the flows of workspace ws may read the environment variable
+// name, else an error saying why not and what to do. owner is the workspace owner's
+// list (nil: the owner narrowed nothing, so everything the operator gives ws).
+func (s *Secrets) CheckIn(ws, name string, owner []string) error {
 	if s == nil {
 		s = &Secrets{} // the prefix only
 	}
 	switch {
 	case s.setting(name):
 		return fmt.Errorf("%s is a setting of Sluice itself; flows can never read it", name)
+	case s.scoped[name] != nil:
+		if !s.scoped[name][ws] {
+			return fmt.Errorf("the operator gives %s to other workspaces' flows, not to workspace %q's", name, ws)
+		}
 	case strings.HasPrefix(name, SecretPrefix) && len(name) > len(SecretPrefix), s.allow[name]:
-		return nil
+	default:
+		return fmt.Errorf("flows may not read the environment variable %s: name it %s… or allow it on the server with --secrets %s (SLUICE_SECRETS)", name, SecretPrefix, name)
 	}
-	return fmt.Errorf("flows may not read the environment variable %s: name it %s… or allow it on the server with --secrets %s (SLUICE_SECRETS)", name, SecretPrefix, name)
+	if owner != nil && !slices.Contains(owner, name) {
+		return fmt.Errorf("workspace %q does not let its flows read %s: its owner lists the secrets they may read (settings: secrets)", ws, name)
+	}
+	return nil
 }
 
-// Lookup reads a variable flows may read; the value is redacted from then on.
+// Lookup reads a variable the default workspace's flows may read; the value is redacted
+// from then on.
 func (s *Secrets) Lookup(name string) (string, bool, error) {
+	return s.LookupIn(DefaultWorkspace, name, nil)
+}
+
+// LookupIn reads a variable the flows of workspace ws may read (CheckIn); the value is
+// redacted from then on.
+func (s *Secrets) LookupIn(ws, name string, owner []string) (string, bool, error) {
 	if s == nil {
 		s = DefaultSecrets()
 	}
-	if err := s.Check(name); err != nil {
+	if err := s.CheckIn(ws, name, owner); err != nil {
 		return "", false, err
 	}
 	v, ok := s.lookup(name)

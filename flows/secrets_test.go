@@ -73,6 +73,50 @@ func TestFlowsReadOnlyTheSecretsTheOperatorAllows(t *testing.T) {
 	}
 }
 
+// The operator may give a name to some workspaces only ("acme:NAME"), a SLUICE_SECRET_*
+// name too; a workspace's owner narrows what its flows read to a list, never past what
+// the operator gives the workspace.
+func TestAWorkspaceReadsWhatTheOperatorGivesItAndItsOwnerLists(t *testing.T) {
+	env := map[string]string{"ACME_KEY": "acme-key-value", "SLUICE_SECRET_ACME_ONLY": "acme-only-value", "SLUICE_SECRET_SHARED": "shared-value"}
+	s := testSecrets(t, env, "acme:ACME_KEY", "acme:SLUICE_SECRET_ACME_ONLY", "beta:SLUICE_SECRET_ACME_ONLY", "HOME")
+	for _, c := range []struct {
+		ws, name string
+		owner    []string
+		ok       bool
+		says     string
+	}{
+		{"acme", "ACME_KEY", nil, true, ""},
+		{"beta", "ACME_KEY", nil, false, "to other workspaces' flows, not to workspace \"beta\"'s"},
+		{"default", "ACME_KEY", nil, false, "not to workspace \"default\"'s"},
+		{"beta", "SLUICE_SECRET_ACME_ONLY", nil, true, ""}, // given to acme and beta
+		{"gamma", "SLUICE_SECRET_ACME_ONLY", nil, false, "other workspaces"},
+		{"gamma", "SLUICE_SECRET_SHARED", nil, true, ""},
+		{"gamma", "HOME", nil, true, ""},
+		{"acme", "SLUICE_SECRET_SHARED", []string{"ACME_KEY"}, false, "its owner lists the secrets"},
+		{"acme", "ACME_KEY", []string{"ACME_KEY"}, true, ""},
+		{"beta", "ACME_KEY", []string{"ACME_KEY"}, false, "other workspaces"}, // an owner's list adds nothing
+		{"acme", "SLUICE_TOKEN", []string{"SLUICE_TOKEN"}, false, "setting of Sluice"},
+	} {
+		err := s.CheckIn(c.ws, c.name, c.owner)
+		if (err == nil) != c.ok || err != nil && !strings.Contains(err.Error(), c.says) {
+			t.Errorf("CheckIn(%s, %s, %v) = %v, want allowed=%v saying %q", c.ws, c.name, c.owner, err, c.ok, c.says)
+		}
+		v, _, lerr := s.LookupIn(c.ws, c.name, c.owner)
+		if (lerr == nil) != c.ok || !c.ok && v != "" {
+			t.Errorf("LookupIn(%s, %s, %v) = %q, %v", c.ws, c.name, c.owner, v, lerr)
+		}
+	}
+	// A scoped name's value is redacted like any other secret's.
+	if got := s.Redact("key acme-key-value, only acme-only-value"); strings.Contains(got, "value") {
+		t.Errorf("redacted: %q", got)
+	}
+	for _, bad := range [][]string{{"Acme:KEY"}, {"acme:not a name"}, {"acme:SLUICE_TOKEN"}, {"acme:KEY", "KEY"}} {
+		if _, err := flows.NewSecrets(flows.SecretsConfig{Allow: bad}); err == nil {
+			t.Errorf("the allow-list %q was accepted", bad)
+		}
+	}
+}
+
 func TestValidationRefusesSecretsFlowsMayNotRead(t *testing.T) {
 	doc := `{"sluice": 1, "id": "x", "nodes": [{"id": "in", "type": "input"},
 		{"id": "ask", "type": "test_secret", "params": {"api_key": {"$env": "SLUICE_TOKEN"}}},

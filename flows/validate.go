@@ -50,6 +50,8 @@ type checker struct {
 	secretPaths map[int]map[string]bool
 	// connected holds the ports (portKey) that some edge attaches to.
 	connected map[string]bool
+	// wsRule is the rule of the flow's workspace, once read.
+	wsRule *WorkspaceRule
 	// loose are the edges between existing nodes that failed the port checks: not run,
 	// but followed when looking for unreachable nodes, so that one wrong edge or type
 	// does not also mark everything after it as never running.
@@ -361,15 +363,23 @@ func (c *checker) scanStrings(i int) bool {
 
 // checkSecretRefs reports every {"$env": NAME} in node i's params whose variable flows
 // may not read (Secrets.Check). It returns true when it found any.
+//
+// The flow's workspace (its id's) decides, within the operator's rule, with its
+// owner's list (Registry.WorkspaceRules).
 func (c *checker) checkSecretRefs(i int) bool {
 	rule := c.reg.Secrets()
+	ws := WorkspaceOf(c.doc.ID)
 	bad := false
 	var walk func(v any, path []string)
 	walk = func(v any, path []string) {
 		switch x := v.(type) {
 		case map[string]any:
 			if name, ok := x["$env"].(string); ok {
-				if err := rule.Check(name); err != nil {
+				owner, err := c.workspaceRule(ws)
+				if err == nil {
+					err = rule.CheckIn(ws, name, owner.Secrets)
+				}
+				if err != nil {
 					c.nodeProblem(i, CodeSecretNotAllowed, jsonPath(append(path[:len(path):len(path)], "$env")), "%v", err)
 					bad = true
 				}
@@ -385,6 +395,18 @@ func (c *checker) checkSecretRefs(i int) bool {
 	}
 	walk(c.rawParams(i), []string{"params"})
 	return bad
+}
+
+// workspaceRule reads workspace ws's rule once per validation.
+func (c *checker) workspaceRule(ws string) (WorkspaceRule, error) {
+	if c.wsRule == nil {
+		r, err := c.reg.WorkspaceRules().Rule(ws)
+		if err != nil {
+			return r, fmt.Errorf("the secrets workspace %q allows could not be read: %v", ws, err)
+		}
+		c.wsRule = &r
+	}
+	return *c.wsRule, nil
 }
 
 func envNameFor(param string) string {

@@ -238,10 +238,16 @@ func TestOwnersAndWhatOthersCannotDo(t *testing.T) {
 		t.Errorf("a viewer ran a flow: %d %s", r.status, r)
 	}
 	// Secrets: the owner sets them; a bad name is refused with where.
-	if r := o.api("PUT", "/api/settings", `{"secrets": ["OK_NAME", "bad name"]}`); r.status != http.StatusBadRequest || !strings.Contains(r.String(), "secrets[1]") {
+	if r := o.api("PUT", "/api/settings", `{"secrets": ["SLUICE_SECRET_OK", "bad name"]}`); r.status != http.StatusBadRequest || !strings.Contains(r.String(), "secrets[1]") {
 		t.Errorf("a bad secret name: %d %s", r.status, r)
 	}
-	o.api("PUT", "/api/settings", `{"secrets": ["OPENAI_API_KEY"]}`)
+	// Only names the operator lets flows read: never a setting of Sluice.
+	if r := o.api("PUT", "/api/settings", `{"secrets": ["OPENAI_API_KEY"]}`); r.status != http.StatusBadRequest || !strings.Contains(r.String(), "setting of Sluice") {
+		t.Errorf("an owner allowed OPENAI_API_KEY: %d %s", r.status, r)
+	}
+	if r := o.api("PUT", "/api/settings", `{"secrets": ["SLUICE_SECRET_OK"]}`); r.status != 200 {
+		t.Fatalf("the owner's secrets: %d %s", r.status, r)
+	}
 	// The audit log has it all, and exports as JSON lines.
 	log := o.api("GET", "/api/audit?format=jsonl", "").String()
 	for _, want := range []string{`"action":"member.role"`, `"action":"secrets.change"`, `"action":"signin"`, `"who":"olga@example.com"`} {

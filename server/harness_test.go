@@ -71,6 +71,9 @@ func newAPIWith(t *testing.T, r *store.Redis, env *nodes.Env, opts ...apiOption)
 	t.Helper()
 	a := &api{t: t, r: r, lib: newLibrary(t), metrics: server.NewMetrics(), token: testToken, logs: &syncBuffer{}}
 	log := slog.New(slog.NewTextHandler(a.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if env == nil {
+		env = &nodes.Env{}
+	}
 	reg := nodes.NewRegistry(env)
 	reg.Register(nodetest.ScriptSpec(r.Client))
 	reg.Register(hookOutputSpec())
@@ -85,6 +88,13 @@ func newAPIWith(t *testing.T, r *store.Redis, env *nodes.Env, opts ...apiOption)
 	}
 	a.token = cfg.Token
 	a.teams = deps.Teams
+	// The components apply the workspaces' secrets and providers of this test's team
+	// store, as serve wires them (docs/teams.md).
+	rules := deps.Teams.Rules(time.Second)
+	env.Workspaces = rules
+	if deps.Rules == nil {
+		deps.Rules = rules
+	}
 	a.sync = sync
 	a.srv = server.New(cfg, deps)
 

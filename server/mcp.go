@@ -438,7 +438,7 @@ func (s *Server) listMCPTools(c echo.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 30*time.Second)
 	defer cancel()
-	tools, err := s.tools.MCPTools(ctx, req.Params)
+	tools, err := s.tools.MCPTools(ctx, workspaceOf(c), req.Params)
 	if err != nil {
 		return err
 	}

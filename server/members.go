@@ -6,6 +6,7 @@ package server
 // its maker holds.
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -162,10 +163,17 @@ func (s *Server) saveSettings(c echo.Context) error {
 	if req.Sensitive != nil {
 		w.Sensitive = *req.Sensitive
 	}
+	// An owner narrows what the operator gives the workspace, never more: each name
+	// must be one the operator lets this workspace's flows read or call.
 	if req.Secrets != nil {
 		for i, n := range *req.Secrets {
 			if !validEnvName(n) {
 				return &flows.Error{Code: flows.Invalid, Path: fmt.Sprintf("secrets[%d]", i), Message: fmt.Sprintf("%q is not an environment variable name", n)}
+			}
+			if s.engine != nil {
+				if err := s.engine.Registry().Secrets().CheckIn(w.ID, n, nil); err != nil {
+					return &flows.Error{Code: flows.Invalid, Path: fmt.Sprintf("secrets[%d]", i), Message: err.Error()}
+				}
 			}
 		}
 		if !slices.Equal(w.Secrets, *req.Secrets) {
@@ -174,12 +182,33 @@ func (s *Server) saveSettings(c echo.Context) error {
 		w.Secrets = *req.Secrets
 	}
 	if req.Providers != nil {
+		for i, n := range *req.Providers {
+			if s.engine != nil {
+				if err := s.engine.Registry().CheckProvider(w.ID, n); err != nil {
+					msg := err.Error()
+					var fe *flows.Error
+					if errors.As(err, &fe) && fe.Message != "" {
+						msg = fe.Message
+					}
+					return &flows.Error{Code: flows.Invalid, Path: fmt.Sprintf("providers[%d]", i), Message: msg}
+				}
+			}
+		}
+		if !slices.Equal(w.Providers, *req.Providers) {
+			s.audit(c, w.ID, "providers.change", strings.Join(*req.Providers, ","), "")
+		}
 		w.Providers = *req.Providers
 	}
-	if err := s.teams.SaveWorkspace(c.Request().Context(), w); err != nil {
+	ctx := c.Request().Context()
+	if err := s.teams.SaveWorkspace(ctx, w); err != nil {
 		return err
 	}
 	s.auth.flush()
+	if s.rules != nil {
+		if err := s.rules.Reload(ctx); err != nil {
+			return err
+		}
+	}
 	return s.getSettings(c)
 }
 

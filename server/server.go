@@ -176,11 +176,21 @@ type Deps struct {
 	Teams *store.Teams
 	// Grader grades test cases' model-graded assertions (nodes.Env); nil fails them.
 	Grader cases.Grader
+	// Rules are the workspaces' rules the components apply (nodes.Env.Workspaces,
+	// store.WorkspaceRules): read again at once when an owner changes a workspace's
+	// secrets or providers. nil: the components' own cache catches up within a second.
+	Rules RulesReloader
 }
 
-// MCPToolLister lists the tools an mcp node with these params offers.
+// RulesReloader reads the workspaces' rules again.
+type RulesReloader interface {
+	Reload(ctx context.Context) error
+}
+
+// MCPToolLister lists the tools an mcp node with these params offers to the flows of
+// workspace ws (with the secrets ws may read).
 type MCPToolLister interface {
-	MCPTools(ctx context.Context, params json.RawMessage) ([]flows.ToolDef, error)
+	MCPTools(ctx context.Context, ws string, params json.RawMessage) ([]flows.ToolDef, error)
 }
 
 // Server is the Echo app with its dependencies.
@@ -200,6 +210,7 @@ type Server struct {
 	tools   MCPToolLister
 	files   FileStore
 	grader  cases.Grader // cases.go
+	rules   RulesReloader
 	// csrfKey signs the pages' form tokens (protect.go).
 	csrfKey []byte
 	// hookReads holds a slot per webhook body being read.
@@ -292,6 +303,7 @@ func New(cfg Config, d Deps) *Server {
 	s.tools = d.MCPTools
 	s.files = d.Files
 	s.grader = d.Grader
+	s.rules = d.Rules
 	if d.Engine != nil && d.Library != nil {
 		s.mcp = newMCPServer(s.gateway(), d.Version)
 	}

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -354,3 +357,87 @@ func (t *Teams) AuditLog(ctx context.Context, ws, before string, n int64) ([]tea
 	}
 	return out, nil
 }
+
+// WorkspaceRules is what each workspace's owner lets its flows read and call (the
+// secrets and providers of its settings) as flows.WorkspaceRules, read from Redis at
+// most once per ttl by each process: validation and the components that read secrets
+// or call models ask it, and a change an owner makes applies everywhere within ttl.
+type WorkspaceRules struct {
+	t   *Teams
+	ttl time.Duration
+
+	mu     sync.Mutex
+	rules  map[string]flows.WorkspaceRule
+	loaded time.Time // when rules were read (or last tried, after a failure)
+	gen    atomic.Uint64
+}
+
+// Rules returns the workspaces' rules of t, read again when older than ttl.
+func (t *Teams) Rules(ttl time.Duration) *WorkspaceRules {
+	if ttl <= 0 {
+		ttl = time.Second
+	}
+	return &WorkspaceRules{t: t, ttl: ttl}
+}
+
+// Rule is workspace ws's rule; the zero rule for a workspace with no lists (or none).
+func (w *WorkspaceRules) Rule(ws string) (flows.WorkspaceRule, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.fresh(); err != nil {
+		return flows.WorkspaceRule{}, err
+	}
+	return w.rules[ws], nil
+}
+
+// Generation changes when a rule does.
+func (w *WorkspaceRules) Generation() uint64 {
+	w.mu.Lock()
+	_ = w.fresh() // a failure keeps the generation: Rule reports it
+	w.mu.Unlock()
+	return w.gen.Load()
+}
+
+// Reload reads the rules now: after this process changed a workspace's settings.
+func (w *WorkspaceRules) Reload(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.load(ctx)
+}
+
+// fresh reads the rules when they are older than ttl; w.mu is held. A failure keeps
+// the rules read before (Redis away: steps fail anyway) and is tried again after ttl;
+// with none read yet, it is the answer.
+func (w *WorkspaceRules) fresh() error {
+	if time.Since(w.loaded) < w.ttl {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := w.load(ctx)
+	if err != nil && w.rules != nil {
+		w.loaded = time.Now()
+		return nil
+	}
+	return err
+}
+
+func (w *WorkspaceRules) load(ctx context.Context) error {
+	wss, err := w.t.Workspaces(ctx)
+	if err != nil {
+		return err
+	}
+	rules := make(map[string]flows.WorkspaceRule, len(wss))
+	for _, ws := range wss {
+		if ws.Secrets != nil || ws.Providers != nil {
+			rules[ws.ID] = flows.WorkspaceRule{Secrets: ws.Secrets, Providers: ws.Providers}
+		}
+	}
+	if w.rules == nil || !reflect.DeepEqual(rules, w.rules) {
+		w.gen.Add(1)
+	}
+	w.rules, w.loaded = rules, time.Now()
+	return nil
+}
+
+var _ flows.WorkspaceRules = (*WorkspaceRules)(nil)

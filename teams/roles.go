@@ -114,7 +114,7 @@ func Need(p Perm, sensitive bool) Role {
 
 // DefaultWorkspace is the workspace of today's data: its flows have bare ids, their
 // keys and files are where they always were.
-const DefaultWorkspace = "default"
+const DefaultWorkspace = flows.DefaultWorkspace
 
 // Sep joins a workspace and a flow id into the id the engine knows a flow by
 // ("acme.triage"): a flow id cannot hold it, so no flow of one workspace can be named
@@ -124,12 +124,7 @@ const Sep = "."
 
 // Qualify is the engine's id of flow in workspace ws: the bare id in the default
 // workspace (today's keys keep working), "ws.flow" in another.
-func Qualify(ws, flow string) string {
-	if ws == "" || ws == DefaultWorkspace {
-		return flow
-	}
-	return ws + Sep + flow
-}
+func Qualify(ws, flow string) string { return flows.InWorkspace(ws, flow) }
 
 // Split is the workspace and bare flow id of an engine flow id.
 func Split(id string) (ws, flow string) {

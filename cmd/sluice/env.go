@@ -114,6 +114,14 @@ func (f *componentFlags) env(log *slog.Logger) (*nodes.Env, error) {
 // registry is the component registry of the binary, built with env (nil: defaults).
 func registry(env *nodes.Env) *flows.Registry { return nodes.NewRegistry(env) }
 
+// newEngine is the engine on rdb with the components of env, which apply what each
+// workspace's owner lets its flows read and call (docs/teams.md) from the first flow
+// compiled on.
+func newEngine(rdb *store.Redis, env *nodes.Env, opts engine.Options) *engine.Engine {
+	env.Workspaces = rdb.Teams("").Rules(time.Second)
+	return engine.New(rdb, registry(env), opts)
+}
+
 // attach gives env the shared cache on rdb and a subflow runner on e, finding child
 // flows in lib (nil: Redis only) and serving them with workers (none: a worker of its
 // own that stops with ctx).

@@ -67,7 +67,7 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if rdb.Embedded() {
 		log.Warn("using the embedded Redis: runs vanish when this process exits; set REDIS_URL to keep them", "addr", rdb.Addr())
 	}
-	e := engine.New(rdb, registry(env), engine.Options{Logger: log, Partitions: envPartitions()})
+	e := newEngine(rdb, env, engine.Options{Logger: log, Partitions: envPartitions()})
 	var ws []*engine.Worker
 	for i := 0; i < *workers; i++ {
 		ws = append(ws, e.NewWorker(engine.WorkerOptions{}))

@@ -89,7 +89,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer rdb.Close()
-	e := engine.New(rdb, registry(env), engine.Options{Logger: log, Partitions: envPartitions()})
+	e := newEngine(rdb, env, engine.Options{Logger: log, Partitions: envPartitions()})
 	plan, err := loadPlan(e, files[0], stderr)
 	if err != nil {
 		return err
@@ -252,7 +252,7 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 		metrics.SetCacheStats(func() (int64, int64) { st := env.CacheStats(); return st.Hits, st.Misses })
 		env.Observer, opts.Observer = metrics, metrics
 	}
-	e := engine.New(rdb, registry(env), opts)
+	e := newEngine(rdb, env, opts)
 	var ids []string
 	unknown := map[string]bool{}
 	for _, n := range poolNodes {
@@ -375,7 +375,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer stopTracing()
-	e := engine.New(rdb, registry(env), engine.Options{Logger: log, Partitions: envPartitions()})
+	e := newEngine(rdb, env, engine.Options{Logger: log, Partitions: envPartitions()})
 	plan, err := loadPlan(e, pos[0], stderr)
 	if err != nil {
 		return err

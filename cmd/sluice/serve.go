@@ -114,7 +114,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	metrics := server.NewMetrics()
 	metrics.SetCacheStats(func() (int64, int64) { st := env.CacheStats(); return st.Hits, st.Misses })
 	env.Observer = metrics
-	e := engine.New(rdb, registry(env), engine.Options{Logger: log, Observer: metrics, Partitions: *partitions})
+	e := newEngine(rdb, env, engine.Options{Logger: log, Observer: metrics, Partitions: *partitions})
 	metrics.SetStateCache(e.StateCacheStats)
 	var ws []*engine.Worker
 	for i := 0; i < *workers; i++ {
@@ -151,7 +151,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	go func() { defer bg.Done(); _ = br.Run(ctx) }()
 
 	cfg.Embedded = rdb.Embedded()
-	srv := server.New(cfg, server.Deps{Redis: rdb, Library: lib, Engine: e, Sync: libSync, Metrics: metrics, MCPTools: env, Version: version, Files: fileStore(env), Grader: env})
+	srv := server.New(cfg, server.Deps{Redis: rdb, Library: lib, Engine: e, Sync: libSync, Metrics: metrics, MCPTools: env, Version: version, Files: fileStore(env), Grader: env, Rules: env.Workspaces.(*store.WorkspaceRules)})
 	err = srv.Run(ctx, func(a net.Addr) {
 		log.Info("sluice is serving", "url", "http://"+displayAddr(*addr, a), "flows", lib.Dir, "workers", *workers, "auth", *token != "")
 	})

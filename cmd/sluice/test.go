@@ -74,7 +74,7 @@ func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer rdb.Close()
-	e := engine.New(rdb, registry(env), engine.Options{Logger: log, Partitions: envPartitions()})
+	e := newEngine(rdb, env, engine.Options{Logger: log, Partitions: envPartitions()})
 	attach(ctx, env, rdb, e, &store.Library{Dir: filepath.Dir(files[0])})
 	if *timeout > 0 {
 		var cancel context.CancelFunc

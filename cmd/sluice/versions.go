@@ -31,7 +31,7 @@ func openShared(ctx context.Context, cmd, url string, cf *componentFlags) (e *en
 	if err != nil {
 		return nil, nil, err
 	}
-	return engine.New(rdb, registry(env), engine.Options{Logger: discardLog()}), func() { rdb.Close() }, nil
+	return newEngine(rdb, env, engine.Options{Logger: discardLog()}), func() { rdb.Close() }, nil
 }
 
 func cmdVersions(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -61,3 +61,36 @@ func jsonDecode(resp *http.Response, v any) error {
 	defer resp.Body.Close()
 	return json.NewDecoder(resp.Body).Decode(v)
 }
+
+// A worker refuses a flow file of a workspace that reads a secret the operator gives
+// another workspace (--secrets WORKSPACE:NAME), and serves the same file as that
+// workspace's: a file dropped into a folder does not get past docs/teams.md's rule.
+func TestAWorkerRefusesAFlowThatReadsAnotherWorkspacesSecret(t *testing.T) {
+	storetest.Real(t)
+	dir := t.TempDir()
+	id := storetest.FlowID(t)
+	doc := `{"sluice": 1, "id": "` + id + `", "nodes": [
+		{"id": "in", "type": "input"},
+		{"id": "call", "type": "http", "params": {"url": "https://example.com/", "headers": {"Authorization": {"$env": "TEAM_A_KEY"}}}},
+		{"id": "out", "type": "output"}],
+		"edges": [{"from": "in", "to": "call"}, {"from": "call", "to": "out"}]}`
+	path := filepath.Join(dir, id+".json")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wsa, wsb := "wsa-"+id[len(id)-8:], "wsb-"+id[len(id)-8:]
+	storetest.DeleteFlowKeys(t, storetest.Real(t), wsa+"."+id)
+	env := []string{"REDIS_URL=" + storetest.URL(), "TEAM_A_KEY=team-a-secret", "SLUICE_SECRETS=" + wsa + ":TEAM_A_KEY"}
+	refused := start(t, env, "worker", "--workspace", wsb, path)
+	select {
+	case err := <-refused.done:
+		out := strings.Join(refused.allLines(), "\n")
+		if err == nil || !strings.Contains(out, "nodes[1].params.headers.Authorization.$env") || !strings.Contains(out, "gives TEAM_A_KEY to other workspaces' flows") {
+			t.Fatalf("the worker of %s: %v\n%s", wsb, err, out)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the worker did not refuse the flow within 60s")
+	}
+	served := start(t, env, "worker", "--workspace", wsa, path)
+	served.waitLine(t, regexp.MustCompile(`msg="serving flow".*`+regexp.QuoteMeta(wsa+"."+id)), 30*time.Second)
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/sluicehq/sluice/flows"
@@ -42,9 +43,11 @@ func newVersionCache() *versionCache {
 
 func versionKey(flow, version string) string { return "v\x00" + flow + "\x00" + version }
 
-func docKey(doc []byte) string {
+// docKey names a compiled document: its bytes and the generation of the workspaces'
+// rules it was validated under (a workspace's secrets and providers: docs/teams.md).
+func docKey(doc []byte, rules uint64) string {
 	sum := sha256.Sum256(doc)
-	return "d\x00" + string(sum[:])
+	return "d\x00" + string(sum[:]) + strconv.FormatUint(rules, 36)
 }
 
 func (v *versionCache) get(key string) *versionEntry {
@@ -76,9 +79,10 @@ func (v *versionCache) put(e *versionEntry) *versionEntry {
 }
 
 // Compile validates and compiles a document with the engine's registry. A document
-// compiled before (the same bytes) is not compiled again.
+// compiled before (the same bytes, while the workspaces' rules stay the same) is not
+// compiled again.
 func (e *Engine) Compile(doc []byte) (*flows.Plan, flows.Problems, error) {
-	key := docKey(doc)
+	key := docKey(doc, e.reg.WorkspaceRules().Generation())
 	if c := e.versions.get(key); c != nil {
 		return c.plan, c.probs, c.err
 	}

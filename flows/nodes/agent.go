@@ -78,7 +78,7 @@ func newAgent(env *Env, b *flows.Build) (flows.Component, error) {
 	if err := b.Decode(&p); err != nil {
 		return nil, err
 	}
-	if _, err := env.provider(p.Provider); err != nil {
+	if _, err := env.providerIn(flowOf(b), p.Provider); err != nil {
 		return nil, err
 	}
 	a := &Agent{env: env, model: p.modelConfig, max: p.MaxIterations, json: p.JSON || len(p.Schema) > 0, schema: p.Schema,

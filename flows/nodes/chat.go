@@ -158,10 +158,9 @@ func (r *chatRequest) params() (openai.ChatCompletionNewParams, error) {
 // chat sends one request to a provider, cached and single-flight when opts.cacheTTL is
 // set. Streamed tokens are published with step.Emit as "token" events.
 func (e *Env) chat(ctx context.Context, step *flows.Step, req *chatRequest, opts chatOptions) (*chatReply, bool, error) {
-	p, ok := e.Providers[req.Provider]
-	if !ok {
-		return nil, false, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: step.Node, Path: "params.provider",
-			Message: fmt.Sprintf("no LLM provider %q on this server; it has: %s", req.Provider, e.providerNames())})
+	p, err := e.runProvider(step, req.Provider)
+	if err != nil {
+		return nil, false, err
 	}
 	if err := e.checkBudget(ctx, step, opts.budget); err != nil {
 		return nil, false, err

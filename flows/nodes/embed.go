@@ -27,14 +27,14 @@ type embedConfig struct {
 }
 
 // check refuses a provider the server lacks or one that has no embeddings API.
-func (c *embedConfig) check(env *Env, path string) error {
+func (c *embedConfig) check(env *Env, flow, path string) error {
 	if c.Provider == "" {
 		c.Provider = DefaultProvider
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = 100
 	}
-	p, err := env.provider(c.Provider)
+	p, err := env.providerIn(flow, c.Provider)
 	if err != nil {
 		return atPath(err, path+"provider")
 	}
@@ -88,7 +88,7 @@ func newEmbed(env *Env, b *flows.Build) (flows.Component, error) {
 	if err := b.Decode(&p); err != nil {
 		return nil, err
 	}
-	if err := p.embedConfig.check(env, "params."); err != nil {
+	if err := p.embedConfig.check(env, flowOf(b), "params."); err != nil {
 		return nil, err
 	}
 	q, err := flows.CompileJQ(p.Texts)
@@ -179,10 +179,9 @@ type embedReply struct {
 // embed embeds texts in batches of cfg.BatchSize, each through the cache when ttl > 0,
 // under the provider's rate limit, counting usage towards the budget.
 func (e *Env) embed(ctx context.Context, s *flows.Step, cfg embedConfig, texts []string, ttl time.Duration, b budget) ([][]float32, flows.Usage, error) {
-	p, ok := e.Providers[cfg.Provider]
-	if !ok {
-		return nil, flows.Usage{}, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: s.Node, Path: "params.provider",
-			Message: fmt.Sprintf("no LLM provider %q on this server; it has: %s", cfg.Provider, e.providerNames())})
+	p, err := e.runProvider(s, cfg.Provider)
+	if err != nil {
+		return nil, flows.Usage{}, err
 	}
 	if err := e.checkBudget(ctx, s, b); err != nil {
 		return nil, flows.Usage{}, err

@@ -66,10 +66,9 @@ func (e *Env) Grade(ctx context.Context, r GradeRequest) (*Grade, error) {
 		{Role: "system", Content: gradeSystem},
 		{Role: "user", Content: "Rubric:\n" + r.Rubric + "\n\nOutput:\n" + string(out)},
 	}}
-	p, ok := e.Providers[req.Provider]
-	if !ok {
-		return nil, &flows.Error{Code: flows.Invalid, Path: "graded.provider",
-			Message: fmt.Sprintf("no LLM provider %q on this server; it has: %s", req.Provider, e.providerNames())}
+	p, err := e.providerIn(r.Flow, req.Provider)
+	if err != nil {
+		return nil, atPath(err, "graded.provider")
 	}
 	step := &flows.Step{Flow: r.Flow, Run: r.Run, Node: "grade"}
 	// Only a verdict is cached: an answer that is not one is an error, asked again next time.

@@ -60,6 +60,7 @@ func httpSpec(env *Env) flows.Spec {
 // HTTP sends a request, as a step or as an agent's tool.
 type HTTP struct {
 	env     *Env
+	flow    string // its flow: the workspace whose secrets it may read
 	method  string
 	url     *flows.Template
 	headers []httpHeader
@@ -101,7 +102,7 @@ func newHTTP(env *Env, b *flows.Build) (flows.Component, error) {
 		return nil, &flows.Error{Code: flows.Invalid, Path: "params.url",
 			Message: "the URL is empty: give the address the request goes to, e.g. https://api.example.com/items/{{urlquery .id}} (as a tool, a template over the model's arguments)"}
 	}
-	h := &HTTP{env: env, method: p.Method, timeout: p.Timeout.D(), max: p.MaxBytes, as: p.As, ttl: nodeCacheTTL(b), idem: "Idempotency-Key"}
+	h := &HTTP{env: env, flow: flowOf(b), method: p.Method, timeout: p.Timeout.D(), max: p.MaxBytes, as: p.As, ttl: nodeCacheTTL(b), idem: "Idempotency-Key"}
 	if p.Idem != nil {
 		h.idem = *p.Idem
 		if h.idem != "" && strings.ContainsAny(h.idem, " \t\r\n:") {
@@ -239,9 +240,9 @@ func (h *HTTP) do(ctx context.Context, node string, r *httpRequest, key string) 
 	for _, hd := range h.headers {
 		v := r.Headers[hd.name]
 		if hd.env != "" {
-			secret, ok, err := h.env.Secrets.Lookup(hd.env)
+			secret, ok, err := h.env.lookupSecret(h.flow, hd.env)
 			if err != nil {
-				return nil, flows.Permanent(&flows.Error{Code: flows.Forbidden, Node: node, Path: "params.headers." + hd.name, Err: err})
+				return nil, secretError(err, node, "params.headers."+hd.name)
 			}
 			if !ok || secret == "" {
 				return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node, Path: "params.headers." + hd.name,

@@ -100,7 +100,7 @@ func newLLM(env *Env, b *flows.Build) (flows.Component, error) {
 	if err := b.Decode(&p); err != nil {
 		return nil, err
 	}
-	if _, err := env.provider(p.Provider); err != nil {
+	if _, err := env.providerIn(flowOf(b), p.Provider); err != nil {
 		return nil, err
 	}
 	l := &LLM{env: env, model: p.modelConfig, json: p.JSON || len(p.Schema) > 0, schema: p.Schema, stream: p.Stream, as: p.As, ttl: nodeCacheTTL(b), budget: newBudget(b)}

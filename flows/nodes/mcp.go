@@ -114,14 +114,13 @@ func (v mcpValue) identity() string {
 	return v.literal
 }
 
-func (v mcpValue) resolve(e *Env, node, path string) (string, error) {
+func (v mcpValue) resolve(e *Env, flow, node, path string) (string, error) {
 	if v.env == "" {
 		return v.literal, nil
 	}
-	e.init()
-	s, ok, err := e.Secrets.Lookup(v.env)
+	s, ok, err := e.lookupSecret(flow, v.env)
 	if err != nil {
-		return "", flows.Permanent(&flows.Error{Code: flows.Forbidden, Node: node, Path: path, Err: err})
+		return "", secretError(err, node, path)
 	}
 	if !ok || s == "" {
 		return "", flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node, Path: path,
@@ -133,6 +132,7 @@ func (v mcpValue) resolve(e *Env, node, path string) (string, error) {
 // MCP offers the tools of an MCP server to an agent.
 type MCP struct {
 	env     *Env
+	flow    string // its flow: the workspace whose secrets it may read
 	node    string
 	command string
 	args    []string
@@ -192,7 +192,7 @@ func newMCP(env *Env, b *flows.Build) (flows.Component, error) {
 			return nil, err
 		}
 	}
-	m := &MCP{env: env, command: p.Command, args: p.Args, envVars: p.Env, url: p.URL, headers: p.Headers, allow: p.Tools,
+	m := &MCP{env: env, flow: flowOf(b), command: p.Command, args: p.Args, envVars: p.Env, url: p.URL, headers: p.Headers, allow: p.Tools,
 		prefix: p.ToolPrefix, timeout: p.Timeout.D(), ttl: nodeCacheTTL(b)}
 	if b.Node != nil {
 		m.node = b.Node.ID
@@ -201,7 +201,9 @@ func newMCP(env *Env, b *flows.Build) (flows.Component, error) {
 		m.timeout = 60 * time.Second
 	}
 	// The server's identity: what makes two nodes the same server, secrets by name.
-	id := map[string]any{"command": p.Command, "args": p.Args}
+	// Workspaces never share a server: one connected with a workspace's secrets
+	// serves that workspace's flows only.
+	id := map[string]any{"command": p.Command, "args": p.Args, "workspace": flows.WorkspaceOf(m.flow)}
 	if p.URL != nil {
 		id["url"] = p.URL.identity()
 	}
@@ -554,7 +556,7 @@ func (c *mcpConnection) connect(ctx context.Context, m *MCP, node string) (*mcp.
 		cmd := exec.Command(m.command, m.args...)
 		cmd.Env = childEnv()
 		for k, v := range m.envVars {
-			s, err := v.resolve(m.env, node, "params.env."+k)
+			s, err := v.resolve(m.env, m.flow, node, "params.env."+k)
 			if err != nil {
 				return nil, err
 			}
@@ -564,7 +566,7 @@ func (c *mcpConnection) connect(ctx context.Context, m *MCP, node string) (*mcp.
 		cmd.Stderr = c.stderr
 		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	} else {
-		raw, err := m.url.resolve(m.env, node, "params.url")
+		raw, err := m.url.resolve(m.env, m.flow, node, "params.url")
 		if err != nil {
 			return nil, err
 		}
@@ -577,7 +579,7 @@ func (c *mcpConnection) connect(ctx context.Context, m *MCP, node string) (*mcp.
 		}
 		h := http.Header{}
 		for k, v := range m.headers {
-			s, err := v.resolve(m.env, node, "params.headers."+k)
+			s, err := v.resolve(m.env, m.flow, node, "params.headers."+k)
 			if err != nil {
 				return nil, err
 			}
@@ -763,8 +765,9 @@ func (t *tailBuffer) String() string {
 }
 
 // MCPTools lists the tools an mcp node with these params offers (for the editor's
-// inspector): connecting as a worker would, with this process's allow-lists.
-func (e *Env) MCPTools(ctx context.Context, params json.RawMessage) ([]flows.ToolDef, error) {
+// inspector): connecting as a worker of workspace ws's flows would, with this process's
+// allow-lists and the secrets ws may read.
+func (e *Env) MCPTools(ctx context.Context, ws string, params json.RawMessage) ([]flows.ToolDef, error) {
 	e.init()
 	spec := mcpSpec(e)
 	reg := flows.NewRegistry()
@@ -777,7 +780,7 @@ func (e *Env) MCPTools(ctx context.Context, params json.RawMessage) ([]flows.Too
 	if err := sp.CheckParams(p); err != nil {
 		return nil, err
 	}
-	c, err := sp.New(&flows.Build{Node: &flows.Node{ID: "inspect", Type: "mcp"}, Params: p})
+	c, err := sp.New(&flows.Build{Flow: &flows.Document{ID: flows.InWorkspace(ws, "inspect")}, Node: &flows.Node{ID: "inspect", Type: "mcp"}, Params: p})
 	if err != nil {
 		return nil, err
 	}

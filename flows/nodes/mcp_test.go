@@ -261,14 +261,14 @@ func TestMCPToolsForTheInspector(t *testing.T) {
 	env := &nodes.Env{HTTP: loopbackOK()}
 	t.Cleanup(env.Close)
 	mcpSrv := mcptest.StartHTTP(t)
-	defs, err := env.MCPTools(context.Background(), json.RawMessage(`{"url": "`+mcpSrv.URL+`", "tools": ["add", "fail"], "tool_prefix": "x_"}`))
+	defs, err := env.MCPTools(context.Background(), "default", json.RawMessage(`{"url": "`+mcpSrv.URL+`", "tools": ["add", "fail"], "tool_prefix": "x_"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(defs) != 2 || defs[0].Name != "x_add" || defs[0].Description != "Add two numbers." || defs[1].Name != "x_fail" {
 		t.Errorf("tools %+v", defs)
 	}
-	if _, err := env.MCPTools(context.Background(), json.RawMessage(`{"url": 7}`)); flows.ErrorCode(err) != flows.Invalid {
+	if _, err := env.MCPTools(context.Background(), "default", json.RawMessage(`{"url": 7}`)); flows.ErrorCode(err) != flows.Invalid {
 		t.Errorf("bad params: %v, want invalid", err)
 	}
 }
@@ -294,7 +294,7 @@ func TestMCPServersStderrHasItsSecretsRedacted(t *testing.T) {
 	env := secretEnv(t, llmtest.New(t), secret)
 	params := `{"command": ` + jsonString(os.Args[0]) + `, "env": {"` + mcptest.StdioEnv + `": "stderr", "` +
 		mcptest.TokenEnv + `": {"$env": "SLUICE_SECRET_MCP_TOKEN"}}, "timeout": "20s"}`
-	_, err := env.MCPTools(context.Background(), json.RawMessage(params))
+	_, err := env.MCPTools(context.Background(), "default", json.RawMessage(params))
 	if err == nil || !strings.Contains(err.Error(), "cannot log in with token [redacted:SLUICE_SECRET_MCP_TOKEN]") {
 		t.Errorf("the inspector's error %v; want the stderr with the token redacted", err)
 	}
@@ -375,7 +375,7 @@ func TestMCPInspectorLeavesNoServerRunning(t *testing.T) {
 	before := children(t)
 	for i := range 30 {
 		params := `{"command": ` + jsonString(os.Args[0]) + `, "env": {"` + mcptest.StdioEnv + `": "1", "MCPTEST_N": "` + strconv.Itoa(i) + `"}}`
-		if _, err := env.MCPTools(context.Background(), json.RawMessage(params)); err != nil {
+		if _, err := env.MCPTools(context.Background(), "default", json.RawMessage(params)); err != nil {
 			t.Fatal(err)
 		}
 		if n := children(t); n > before {

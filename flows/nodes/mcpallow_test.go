@@ -85,7 +85,7 @@ func tryAttack(t *testing.T, env *nodes.Env, f attackFiles, name, params, path s
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20e9)
 	defer cancel()
-	if _, err := env.MCPTools(ctx, json.RawMessage(params)); flows.ErrorCode(err) != flows.Forbidden {
+	if _, err := env.MCPTools(ctx, "default", json.RawMessage(params)); flows.ErrorCode(err) != flows.Forbidden {
 		t.Errorf("%s: the inspector answers %v; want forbidden", name, err)
 	}
 	if f.ran() {

@@ -167,7 +167,7 @@ func newMemory(env *Env, b *flows.Build) (flows.Component, error) {
 		if s.After == 0 {
 			s.After = 40
 		}
-		if _, err := env.provider(s.Provider); err != nil {
+		if _, err := env.providerIn(flowOf(b), s.Provider); err != nil {
 			return nil, atPath(err, "params.summarize.provider")
 		}
 		if s.After <= m.max {

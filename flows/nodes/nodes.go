@@ -66,6 +66,10 @@ type Env struct {
 	Vectors Vectors
 	// Observer hears about model calls and cached calls, for metrics; nil: nobody.
 	Observer Observer
+	// Workspaces gives what each workspace's owner lets its flows read and call, within
+	// Secrets and Providers (store.WorkspaceRules, docs/teams.md); nil: owners narrow
+	// nothing. Set it before components run (it may be set after Register).
+	Workspaces flows.WorkspaceRules
 	// LookupEnv reads the environment variables that {"$env": NAME} references name
 	// when Secrets is nil (default os.LookupEnv); tests replace it.
 	LookupEnv func(name string) (string, bool)
@@ -134,6 +138,8 @@ func Register(reg *flows.Registry, env *Env) {
 	}
 	env.init()
 	reg.SetSecrets(env.Secrets)
+	reg.SetWorkspaceRules(envRules{env})
+	reg.SetProviderCheck(env.operatorProvider)
 	for _, s := range []flows.Spec{
 		inputSpec(),
 		outputSpec(),

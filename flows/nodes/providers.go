@@ -56,6 +56,9 @@ type Provider struct {
 	// Prices are USD per million tokens by model ("*": every other model), for dollar
 	// budgets.
 	Prices map[string]*Price `json:"prices,omitempty"`
+	// Workspaces, when set, are the only workspaces whose flows may call the provider
+	// (docs/teams.md); empty: every workspace's.
+	Workspaces []string `json:"workspaces,omitempty"`
 
 	// APIKey is the key, read from the environment by the server; never printed,
 	// logged or stored.
@@ -149,6 +152,11 @@ func ParseProviders(data []byte, lookupEnv func(string) (string, bool)) (map[str
 				return nil, fmt.Errorf("providers: %s: prices[%q]: %v", name, model, err)
 			}
 		}
+		for i, ws := range p.Workspaces {
+			if !flows.ValidID(ws) {
+				return nil, fmt.Errorf("providers: %s: workspaces[%d]: %q is not a workspace id", name, i, ws)
+			}
+		}
 		if p.MaxRetries != nil && (*p.MaxRetries < 0 || *p.MaxRetries > 10) {
 			return nil, fmt.Errorf("providers: %s: max_retries must be 0 to 10", name)
 		}
@@ -190,27 +198,6 @@ func NewDefaultProvider(baseURL, apiKey string) (*Provider, error) {
 	p := &Provider{Name: DefaultProvider, BaseURL: baseURL, APIKey: apiKey}
 	if apiKey != "" {
 		p.APIKeyEnv = "OPENAI_API_KEY"
-	}
-	return p, nil
-}
-
-// providerNames lists the known providers for messages.
-func (e *Env) providerNames() string {
-	names := make([]string, 0, len(e.Providers))
-	for n := range e.Providers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
-}
-
-// provider checks a provider name at compile time: a flow that names an unknown
-// provider does not validate.
-func (e *Env) provider(name string) (*Provider, error) {
-	p, ok := e.Providers[name]
-	if !ok {
-		return nil, &flows.Error{Code: flows.Invalid, Path: "params.provider",
-			Message: fmt.Sprintf("no LLM provider %q on this server; it has: %s (providers are configured on the server: see docs/llm-providers.md)", name, e.providerNames())}
 	}
 	return p, nil
 }

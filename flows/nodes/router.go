@@ -105,7 +105,7 @@ func newRouter(env *Env, b *flows.Build) (flows.Component, error) {
 	if !r.llm {
 		return r, nil
 	}
-	if _, err := env.provider(p.Provider); err != nil {
+	if _, err := env.providerIn(flowOf(b), p.Provider); err != nil {
 		return nil, err
 	}
 	var err error

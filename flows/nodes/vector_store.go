@@ -110,7 +110,7 @@ func newVectorStore(env *Env, b *flows.Build) (flows.Component, error) {
 	if err := b.Decode(&p); err != nil {
 		return nil, err
 	}
-	if err := p.embedConfig.check(env, "params."); err != nil {
+	if err := p.embedConfig.check(env, flowOf(b), "params."); err != nil {
 		return nil, err
 	}
 	v := &VectorStore{env: env, op: p.Operation, collection: p.Collection, shared: p.Shared, embed: p.embedConfig,

@@ -61,6 +61,7 @@ func webSearchSpec(env *Env) flows.Spec {
 // WebSearch asks a search API.
 type WebSearch struct {
 	env      *Env
+	flow     string // its flow: the workspace whose secrets it may read
 	provider string
 	base     *url.URL
 	keyEnv   string
@@ -90,7 +91,7 @@ func newWebSearch(env *Env, b *flows.Build) (flows.Component, error) {
 	if err := b.Decode(&p); err != nil {
 		return nil, err
 	}
-	w := &WebSearch{env: env, provider: p.Provider, max: p.MaxResults, timeout: p.Timeout.D(), as: p.As, ttl: nodeCacheTTL(b)}
+	w := &WebSearch{env: env, flow: flowOf(b), provider: p.Provider, max: p.MaxResults, timeout: p.Timeout.D(), as: p.As, ttl: nodeCacheTTL(b)}
 	raw := p.BaseURL
 	if raw == "" {
 		raw = searchProviders[p.Provider]
@@ -162,9 +163,9 @@ type searchResult struct {
 func (w *WebSearch) do(ctx context.Context, node string, r searchRequest) ([]searchResult, error) {
 	var key string
 	if w.keyEnv != "" {
-		v, ok, err := w.env.Secrets.Lookup(w.keyEnv)
+		v, ok, err := w.env.lookupSecret(w.flow, w.keyEnv)
 		if err != nil {
-			return nil, flows.Permanent(&flows.Error{Code: flows.Forbidden, Node: node, Path: "params.api_key", Err: err})
+			return nil, secretError(err, node, "params.api_key")
 		}
 		if !ok || v == "" {
 			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node, Path: "params.api_key",
