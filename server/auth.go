@@ -341,6 +341,13 @@ func principalOf(c echo.Context) *principal {
 	return p
 }
 
+// stateHidden reports whether the request may see runs' statuses but not their state,
+// inputs, outputs, errors or events' data (teams.ReadRun), as authorize decided.
+func stateHidden(c echo.Context) bool {
+	h, _ := c.Get("state_hidden").(bool)
+	return h
+}
+
 // workspaceOf is the workspace a request acts in, as authorize chose it.
 func workspaceOf(c echo.Context) string {
 	if ws, _ := c.Get("workspace").(string); ws != "" {
@@ -409,6 +416,10 @@ func (s *Server) authorize(next echo.HandlerFunc) echo.HandlerFunc {
 		c.SetRequest(c.Request().WithContext(withWorkspace(c.Request().Context(), ws)))
 		role := p.role(ws)
 		c.Set("role", role)
+		// Who may read runs but not their state (a viewer where run state is sensitive)
+		// is given statuses only by the handlers of runs and live views (stateHidden).
+		canState, _ := teams.Allows(role, teams.ReadState, w.Sensitive)
+		c.Set("state_hidden", !canState)
 		switch perm {
 		case teams.Public, teams.Self:
 		case teams.Instance:

@@ -31,7 +31,7 @@ func (s *Server) websocket(c echo.Context) error {
 		return &flows.Error{Code: flows.Invalid, Path: "flow", Message: "a run is watched within its flow: add ?flow="}
 	}
 	ws := workspaceOf(c)
-	if err := s.hub.ServeWSIn(c.Response(), c.Request(), first, func(f string) (string, bool) { return qualifyName(ws, f) }); err != nil {
+	if err := s.hub.ServeWSIn(c.Response(), c.Request(), first, func(f string) (string, bool) { return qualifyName(ws, f) }, stateHidden(c)); err != nil {
 		s.log.Debug("websocket upgrade failed", "error", err)
 	}
 	return nil
@@ -71,6 +71,9 @@ func (s *Server) sse(c echo.Context, run string) error {
 	}
 	cl := s.hub.NewClient(256)
 	defer s.hub.Remove(cl)
+	if stateHidden(c) {
+		cl.StatusOnly()
+	}
 	if err := s.hub.Subscribe(cl, flow, run, last); err != nil {
 		return err
 	}

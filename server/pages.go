@@ -86,7 +86,7 @@ func (s *Server) homePage(c echo.Context) error {
 		item := s.flowItem(f)
 		item.Published = true
 		if runs, _, err := s.pageEngine().List(ctx, f.ID, engine.ListQuery{Limit: recentRuns}); err == nil && len(runs) > 0 {
-			r := runItem(runs[0])
+			r := runItem(runs[0], stateHidden(c))
 			item.LastRun = &r
 			item.Recent = recentStats(runs)
 		}
@@ -402,7 +402,7 @@ func (s *Server) runsPage(c echo.Context) error {
 		}
 		r.Total = total
 		for _, run := range runs {
-			r.Runs = append(r.Runs, runItem(run))
+			r.Runs = append(r.Runs, runItem(run, stateHidden(c)))
 		}
 		link := func(off int) string {
 			q := url.Values{"flow": {r.Flow}}
@@ -449,19 +449,26 @@ func (s *Server) runPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r := pages.RunPage{Flow: flow, Version: run.Version, Run: runItem(run), Finished: store.Finished(run.Status),
-		Input: pretty(run.Input), ErrorNode: run.ErrorNode, ParentCkpt: run.ParentCkpt}
+	hidden := stateHidden(c)
+	r := pages.RunPage{Flow: flow, Version: run.Version, Run: runItem(run, hidden), Finished: store.Finished(run.Status),
+		Input: pretty(run.Input), ErrorNode: run.ErrorNode, ParentCkpt: run.ParentCkpt, StateHidden: hidden}
 	r.NoWorker = s.waitingForWorker(ctx, run)
 	r.LastEvent = lastEvent
 	if run.Status == store.StatusSucceeded {
 		r.Output = pretty(run.Output())
+	}
+	if hidden {
+		// Statuses, steps and times; nothing of the state (docs/teams.md).
+		r.Input, r.Output = "", ""
 	}
 	if info.StorageBytes > 0 {
 		r.Storage = bytesText(info.StorageBytes)
 	}
 	r.Budget = s.budgetOf(ctx, flow, run)
 	r.Live = s.liveSteps(ctx, run)
-	r.Replay = s.replayView(ctx, run, c.QueryParam("compare"), c.QueryParam("checkpoint"))
+	if !hidden {
+		r.Replay = s.replayView(ctx, run, c.QueryParam("compare"), c.QueryParam("checkpoint"))
+	}
 	nodes := make([]string, 0, len(run.Waits))
 	for n := range run.Waits {
 		nodes = append(nodes, n)
@@ -474,6 +481,9 @@ func (s *Server) runPage(c echo.Context) error {
 			Deadline string          `json:"deadline"`
 		}
 		_ = json.Unmarshal(run.Waits[n], &w)
+		if hidden {
+			w.Prompt, w.Data = "", nil
+		}
 		r.Waits = append(r.Waits, pages.Wait{Node: n, Prompt: w.Prompt, Data: pretty(w.Data), Deadline: w.Deadline})
 	}
 	r.Usage = usageByNode(ckpts)
@@ -492,12 +502,15 @@ func (s *Server) runPage(c echo.Context) error {
 		if longest > 0 {
 			item.Percent = int(cp.DurationMS / longest * 100)
 		}
+		if hidden {
+			item.Error, item.Link = "", ""
+		}
 		r.Checkpoints = append(r.Checkpoints, item)
 	}
 	for i := range r.Checkpoints {
 		r.Checkpoints[i].Selected = r.Checkpoints[i].ID == selected
 	}
-	if selected != "" {
+	if selected != "" && !hidden {
 		cp, err := s.pageEngine().Checkpoint(ctx, flow, runID, selected)
 		if err != nil {
 			return err
@@ -568,6 +581,9 @@ func (s *Server) queuesPage(c echo.Context) error {
 			q.Problem = userMessage(err)
 		}
 		for _, d := range dead {
+			if stateHidden(c) {
+				d.Error = ""
+			}
 			q.Dead = append(q.Dead, pages.DeadRow{ID: d.ID, Node: d.Node, Run: d.Run, Error: d.Error, Attempts: d.Attempts,
 				Time: d.Time.Local().Format("2006-01-02 15:04:05"), TimeISO: d.Time.UTC().Format(time.RFC3339Nano)})
 		}
@@ -583,10 +599,14 @@ func noConsumer(note string) string {
 	return "none yet: a worker shows here once it reads this node"
 }
 
-func runItem(r *store.Run) pages.RunItem {
+// runItem is a run as lists show it; hidden leaves its error out (stateHidden).
+func runItem(r *store.Run, hidden bool) pages.RunItem {
 	it := pages.RunItem{ID: r.ID, Flow: r.Flow, Status: r.Status, Created: r.Created.UTC().Format(time.RFC3339), Ago: ago(r.Created),
 		Steps: r.Steps, Tokens: r.Usage.InputTokens + r.Usage.OutputTokens, Error: r.Error, Parent: r.ParentRun,
 		Version: r.Version, Trigger: strings.Replace(r.Trigger, ":", " ", 1)}
+	if hidden {
+		it.Error = ""
+	}
 	if r.Started != nil {
 		end := time.Now()
 		if r.Finished != nil {

@@ -79,6 +79,39 @@ type RunView struct {
 	// names the nodes. Only a run's own GET reports them.
 	NoWorker         bool     `json:"no_worker,omitempty"`
 	WaitingForWorker []string `json:"waiting_for_worker,omitempty"`
+	// StateHidden says the run is shown without its input, output, errors, pins and
+	// approvals' prompts and data: its workspace marks run state sensitive, and the
+	// request may read statuses only (docs/teams.md).
+	StateHidden bool `json:"state_hidden,omitempty"`
+}
+
+// statusOnly is v without anything of the run's state: for who may read runs but not
+// their state (stateHidden).
+func statusOnly(v *RunView) *RunView {
+	r := *v.Run
+	r.Input, r.Pins, r.Outputs, r.Waits = nil, nil, nil, nil
+	r.Error, r.LastError, r.OutputError = "", "", ""
+	out := *v
+	out.Run = &r
+	out.Output = json.RawMessage("null")
+	out.Waiting = nil
+	for node, w := range v.Waiting {
+		if out.Waiting == nil {
+			out.Waiting = map[string]WaitView{}
+		}
+		out.Waiting[node] = WaitView{Deadline: w.Deadline, OnTimeout: w.OnTimeout}
+	}
+	out.StateHidden = true
+	return &out
+}
+
+// viewRunFor is viewRun as the request may see it.
+func (s *Server) viewRunFor(c echo.Context, r *store.Run) *RunView {
+	v := s.viewRun(c.Request().Context(), r)
+	if stateHidden(c) {
+		return statusOnly(v)
+	}
+	return v
 }
 
 // workerWatch tells whether a run's activations sit where no worker reads.
@@ -362,6 +395,9 @@ func (s *Server) getRun(c echo.Context) error {
 	}
 	v.WaitingForWorker = s.waitingForWorker(ctx, info.Run)
 	v.NoWorker = len(v.WaitingForWorker) > 0
+	if stateHidden(c) {
+		v = statusOnly(v)
+	}
 	return c.JSON(http.StatusOK, v)
 }
 
@@ -396,7 +432,7 @@ func (s *Server) listRuns(c echo.Context) error {
 	}
 	out := RunList{Runs: make([]*RunView, 0, len(runs)), Total: total, Offset: q.Offset, Limit: q.Limit}
 	for _, r := range runs {
-		out.Runs = append(out.Runs, s.viewRun(c.Request().Context(), r))
+		out.Runs = append(out.Runs, s.viewRunFor(c, r))
 	}
 	if next := q.Offset + len(runs); int64(next) < total && len(runs) == q.Limit {
 		out.NextOffset = &next

@@ -58,9 +58,13 @@ const (
 	Self Perm = "self"
 	// Read: flows, versions, runs' statuses, queues, dead letters, schedules.
 	Read Perm = "read"
-	// ReadState: a run's state, checkpoints, files and live events. A workspace marked
-	// sensitive gives it to operators and up only.
+	// ReadState: a run's state, checkpoints and files. A workspace marked sensitive
+	// gives it to operators and up only.
 	ReadState Perm = "read_state"
+	// ReadRun: a run and its live events, as anyone who may read sees them: whoever
+	// lacks read_state (a viewer in a sensitive workspace) gets the statuses, steps and
+	// times without the input, output, state, errors or events' data.
+	ReadRun Perm = "read_run"
 	// Run: start, cancel, resume, fork runs; retry and discard dead letters and failed
 	// deliveries; pause schedules; upload run files; call flows as MCP tools and models.
 	Run Perm = "run"
@@ -76,6 +80,7 @@ const (
 // minRole is the least role that holds a permission.
 var minRole = map[Perm]Role{
 	Read:      Viewer,
+	ReadRun:   Viewer,
 	ReadState: Viewer,
 	Run:       Operator,
 	Edit:      Editor,
@@ -99,7 +104,7 @@ func Allows(r Role, p Perm, sensitive bool) (bool, string) {
 	if r == "" {
 		return false, "you are not a member of this workspace"
 	}
-	what := map[Perm]string{Read: "read", ReadState: "see run states (this workspace marks them sensitive)", Run: "run flows",
+	what := map[Perm]string{Read: "read", ReadRun: "read runs", ReadState: "see run states (this workspace marks them sensitive)", Run: "run flows",
 		Edit: "change flows", Admin: "manage members, keys and secrets"}[p]
 	return false, fmt.Sprintf("a %s may not %s: that needs the %s role", r, what, need)
 }

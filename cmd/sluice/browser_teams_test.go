@@ -13,9 +13,18 @@ import (
 // asToken sends a JSON request with the server's token and decodes the answer.
 func asToken(t *testing.T, method, url, token, body string, want int, out any) {
 	t.Helper()
+	asTokenIn(t, "", method, url, token, body, want, out)
+}
+
+// asTokenIn is asToken in workspace ws ("": the default).
+func asTokenIn(t *testing.T, ws, method, url, token, body string, want int, out any) {
+	t.Helper()
 	req, _ := http.NewRequest(method, url, bytes.NewReader([]byte(body)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
+	if ws != "" {
+		req.Header.Set("Sluice-Workspace", ws)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -42,11 +51,15 @@ func TestBrowserWhatEachRoleSeesAndCanClick(t *testing.T) {
 	flowID := storetest.FlowID(t)
 	storetest.DeleteFlowKeys(t, rdb, flowID)
 	writeDoc(t, dir, exampleDoc(t, "linear", flowID))
+	emailOf := func(role string) string { return role + "-" + flowID[len(flowID)-8:] + "@example.com" }
+	// The server's team store is the one every test on this Redis shares: what this
+	// test makes there goes when it ends (after the server stopped).
+	storetest.ForgetTeams(t, rdb, []string{emailOf("viewer"), emailOf("editor")}, nil)
 	base := serveForBrowserEnv(t, dir, []string{"SLUICE_TOKEN=" + token})
 
 	people := map[string]string{}
 	for _, role := range []string{"viewer", "editor"} {
-		email := role + "-" + flowID[len(flowID)-8:] + "@example.com"
+		email := emailOf(role)
 		var inv struct{ Link string }
 		asToken(t, "POST", base+"/api/members", token, `{"email": "`+email+`", "role": "`+role+`"}`, http.StatusCreated, &inv)
 		people[role] = email
@@ -98,5 +111,58 @@ func TestBrowserWhatEachRoleSeesAndCanClick(t *testing.T) {
 	}
 	if !strings.Contains(people["viewer"], "@") {
 		t.Fatal("no viewer")
+	}
+}
+
+// A viewer of a workspace that marks run state sensitive opens a run's page: the run's
+// status and its steps are there, its input, the approval's prompt and data, and the
+// state are not (nor the canvas link or the fork and approval forms).
+func TestBrowserAViewerOfASensitiveWorkspaceSeesTheRunsStatusNotItsState(t *testing.T) {
+	rdb := storetest.Real(t)
+	const token = "browser-sensitive-token-0123456789"
+	flowID := storetest.FlowID(t)
+	ws := "sens-" + flowID[len(flowID)-8:]
+	email := "viewer-" + flowID[len(flowID)-8:] + "@example.com"
+	storetest.DeleteFlowKeys(t, rdb, ws+"."+flowID)
+	storetest.ForgetTeams(t, rdb, []string{email}, []string{ws})
+	base := serveForBrowserEnv(t, t.TempDir(), []string{"SLUICE_TOKEN=" + token})
+
+	asToken(t, "POST", base+"/api/workspaces", token, `{"id": "`+ws+`", "sensitive": true}`, http.StatusCreated, nil)
+	doc, _ := json.Marshal(exampleDoc(t, "approval", flowID))
+	asTokenIn(t, ws, "PUT", base+"/api/flows/"+flowID, token, string(doc), http.StatusCreated, nil)
+	const secret = "Zed-secret-7"
+	var run struct{ ID, Status string }
+	asTokenIn(t, ws, "POST", base+"/api/flows/"+flowID+"/runs?wait=30s", token, `{"input": {"customer": "`+secret+`"}}`, http.StatusOK, &run)
+	if run.Status != "waiting" {
+		t.Fatalf("the run: %+v", run)
+	}
+	var inv struct{ Link string }
+	asTokenIn(t, ws, "POST", base+"/api/members", token, `{"email": "`+email+`", "role": "viewer"}`, http.StatusCreated, &inv)
+
+	b := newBrowser(t, base)
+	b.noShots = true
+	b.open(inv.Link)
+	b.typeInto(`#reset-form input[name=password]`, "password-of-viewer")
+	b.click(`#reset-form button[type=submit]`)
+	b.waitFor("the password is set", `!!document.getElementById("reset-done")`)
+	b.open("/signin")
+	b.typeInto(`#signin-form input[name=email]`, email)
+	b.typeInto(`#signin-form input[name=password]`, "password-of-viewer")
+	b.click(`#signin-form button[type=submit]`)
+	b.waitFor("signed in", `location.pathname !== "/signin"`)
+
+	b.open("/flows/" + ws + "." + flowID + "/runs/" + run.ID)
+	b.waitText("#run-status", "waiting")
+	b.waitFor("the note that state is hidden", `!!document.getElementById("state-hidden") && document.getElementById("state-hidden").offsetParent !== null`)
+	b.waitFor("the steps so far", `document.querySelectorAll("#timeline li[data-node=draft]").length === 1`)
+	b.waitFor("where it waits", `!!document.querySelector(".approval[data-approval=review]")`)
+	for what, cond := range map[string]string{
+		"nothing of the state on the page": `!document.body.innerText.includes(` + "`" + secret + "`" + `) && !document.documentElement.outerHTML.includes(` + "`" + secret + "`" + `)`,
+		"no approval or fork form":         `!document.querySelector("form.approval") && !document.querySelector("form.fork") && !document.querySelector("textarea")`,
+		"no canvas link":                   `!document.getElementById("open-on-canvas")`,
+	} {
+		if ok, err := b.holds(cond); err != nil || !ok {
+			t.Errorf("%s: %v", what, err)
+		}
 	}
 }

@@ -22,6 +22,7 @@ func TestAWorkerServesTheWorkspaceItIsGiven(t *testing.T) {
 	id, path := writeExampleFlow(t, dir, "linear", nil)
 	ws := "acme-" + id[len(id)-8:]
 	storetest.DeleteFlowKeys(t, r, ws+"."+id)
+	storetest.ForgetTeams(t, r, nil, []string{ws})
 	if err := os.MkdirAll(filepath.Join(dir, ws), 0o755); err != nil {
 		t.Fatal(err)
 	}

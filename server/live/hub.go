@@ -73,6 +73,44 @@ func eventMessage(ev store.Event) Message {
 	return Message{Kind: ev.Type, ID: ev.ID, run: ev.Run, Data: encode(Envelope{Type: "event", Event: &ev})}
 }
 
+// statusFields are what an event's data keeps for a client that sees statuses only:
+// nothing a step read, wrote or said.
+var statusFields = []string{"status", "kind", "duration_ms", "attempt", "attempts", "usage", "pinned"}
+
+// statusMessage is ev as a client that sees statuses only gets it (Client.StatusOnly):
+// its type, run, node, step and times, and of its data only statusFields; false for
+// events that are nothing but data (streamed tokens, an agent's turns).
+func statusMessage(ev store.Event) (Message, bool) {
+	switch ev.Type {
+	case "token", "turn":
+		return Message{}, false
+	}
+	if len(ev.Data) > 0 {
+		var d map[string]json.RawMessage
+		kept := map[string]json.RawMessage{}
+		if json.Unmarshal(ev.Data, &d) == nil {
+			for _, k := range statusFields {
+				if v, ok := d[k]; ok {
+					kept[k] = v
+				}
+			}
+		}
+		ev.Data = nil
+		if len(kept) > 0 {
+			ev.Data, _ = json.Marshal(kept)
+		}
+	}
+	return eventMessage(ev), true
+}
+
+// message is ev as c gets it, or false when c gets nothing of it.
+func (c *Client) message(ev store.Event) (Message, bool) {
+	if c.statusOnly {
+		return statusMessage(ev)
+	}
+	return eventMessage(ev), true
+}
+
 // Options tune a hub; zero values take the defaults.
 type Options struct {
 	QueueEvery time.Duration // queue figures interval (1s)
@@ -147,7 +185,14 @@ type Client struct {
 	once    sync.Once
 	// name, when set, turns a requested flow into the flow id watched (ServeWSIn).
 	name func(string) (string, bool)
+	// statusOnly: the client sees runs' statuses, not their data (StatusOnly).
+	statusOnly bool
 }
+
+// StatusOnly makes the client get events without their data (statusMessage): for who
+// may see runs' statuses but not their state (docs/teams.md). Call it before
+// subscribing.
+func (c *Client) StatusOnly() { c.statusOnly = true }
 
 // NewClient registers a client whose buffer holds n messages; a client whose buffer is
 // full when a message comes is dropped.
@@ -274,9 +319,13 @@ func (h *Hub) Subscribe(c *Client, flow, run, lastID string) error {
 			if run != "" && ev.Run != run {
 				continue
 			}
+			m, ok := c.message(ev)
+			if !ok {
+				continue
+			}
 			// The connection's writer is draining meanwhile: wait for room rather than drop.
 			select {
-			case c.out <- eventMessage(ev):
+			case c.out <- m:
 			case <-c.dropped:
 				return nil
 			case <-ctx.Done():
@@ -367,6 +416,7 @@ func (h *Hub) read(ctx context.Context, f *feed, id string) {
 		f.mu.Lock()
 		for _, ev := range evs {
 			m := eventMessage(ev)
+			var sm *Message // the status-only message, made for the first who needs it
 			for s := range f.subs {
 				if s.run != "" && s.run != ev.Run {
 					continue
@@ -374,7 +424,20 @@ func (h *Hub) read(ctx context.Context, f *feed, id string) {
 				if s.last != "" && store.CompareStreamIDs(ev.ID, s.last) <= 0 {
 					continue
 				}
-				s.c.send(m)
+				if !s.c.statusOnly {
+					s.c.send(m)
+					continue
+				}
+				if sm == nil {
+					x, ok := statusMessage(ev)
+					if !ok {
+						x.Kind = "" // sent to no one
+					}
+					sm = &x
+				}
+				if sm.Kind != "" {
+					s.c.send(*sm)
+				}
 			}
 		}
 		f.mu.Unlock()

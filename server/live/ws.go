@@ -50,19 +50,21 @@ var upgrader = websocket.Upgrader{
 // ServeWS upgrades the request and serves one live connection until either side closes
 // it. first, when its Flow is set, is subscribed at once (from the URL's query).
 func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request, first Request) error {
-	return h.ServeWSIn(w, r, first, nil)
+	return h.ServeWSIn(w, r, first, nil, false)
 }
 
 // ServeWSIn is ServeWS for a connection that may watch only the flows name accepts:
 // name turns the flow a request names into the flow id to watch, or refuses it (a flow
-// of another workspace is no flow to this connection).
-func (h *Hub) ServeWSIn(w http.ResponseWriter, r *http.Request, first Request, name func(string) (string, bool)) error {
+// of another workspace is no flow to this connection). With statusOnly, the connection
+// gets events without their data (Client.StatusOnly).
+func (h *Hub) ServeWSIn(w http.ResponseWriter, r *http.Request, first Request, name func(string) (string, bool), statusOnly bool) error {
 	conn, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return err // the upgrader has answered
 	}
 	c := h.NewClient(clientBuffer)
 	c.name = name
+	c.statusOnly = statusOnly
 	done := make(chan struct{})
 	go h.writer(conn, c, done)
 	if first.Flow != "" {

@@ -123,12 +123,14 @@ func FlowID(t testing.TB) string {
 }
 
 // DeleteFlowKeys removes every key of flow (and the test counters under the same hash
-// tag) when the test ends, so the shared real Redis does not fill up.
+// tag) when the test ends, so the shared real Redis does not fill up; and what the
+// audit log of `sluice serve` (its workspace's, ForgetTeams) says of the flow.
 func DeleteFlowKeys(t testing.TB, r *store.Redis, flow string) {
 	t.Helper()
 	t.Cleanup(func() {
 		ctx := context.Background()
 		r.DeleteFlowKeys(ctx, flow)
 		r.DeleteKeys(ctx, "sluicetest:{f:"+flow+"}:*")
+		forgetFlowAudit(ctx, r, flow)
 	})
 }
