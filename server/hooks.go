@@ -32,7 +32,7 @@ func (s *Server) hook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	secret := s.cfg.HookSecret(flow)
+	secret := s.hookSecret(flow)
 	if secret == "" {
 		return &flows.Error{Code: flows.NotFound, Message: "no webhook ingress for this flow"}
 	}
@@ -102,6 +102,15 @@ func (s *Server) hook(c echo.Context) error {
 	return s.answerStarted(c, flow, id, wait)
 }
 
+// hookSecret is flow's webhook secret ("": none), never one another workspace's flow
+// could share (HookSecretShared).
+func (s *Server) hookSecret(flow string) string {
+	if HookSecretShared(flow) {
+		return ""
+	}
+	return s.cfg.HookSecret(flow)
+}
+
 // hookBearer returns the secret of an Authorization header; ok is true when the header
 // is there at all (a header of another scheme is a wrong secret, not none).
 func hookBearer(r *http.Request) (string, bool) {
@@ -128,6 +137,8 @@ type HookInfo struct {
 	Enabled bool   `json:"enabled"`
 	// SecretEnv is the environment variable of the server that holds the secret.
 	SecretEnv string `json:"secret_env"`
+	// Problem says why the flow can have no ingress, when it cannot.
+	Problem string `json:"problem,omitempty"`
 }
 
 func (s *Server) hookInfo(c echo.Context) error {
@@ -135,7 +146,12 @@ func (s *Server) hookInfo(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, HookInfo{URL: "/hooks/" + flow, Enabled: s.cfg.HookSecret(flow) != "", SecretEnv: HookSecretEnv(flow)})
+	info := HookInfo{URL: "/hooks/" + flow, Enabled: s.hookSecret(flow) != "", SecretEnv: HookSecretEnv(flow)}
+	if HookSecretShared(flow) {
+		info.SecretEnv = ""
+		info.Problem = "this flow has no webhook ingress: its id, or its workspace's, holds \"__\" (reading '-' as '_'), so its secret's variable could be another workspace's flow's; rename it"
+	}
+	return c.JSON(http.StatusOK, info)
 }
 
 // deliveries lists, retries and discards result webhooks that could not be delivered.

@@ -85,6 +85,17 @@ func TestHookSecretEnvName(t *testing.T) {
 	if server.HookSecretFromEnv("my-flow") != "s3" || server.HookSecretFromEnv("other") != "" {
 		t.Error("HookSecretFromEnv does not read SLUICE_HOOK_SECRET_<FLOW>")
 	}
+	// A variable two workspaces' flows could both read is nobody's.
+	for flow, shared := range map[string]bool{"a__b": true, "a-_b": true, "a--b": true, "a.b__c": true, "a__x.b": true,
+		"a.b": false, "a_b": false, "a-b.c_d": false, "a_.b": false, "a.b_": false} {
+		if server.HookSecretShared(flow) != shared {
+			t.Errorf("HookSecretShared(%q) = %v", flow, !shared)
+		}
+	}
+	t.Setenv("SLUICE_HOOK_SECRET_A__B", "s4")
+	if server.HookSecretFromEnv("a.b") != "s4" || server.HookSecretFromEnv("a__b") != "" {
+		t.Error("SLUICE_HOOK_SECRET_A__B is flow b of workspace a's only")
+	}
 }
 
 // receiver is a webhook endpoint that fails its first `fail` requests.

@@ -388,8 +388,13 @@ func CheckListen(addr, token string) error {
 }
 
 // HookSecretFromEnv reads the webhook secret of a flow from the environment variable
-// SLUICE_HOOK_SECRET_<FLOW>, the flow id upper-cased with '-' written as '_'.
+// SLUICE_HOOK_SECRET_<FLOW> (HookSecretEnv), the flow id upper-cased with '-' written
+// as '_'; none for a flow whose variable another workspace's flow could share
+// (HookSecretShared).
 func HookSecretFromEnv(flow string) string {
+	if HookSecretShared(flow) {
+		return ""
+	}
 	return os.Getenv(HookSecretEnv(flow))
 }
 
@@ -397,6 +402,20 @@ func HookSecretFromEnv(flow string) string {
 func HookSecretEnv(flow string) string {
 	// A flow of a workspace ("acme.triage") reads SLUICE_HOOK_SECRET_ACME__TRIAGE.
 	return "SLUICE_HOOK_SECRET_" + strings.ToUpper(strings.ReplaceAll(strings.ReplaceAll(flow, "-", "_"), ".", "__"))
+}
+
+// HookSecretShared reports whether flow's secret variable would also be another
+// workspace's flow's: a workspace or flow id holding "__" once '-' reads as '_'
+// ("a__b", "a-_b", "a--b"). SLUICE_HOOK_SECRET_A__B is flow "b" of workspace "a"; were
+// it also flow "a__b" of the default workspace, one secret would start both and sign
+// both's results. Such a flow has no webhook secret: no ingress, unsigned results.
+func HookSecretShared(flow string) bool {
+	for _, part := range strings.Split(flow, ".") {
+		if strings.Contains(strings.ReplaceAll(part, "-", "_"), "__") {
+			return true
+		}
+	}
+	return false
 }
 
 // Run listens on cfg.Addr and serves until ctx ends, then shuts down gracefully within
