@@ -48,6 +48,8 @@ type personView struct {
 	Email string `json:"email"`
 	Name  string `json:"name,omitempty"`
 	SSO   bool   `json:"sso,omitempty"`
+	// Groups are those of the person's last single sign-on.
+	Groups []string `json:"groups,omitempty"`
 }
 
 type memberWorkspace struct {
@@ -57,7 +59,7 @@ type memberWorkspace struct {
 }
 
 func viewPerson(p teams.Person) *personView {
-	return &personView{ID: p.ID, Email: p.Email, Name: p.Name, SSO: p.Subject != ""}
+	return &personView{ID: p.ID, Email: p.Email, Name: p.Name, SSO: p.Subject != "", Groups: p.Groups}
 }
 
 // me builds the view of the request's principal (the API's /api/me and the pages).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -510,6 +511,7 @@ func (s *Server) resumeRun(c echo.Context) error {
 		// (approvals name people); SLUICE_TOKEN and the single-person mode may say it.
 		fields["by"], _ = json.Marshal(p.who())
 	}
+	fields["at"], _ = json.Marshal(time.Now().UTC().Format(time.RFC3339)) // when, as the server saw it
 	decision, _ := json.Marshal(fields)
 	if err := s.runs().Resume(ctx, flow, c.Param("run"), node, decision); err != nil {
 		return err
@@ -519,6 +521,15 @@ func (s *Server) resumeRun(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, s.viewRun(ctx, info.Run))
+}
+
+// inGroup reports whether p answers for group: a person (or a person's key) whose last
+// single sign-on gave the group, or the owner of every workspace.
+func inGroup(p *principal, group string) bool {
+	if p.everywhere {
+		return true
+	}
+	return p.person != nil && slices.Contains(p.person.Groups, group)
 }
 
 // ForkRequest is the body of POST .../fork.
@@ -559,7 +570,10 @@ func (s *Server) forkRun(c echo.Context) error {
 }
 
 // checkApprover refuses an answer to an approval whose role (the node's "role"
-// parameter, docs/teams.md) the request's principal does not hold in the workspace.
+// parameter, docs/teams.md) the request's principal does not hold in the workspace, or
+// whose group (its "group": a single sign-on group) the person answering is not in.
+// SLUICE_TOKEN and the single-person mode answer any; a service account's key, no
+// group's.
 func (s *Server) checkApprover(c echo.Context, flow, run, node string) error {
 	ctx := c.Request().Context()
 	info, err := s.runs().Info(ctx, flow, run)
@@ -581,16 +595,17 @@ func (s *Server) checkApprover(c echo.Context, flow, run, node string) error {
 			}
 		}
 		var p struct {
-			Role string `json:"role"`
+			Role  string `json:"role"`
+			Group string `json:"group"`
 		}
 		_ = json.Unmarshal(n.Params, &p)
-		need, err := teams.ParseRole(p.Role)
-		if err != nil {
-			continue // the default: the route's own (operator)
-		}
-		if !role.AtLeast(need) {
+		if need, err := teams.ParseRole(p.Role); err == nil && !role.AtLeast(need) { // unset: the route's own (operator)
 			c.Response().Header().Set("Sluice-Required-Role", string(need))
 			return &flows.Error{Code: flows.Forbidden, Node: n.ID, Message: fmt.Sprintf("approval %s needs the %s role to answer; you are a %s", n.ID, need, role)}
+		}
+		if p.Group != "" && !inGroup(principalOf(c), p.Group) {
+			c.Response().Header().Set("Sluice-Required-Group", p.Group)
+			return &flows.Error{Code: flows.Forbidden, Node: n.ID, Message: fmt.Sprintf("approval %s needs a member of group %q to answer (groups come from single sign-on); %s is not", n.ID, p.Group, principalOf(c).who())}
 		}
 	}
 	return nil

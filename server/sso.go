@@ -372,12 +372,13 @@ func (s *Server) provision(ctx context.Context, issuer string, cl ssoClaims) (te
 		}
 	}
 	person, err := s.teams.PersonByEmail(ctx, cl.Email)
+	linked := false
 	switch {
 	case flows.ErrorCode(err) == flows.NotFound:
 		if len(mapped) == 0 {
 			return person, &flows.Error{Code: flows.Forbidden, Message: "your groups and email domain give you no role in any workspace; ask an owner"}
 		}
-		person = teams.Person{Email: cl.Email, Name: cl.Name, Subject: subject}
+		person = teams.Person{Email: cl.Email, Name: cl.Name, Subject: subject, Groups: cl.Groups}
 		if err := s.teams.CreatePerson(ctx, &person); err != nil {
 			return person, err
 		}
@@ -387,6 +388,11 @@ func (s *Server) provision(ctx context.Context, issuer string, cl ssoClaims) (te
 		return person, &flows.Error{Code: flows.Forbidden, Message: "this email address belongs to another single sign-on account"}
 	case person.Subject == "":
 		person.Subject = subject // a local account signs on for the first time: linked by its verified email
+		linked = true
+	}
+	// The groups of this sign-in are the person's until the next (approvals ask them).
+	if linked || !slices.Equal(person.Groups, cl.Groups) {
+		person.Groups = cl.Groups
 		if err := s.teams.SavePerson(ctx, person); err != nil {
 			return person, err
 		}

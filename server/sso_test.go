@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store/storetest"
@@ -72,7 +73,7 @@ func newIDP(t *testing.T) *idp {
 		"u-bo":  {ID: "u-bo", Username: "bo", Password: "bo-password", Email: "bo@corp.example", EmailVerified: true, FirstName: "Bo", PreferredLanguage: language.English},
 		"u-cy":  {ID: "u-cy", Username: "cy", Password: "cy-password", Email: "cy@elsewhere.example", EmailVerified: true, FirstName: "Cy", PreferredLanguage: language.English},
 	}
-	st := groupStorage{Storage: storage.NewStorageWithClients(users, p.clients), groups: map[string][]string{"u-ada": {"sluice-editors", "acme-viewers"}}}
+	st := groupStorage{Storage: storage.NewStorageWithClients(users, p.clients), groups: map[string][]string{"u-ada": {"sluice-editors", "acme-viewers", "legal"}}}
 	p.clients["other"] = storage.WebClient("other", "other-secret", "http://127.0.0.1:1/cb")
 	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: exampleop.SetupServer(p.issuer, st, nil, false)}}
 	srv.Start()
@@ -157,6 +158,98 @@ func (s *swapIDToken) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp.ContentLength = int64(len(b))
 	resp.Header.Del("Content-Length")
 	return resp, nil
+}
+
+// ssoBrowser signs user on through the provider and returns the browser with the
+// session.
+func (a *api) ssoBrowser(t *testing.T, user, password string) *browser {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp := login(t, c, a.base+"/sso/start?next=/api/me", user, password)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	b := a.browser()
+	u, _ := url.Parse(a.base)
+	for _, ck := range jar.Cookies(u) {
+		b.cookies[ck.Name] = ck.Value
+	}
+	if resp.StatusCode != 200 || b.cookies[server.SessionCookie] == "" {
+		t.Fatalf("single sign-on as %s: %d", user, resp.StatusCode)
+	}
+	return b
+}
+
+// An approval may require a group: only a person whose single sign-on gave that group
+// answers it (with the role the approval needs as well); an operator without the group,
+// a local account and a service account's key are refused, naming the group. The run
+// records who answered, when and with what edit.
+func TestAnApprovalThatNeedsAGroupIsAnsweredByItsMembersOnly(t *testing.T) {
+	p := newIDP(t)
+	a := newAPI(t, storetest.Real(t), func(c *server.Config, _ *server.Deps) {
+		c.OIDC = &server.OIDCConfig{Issuer: p.issuer, ClientID: "sluice", ClientSecret: "sluice-secret",
+			Groups: map[string]string{"sluice-editors": "default:editor"}, Domains: map[string]string{"corp.example": "default:operator"}}
+	})
+	p.clients["sluice"] = storage.WebClient("sluice", "sluice-secret", a.base+"/sso/callback")
+	id := a.saveFlow("approval", func(d map[string]any) {
+		for _, n := range d["nodes"].([]any) {
+			if n := n.(map[string]any); n["type"] == "approval" {
+				n["params"].(map[string]any)["group"] = "legal"
+			}
+		}
+	})
+	ada, bo := a.ssoBrowser(t, "ada", "ada-password"), a.ssoBrowser(t, "bo", "bo-password") // ada is in legal, bo is not
+	var me struct{ Person struct{ Groups []string } }
+	ada.api("GET", "/api/me", "").into(t, &me)
+	if strings.Join(me.Person.Groups, ",") != "sluice-editors,acme-viewers,legal" {
+		t.Errorf("ada's groups: %v", me.Person.Groups)
+	}
+	a.person("lo@example.com", "password-of-lo", map[string]teams.Role{teams.DefaultWorkspace: teams.Owner})
+	local := a.browser()
+	local.signin("lo@example.com", "password-of-lo")
+	key := a.serviceKey(teams.DefaultWorkspace, teams.Owner)
+
+	run := a.start(id, `{"input": {"customer": "Ada", "reply": "Dear Ada"}}`)
+	if got := a.settle(id, run); got.Status != "waiting" {
+		t.Fatalf("run = %+v, want waiting", got)
+	}
+	resume := "/api/flows/" + id + "/runs/" + run + "/resume"
+	decision := `{"decision": "approve", "value": {"reply": "Dear Ada, thanks"}}`
+	for who, r := range map[string]res{
+		"an operator not in the group": bo.api("POST", resume, decision),
+		"a local account (an owner)":   local.api("POST", resume, decision),
+		"a service account's key":      a.do("POST", resume, decision, "Authorization", "Bearer "+key),
+	} {
+		if r.status != http.StatusForbidden || !strings.Contains(r.String(), `group \"legal\"`) || r.header.Get("Sluice-Required-Group") != "legal" {
+			t.Errorf("%s answered an approval for group legal: %d %s", who, r.status, r)
+		}
+	}
+	if r := ada.api("POST", resume, decision); r.status != 200 {
+		t.Fatalf("ada's answer: %d %s", r.status, r)
+	}
+	if got := a.settle(id, run); got.Status != "succeeded" || !strings.Contains(string(got.Output), "Dear Ada, thanks") {
+		t.Errorf("run %+v", got)
+	}
+	var state struct {
+		Approval struct {
+			Decision, By, At string
+			Edit             map[string]any
+		}
+	}
+	var ck struct{ Checkpoints []struct{ ID, Node string } }
+	a.must(200, "GET", "/api/flows/"+id+"/runs/"+run+"/checkpoints", nil).into(t, &ck)
+	for _, c := range ck.Checkpoints {
+		if c.Node == "review" {
+			var one struct{ State json.RawMessage }
+			a.must(200, "GET", "/api/flows/"+id+"/runs/"+run+"/checkpoints/"+c.ID, nil).into(t, &one)
+			_ = json.Unmarshal(one.State, &state)
+		}
+	}
+	rec := state.Approval
+	at, err := time.Parse(time.RFC3339, rec.At)
+	if rec.Decision != "approve" || rec.By != "ada@corp.example" || err != nil || time.Since(at) > time.Minute || rec.Edit["reply"] != "Dear Ada, thanks" {
+		t.Errorf("the recorded answer: %+v (at: %v)", rec, err)
+	}
 }
 
 func TestSingleSignOnAgainstARealProvider(t *testing.T) {

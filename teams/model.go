@@ -10,7 +10,10 @@ type Person struct {
 	Name    string `json:"name,omitempty"`
 	Hash    string `json:"hash,omitempty"`
 	Subject string `json:"subject,omitempty"`
-	Created int64  `json:"created"`
+	// Groups are the groups single sign-on gave at the person's last sign-in (what an
+	// approval's group asks for); none for a local account.
+	Groups  []string `json:"groups,omitempty"`
+	Created int64    `json:"created"`
 }
 
 // Workspace owns flows, runs and everything derived from them. Secrets is its

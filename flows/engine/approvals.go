@@ -80,7 +80,7 @@ func (e *Engine) decideExpiredIn(ctx context.Context, p store.PartRef) {
 		if wr.OnTimeout != "approve" {
 			wr.OnTimeout = "reject"
 		}
-		d, _ := json.Marshal(map[string]string{"decision": wr.OnTimeout, "by": "timeout"})
+		d, _ := json.Marshal(map[string]string{"decision": wr.OnTimeout, "by": "timeout", "at": time.Now().UTC().Format(time.RFC3339)})
 		err = e.rdb.ResumeRun(ctx, w.RunRef, w.Node, d)
 		switch flows.ErrorCode(err) {
 		case flows.Conflict, flows.NotFound:

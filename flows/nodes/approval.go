@@ -22,7 +22,8 @@ func approvalSpec() flows.Spec {
 		Description: "Parks the run as waiting until a person decides: approve, reject, or approve with an " +
 			"edited value. The person sees the prompt and the data to review. The decision is stored under " +
 			"\"result_key\"; an edited value (an object) is merged into the state. The run continues on the " +
-			"\"approved\" or \"rejected\" port; a port with nothing connected ends the branch. Waiting runs " +
+			"\"approved\" or \"rejected\" port; a port with nothing connected ends the branch. The record holds who " +
+			"answered (by), when (at) and the edit (edit). Waiting runs " +
 			"survive restarts of every process. With a timeout, the on_timeout decision is taken for the person.",
 		Ports: []flows.Port{inPort,
 			{Name: PortApproved, Direction: "out", Type: flows.PortState, Description: "the person approved"},
@@ -36,7 +37,8 @@ func approvalSpec() flows.Spec {
 				"timeout": {"type": "string", "format": "duration", "description": "Decide for the person after this long; none waits forever."},
 				"on_timeout": {"enum": ["approve", "reject"], "default": "reject", "description": "The decision taken when the timeout passes."},
 				"result_key": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$", "default": "approval", "description": "State key the decision is stored under."},
-				"role": {"enum": ["operator", "editor", "owner"], "default": "operator", "description": "The least role in the flow's workspace a person needs to answer (docs/teams.md); who answered is recorded under the result key's by."}
+				"role": {"enum": ["operator", "editor", "owner"], "default": "operator", "description": "The least role in the flow's workspace a person needs to answer (docs/teams.md)."},
+				"group": {"type": "string", "minLength": 1, "description": "A group (from single sign-on) the person answering must be in, besides the role; who answered, when and with what edit is recorded under the result key (by, at, edit)."}
 			}
 		}`),
 		Example: json.RawMessage(`{"prompt": "Send this reply to {{.customer}}?", "data": "{reply}", "timeout": "24h", "on_timeout": "reject"}`),
@@ -60,7 +62,8 @@ func newApproval(b *flows.Build) (flows.Component, error) {
 		Timeout   flows.Duration `json:"timeout"`
 		OnTimeout string         `json:"on_timeout"`
 		ResultKey string         `json:"result_key"`
-		Role      string         `json:"role"` // checked by the server, which knows who answers
+		Role      string         `json:"role"`  // checked by the server, which knows who answers
+		Group     string         `json:"group"` // likewise
 	}
 	if err := b.Decode(&p); err != nil {
 		return nil, err
@@ -82,10 +85,11 @@ type Decision struct {
 	Value    map[string]any `json:"value,omitempty"`   // an edited value, merged into the state
 	Comment  string         `json:"comment,omitempty"` // why
 	By       string         `json:"by,omitempty"`      // who (or "timeout")
+	At       string         `json:"at,omitempty"`      // when (RFC 3339; the server sets it)
 }
 
 // ParseDecision checks a resume input: {"decision": "approve"|"reject", "value": {...},
-// "comment": "...", "by": "..."}.
+// "comment": "...", "by": "...", "at": "RFC 3339"}.
 func ParseDecision(raw json.RawMessage) (*Decision, error) {
 	v, err := flows.DecodeJSON(raw)
 	if err != nil {
@@ -98,7 +102,7 @@ func ParseDecision(raw json.RawMessage) (*Decision, error) {
 	var d Decision
 	for k, x := range m {
 		switch k {
-		case "decision", "comment", "by":
+		case "decision", "comment", "by", "at":
 			s, ok := x.(string)
 			if !ok {
 				return nil, &flows.Error{Code: flows.Invalid, Path: "decision." + k, Message: "must be a string"}
@@ -110,6 +114,8 @@ func ParseDecision(raw json.RawMessage) (*Decision, error) {
 				d.Comment = s
 			case "by":
 				d.By = s
+			case "at":
+				d.At = s
 			}
 		case "value":
 			o, ok := x.(map[string]any)
@@ -150,6 +156,12 @@ func (a *Approval) Run(ctx context.Context, s *flows.Step) (*flows.Result, error
 	}
 	if d.By != "" {
 		rec["by"] = d.By
+	}
+	if d.At != "" {
+		rec["at"] = d.At // when: the server and the timeout record it
+	}
+	if len(d.Value) > 0 {
+		rec["edit"] = d.Value
 	}
 	upd := map[string]any{}
 	for k, v := range d.Value {
