@@ -413,7 +413,11 @@ func (s *Server) authorize(next echo.HandlerFunc) echo.HandlerFunc {
 			return &flows.Error{Code: flows.Forbidden, Message: fmt.Sprintf("you are not a member of workspace %q", ws)}
 		}
 		c.Set("workspace", ws)
-		c.SetRequest(c.Request().WithContext(withWorkspace(c.Request().Context(), ws)))
+		ctx := withWorkspace(c.Request().Context(), ws)
+		if p.kind != "local" {
+			ctx = withBy(ctx, p.who())
+		}
+		c.SetRequest(c.Request().WithContext(ctx))
 		role := p.role(ws)
 		c.Set("role", role)
 		// Who may read runs but not their state (a viewer where run state is sensitive)

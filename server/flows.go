@@ -360,12 +360,19 @@ func (s *Server) save(c echo.Context, id string, doc []byte) (*SavedFlow, error)
 		saved.Problems = flows.Problems{}
 	}
 	if s.sync != nil {
-		if _, _, err := s.sync.PublishNote(c.Request().Context(), id, doc, c.QueryParam("message")); err != nil {
+		ctx := c.Request().Context()
+		if _, _, err := s.sync.PublishNote(ctx, id, doc, c.QueryParam("message")); err != nil {
 			// The file is saved; the library watcher publishes it when Redis is back.
 			s.log.Warn("saved flow not published yet", "flow", id, "error", err)
 			return saved, nil
 		}
 		saved.Published = true
+		// Who saved it, for the version history (the first to save a version).
+		if s.rdb != nil {
+			if err := s.rdb.NoteSavedBy(ctx, id, plan.Version, byFrom(ctx)); err != nil {
+				s.log.Warn("who saved the flow is not recorded", "flow", id, "error", err)
+			}
+		}
 	}
 	return saved, nil
 }

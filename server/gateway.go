@@ -85,6 +85,7 @@ func (g *gateway) run(ctx context.Context, plan *flows.Plan, input json.RawMessa
 // start starts a run; with events, it also returns the flow's last event id before the
 // start, from which follow reads the run's events without missing one.
 func (g *gateway) start(ctx context.Context, plan *flows.Plan, input json.RawMessage, opts engine.StartOptions, events bool) (id, last string, err error) {
+	opts.By = byFrom(ctx)
 	if events && g.hub != nil {
 		if last, err = g.rdb.LastEventID(ctx, plan.Flow); err != nil {
 			return "", "", err

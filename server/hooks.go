@@ -86,7 +86,7 @@ func (s *Server) hook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := engine.StartOptions{}
+	opts := engine.StartOptions{Trigger: "hook"} // started by the webhook ingress: no one signed in
 	if key := req.Header.Get("Idempotency-Key"); key != "" {
 		sum := sha256.Sum256([]byte(flow + "\x00" + key))
 		opts.RunID = "h" + hex.EncodeToString(sum[:12])

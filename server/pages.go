@@ -118,7 +118,12 @@ func (s *Server) flowItem(f store.LibraryFile) pages.FlowItem {
 	if err := json.Unmarshal(f.Data, &head); err != nil {
 		item.Problem = "not valid JSON: " + err.Error()
 	} else {
-		_, probs, _ := s.pageEngine().Compile(f.Data)
+		plan, probs, _ := s.pageEngine().Compile(f.Data)
+		if plan != nil && s.rdb != nil {
+			if by, err := s.rdb.SavedBy(context.Background(), f.ID); err == nil {
+				item.SavedBy = by[plan.Version]
+			}
+		}
 		for _, p := range probs {
 			if p.Severity == flows.SeverityError {
 				item.Errors++
@@ -603,7 +608,10 @@ func noConsumer(note string) string {
 func runItem(r *store.Run, hidden bool) pages.RunItem {
 	it := pages.RunItem{ID: r.ID, Flow: r.Flow, Status: r.Status, Created: r.Created.UTC().Format(time.RFC3339), Ago: ago(r.Created),
 		Steps: r.Steps, Tokens: r.Usage.InputTokens + r.Usage.OutputTokens, Error: r.Error, Parent: r.ParentRun,
-		Version: r.Version, Trigger: strings.Replace(r.Trigger, ":", " ", 1)}
+		Version: r.Version, Trigger: strings.Replace(r.Trigger, ":", " ", 1), By: r.By}
+	if r.Trigger == "hook" {
+		it.Trigger = "webhook"
+	}
 	if hidden {
 		it.Error = ""
 	}

@@ -201,7 +201,7 @@ func (s *Server) replayRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := s.replays().Replay(ctx, flow, c.Param("run"), engine.ReplayOptions{Target: target, Checkpoint: req.Checkpoint, Reuse: req.Reuse, SameKeys: req.SameKeys})
+	id, err := s.replays().Replay(ctx, flow, c.Param("run"), engine.ReplayOptions{Target: target, Checkpoint: req.Checkpoint, Reuse: req.Reuse, SameKeys: req.SameKeys, By: byFrom(ctx)})
 	if err != nil {
 		return err
 	}

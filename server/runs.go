@@ -331,7 +331,7 @@ func (s *Server) startRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := s.runs().Start(ctx, plan, req.Input, engine.StartOptions{Webhook: req.Webhook, Pins: req.Pins})
+	id, err := s.runs().Start(ctx, plan, req.Input, engine.StartOptions{Webhook: req.Webhook, Pins: req.Pins, By: byFrom(ctx)})
 	if err != nil {
 		return err
 	}
@@ -562,7 +562,7 @@ func (s *Server) forkRun(c echo.Context) error {
 	if string(req.Patch) == "null" {
 		req.Patch = nil
 	}
-	id, err := s.runs().Fork(c.Request().Context(), flow, c.Param("run"), req.Checkpoint, req.Patch, engine.ForkOptions{Current: req.Current})
+	id, err := s.runs().Fork(c.Request().Context(), flow, c.Param("run"), req.Checkpoint, req.Patch, engine.ForkOptions{Current: req.Current, By: byFrom(c.Request().Context())})
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,20 @@ func withWorkspace(ctx context.Context, ws string) context.Context {
 	return context.WithValue(ctx, workspaceKey{}, ws)
 }
 
+type byKey struct{}
+
+// withBy records in ctx who a request acts as, for what it starts (runFrom).
+func withBy(ctx context.Context, who string) context.Context {
+	return context.WithValue(ctx, byKey{}, who)
+}
+
+// byFrom is who the request acts as, as authorize put it in the context: what a run it
+// starts records as who started it ("" in the single-person mode).
+func byFrom(ctx context.Context) string {
+	who, _ := ctx.Value(byKey{}).(string)
+	return who
+}
+
 // workspaceFrom is the request's workspace as authorize put it in the context.
 func workspaceFrom(ctx context.Context) string {
 	if ws, _ := ctx.Value(workspaceKey{}).(string); ws != "" {

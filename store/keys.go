@@ -104,6 +104,9 @@ func (k Keys) Versions() string { return k.fwide + "versions" }
 // VersionNotes is the hash of the messages given when versions were saved.
 func (k Keys) VersionNotes() string { return k.fwide + "versions:notes" }
 
+// VersionAuthors is the hash of who first saved each version (authors.go).
+func (k Keys) VersionAuthors() string { return k.fwide + "versions:by" }
+
 // TestResults is the hash of each version's last test result (the summary of its cases'
 // verdicts): version -> JSON, kept as long as the version history.
 func (k Keys) TestResults() string { return k.fwide + "tests" }

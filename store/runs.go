@@ -66,9 +66,12 @@ type Run struct {
 	// KeptFrom is, after keep_last trimmed the history, its oldest checkpoint kept.
 	KeptFrom string `json:"-"`
 
-	// Trigger says what started the run ("schedule:N" for the flow's Nth schedule);
-	// empty for an API call, a person or a fork.
+	// Trigger says what started the run ("schedule:N" for the flow's Nth schedule,
+	// "hook" for the webhook ingress, "replay"); empty for an API call, a person or a fork.
 	Trigger string `json:"trigger,omitempty"`
+	// By is who started it, as the server knew them: a person's email, a key's service
+	// and prefix, "SLUICE_TOKEN" (docs/teams.md); empty for a schedule or the engine.
+	By string `json:"by,omitempty"`
 	// Tick is the schedule tick a scheduled run is for.
 	Tick *time.Time `json:"tick,omitempty"`
 
@@ -122,7 +125,7 @@ func parseRun(flow, id string, h map[string]string) *Run {
 		r.Pins = json.RawMessage(h["pins"])
 	}
 	r.Webhook = h["webhook"]
-	r.Trigger = h["trigger"]
+	r.Trigger, r.By = h["trigger"], h["by"]
 	r.Trace, r.TraceParent = h["tp"], h["tpp"]
 	parseReplayFields(r, h)
 	if t := msTime(h["tick"]); !t.IsZero() {

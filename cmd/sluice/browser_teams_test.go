@@ -97,6 +97,14 @@ func TestBrowserWhatEachRoleSeesAndCanClick(t *testing.T) {
 			b.waitFor("no members link", `!document.getElementById("members-link")`)
 			b.open("/flows/" + flowID)
 			b.waitFor("Save is enabled", `(() => { const s = document.getElementById("save-button"); return s && !s.disabled; })()`)
+			// The editor saves a change: the history says who saved the new version.
+			b.click(`.react-flow__node[data-id="greet"]`)
+			b.click(`.tabs button:first-child`) // Inspect
+			b.typeInto(`input[aria-label="Label"]`, "Say hello")
+			b.click("#history-tab")
+			b.click("#save-button")
+			b.waitText("#save-state", "Saved")
+			b.waitText(".version.current .version-by", "by "+email)
 		}
 		// Both make a key of their own on the keys page, shown once.
 		b.open("/keys")

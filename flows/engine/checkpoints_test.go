@@ -159,7 +159,7 @@ func TestApprovalParksTheRunUntilAPersonDecides(t *testing.T) {
 		}
 		run = v.wait(p, id)
 		mustStatus(t, run, store.StatusSucceeded)
-		if got := string(run.Output()); got != `{"approval":{"by":"bob","decision":"approve"},"sent":"Dear Ada, thanks"}` {
+		if got := string(run.Output()); got != `{"approval":{"by":"bob","decision":"approve","edit":{"reply":"Dear Ada, thanks"}},"sent":"Dear Ada, thanks"}` {
 			t.Errorf("approved with an edit: output %s", got)
 		}
 		if err := v.e.Resume(ctx, p.Flow, id, "", json.RawMessage(`{"decision": "approve"}`)); flows.ErrorCode(err) != flows.Conflict {
@@ -191,8 +191,16 @@ func TestApprovalTimeoutDecidesForThePerson(t *testing.T) {
 			run, _ = v.e.Get(context.Background(), p.Flow, id)
 			return store.Finished(run.Status)
 		})
-		if got := string(run.Output()); got != `{"approval":{"by":"timeout","decision":"reject"},"sent":null}` {
-			t.Errorf("after the timeout: output %s, want the default reject", got)
+		var out struct {
+			Approval struct{ By, Decision, At string }
+			Sent     *string
+		}
+		if err := json.Unmarshal(run.Output(), &out); err != nil {
+			t.Fatal(err)
+		}
+		at, err := time.Parse(time.RFC3339, out.Approval.At)
+		if out.Approval.By != "timeout" || out.Approval.Decision != "reject" || out.Sent != nil || err != nil || time.Since(at) > time.Minute {
+			t.Errorf("after the timeout: output %s, want the default reject, by the timeout, when it passed", run.Output())
 		}
 	})
 }

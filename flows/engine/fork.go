@@ -25,6 +25,8 @@ type ForkOptions struct {
 	Pins map[string]Pin
 	// KeysOf is the run whose idempotency keys the new run's calls send ("" its own).
 	KeysOf string
+	// By is who forked (StartOptions.By).
+	By string
 }
 
 // Fork starts a new run from checkpoint ckpt of run: the state after that checkpoint,
@@ -188,6 +190,9 @@ func forkFields(in json.RawMessage, run, ckpt string, opts ForkOptions) []string
 	}
 	if opts.KeysOf != "" {
 		f = append(f, "keys_of", opts.KeysOf)
+	}
+	if opts.By != "" {
+		f = append(f, "by", opts.By)
 	}
 	return f
 }

@@ -23,6 +23,9 @@ type StartOptions struct {
 	Caller *Caller
 	// Trigger says what started the run, e.g. "schedule:0"; empty for a call or a person.
 	Trigger string
+	// By is who started it, as the server knows them: a person's email, a key's
+	// service and prefix, "SLUICE_TOKEN" (docs/teams.md); "" for the engine itself.
+	By string
 	// Tick is the schedule tick the run is for.
 	Tick time.Time
 	// Partitions, when set, places the run as if the flow had that many partitions,
@@ -188,6 +191,9 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	}
 	if opts.Trigger != "" {
 		fields = append(fields, "trigger", opts.Trigger)
+	}
+	if opts.By != "" {
+		fields = append(fields, "by", opts.By)
 	}
 	if !opts.Tick.IsZero() {
 		fields = append(fields, "tick", strconv.FormatInt(opts.Tick.UnixMilli(), 10))

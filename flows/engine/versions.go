@@ -47,6 +47,8 @@ type Version struct {
 	Name  string       `json:"name,omitempty"`
 	Nodes int          `json:"nodes"`
 	Stats *VersionRuns `json:"runs,omitempty"`
+	// By is who saved the version (store.NoteSavedBy); "" for one made from a file.
+	By string `json:"by,omitempty"`
 }
 
 // VersionHistory is a flow's versions, newest first.
@@ -81,9 +83,13 @@ func (e *Engine) Versions(ctx context.Context, flow string) (*VersionHistory, er
 		return nil, err
 	}
 	stats := runStats(sums)
+	by, err := e.rdb.SavedBy(ctx, flow)
+	if err != nil {
+		return nil, err
+	}
 	h := &VersionHistory{Flow: flow, Current: current, RunsLooked: len(sums), Versions: make([]Version, 0, len(infos))}
 	for _, vi := range infos {
-		v := Version{VersionInfo: vi, Stats: stats[vi.Version]}
+		v := Version{VersionInfo: vi, Stats: stats[vi.Version], By: by[vi.Version]}
 		if doc, err := e.rdb.VersionDoc(ctx, flow, vi.Version); err == nil {
 			var head struct {
 				Name  string            `json:"name"`

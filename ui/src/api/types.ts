@@ -29,8 +29,10 @@ export interface Run {
   finished_at?: string;
   parent_run?: string;
   parent_checkpoint?: string;
-  /** What started the run: "schedule:N" for the flow's Nth schedule. */
+  /** What started the run: "schedule:N" for the flow's Nth schedule, "hook" for the webhook ingress. */
   trigger?: string;
+  /** Who started it: a person's email, a key's service and prefix, or SLUICE_TOKEN. */
+  by?: string;
   /** The schedule tick the run is for. */
   tick?: string;
   /** Approvals the run waits for, by node. */
@@ -184,6 +186,8 @@ export interface VersionInfo {
   name?: string;
   nodes: number;
   runs?: VersionRuns;
+  /** Who saved the version (absent: made from a file in the flows folder). */
+  by?: string;
 }
 
 export interface VersionHistory {

@@ -70,6 +70,7 @@ export function HistoryPanel({ flow, isNew, savedAt, note, onNote, open, onOpen,
                     <span className="muted small" title={v.saved_at ? new Date(v.saved_at).toLocaleString() : ""}>
                       {v.saved_at && !v.saved_at.startsWith("0001") ? fromNow(v.saved_at) : "before history was kept"}
                     </span>
+                    {v.by && <span className="muted small version-by">by {v.by}</span>}
                   </div>
                   {v.message && <div className="version-note">{v.message}</div>}
                   <div className="muted small">
