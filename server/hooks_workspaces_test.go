@@ -155,5 +155,3 @@ func TestWebhooksOfTwoWorkspacesStayInTheirWorkspaces(t *testing.T) {
 		t.Errorf("wsb's failed delivery went from a request in wsa: %+v", dead.Deliveries)
 	}
 }
-
-
