@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/flows/nodes"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store/storetest"
 	"github.com/sluicehq/sluice/teams"
@@ -322,4 +323,59 @@ func TestThePermissionCheckDoesNotReadRedisPerRequest(t *testing.T) {
 	// Another process (a second server on the same Redis) reads it afresh: refused.
 	b := newAPI(t, a.r, func(c *server.Config, d *server.Deps) { d.Teams = a.teams })
 	b.must(http.StatusUnauthorized, "GET", "/api/flows", nil, "Authorization", "Bearer "+key)
+}
+
+// The permission check makes no Redis round trip per request: the team store gets a
+// Redis client of its own, and once a key and a session have been seen, requests with
+// them — a read of flows, a run, an HTML page — send nothing on it. (With the default
+// AuthCache of a second, each key or session is read again at most once a second, which
+// is what lets a revocation apply everywhere within a second: TestAPIKeys.)
+func TestAnAuthorizedRequestMakesNoRedisRoundTrip(t *testing.T) {
+	r := storetest.Real(t)
+	own := storetest.Real(t) // the team store's client: what it sends is what the check costs
+	ns := newTeamsNS(t, r)
+	// What workspaces let flows use is read on the other client: compiling is not the check.
+	rules := r.Teams(ns).Rules(time.Second)
+	a := newAPIWith(t, r, &nodes.Env{Workspaces: rules}, func(c *server.Config, d *server.Deps) {
+		c.AuthCache = time.Hour
+		d.Teams, d.Rules = own.Teams(ns), rules
+	})
+	id := a.saveFlow("linear", nil)
+	run := a.start(id, `{"input": {"name": "Ada"}}`)
+	a.settle(id, run)
+	key := a.serviceKey(teams.DefaultWorkspace, teams.Viewer)
+	a.person("vi@example.com", "password-of-vi", map[string]teams.Role{teams.DefaultWorkspace: teams.Viewer})
+	b := a.browser()
+	b.signin("vi@example.com", "password-of-vi")
+	trips := storetest.CountRoundTrips(own)
+	type request struct{ name, path string }
+	requests := []request{{"the flows", "/api/flows"}, {"a run", "/api/flows/" + id + "/runs/" + run}, {"a page", "/runs?flow=" + id}}
+	send := func(r request, who string) {
+		var status int
+		if who == "key" {
+			status = a.do("GET", r.path, nil, "Authorization", "Bearer "+key, "Accept", "text/html").status
+		} else {
+			status = b.send("GET", r.path, nil, "Accept", "text/html").status
+		}
+		if status != http.StatusOK {
+			t.Fatalf("%s with a %s: %d", r.name, who, status)
+		}
+	}
+	for _, who := range []string{"key", "session"} {
+		for _, r := range requests { // warm-up: the key and the session are read once
+			send(r, who)
+		}
+		before, _ := trips.N()
+		for i := 0; i < 20; i++ {
+			for _, r := range requests {
+				send(r, who)
+			}
+		}
+		if n, sent := trips.N(); n != before {
+			t.Errorf("60 requests with a %s made %d round trips to the team store: %q", who, n-before, sent[before:])
+		}
+	}
+	if n, _ := trips.N(); n < 1 {
+		t.Error("the warm-up read nothing: the count does not see the team store's client")
+	}
 }

@@ -90,10 +90,12 @@ func newAPIWith(t *testing.T, r *store.Redis, env *nodes.Env, opts ...apiOption)
 	a.teams = deps.Teams
 	// The components apply the workspaces' secrets and providers of this test's team
 	// store, as serve wires them (docs/teams.md).
-	rules := deps.Teams.Rules(time.Second)
-	env.Workspaces = rules
-	if deps.Rules == nil {
-		deps.Rules = rules
+	if env.Workspaces == nil {
+		rules := deps.Teams.Rules(time.Second)
+		env.Workspaces = rules
+		if deps.Rules == nil {
+			deps.Rules = rules
+		}
 	}
 	a.sync = sync
 	a.srv = server.New(cfg, deps)
@@ -298,6 +300,12 @@ func eventually(t *testing.T, d time.Duration, check func() string) {
 // newTeams is a team store of the test's own, emptied when the test ends.
 func newTeams(t *testing.T, r *store.Redis) *store.Teams {
 	t.Helper()
+	return r.Teams(newTeamsNS(t, r))
+}
+
+// newTeamsNS is a team store namespace of the test's own, emptied when the test ends.
+func newTeamsNS(t *testing.T, r *store.Redis) string {
+	t.Helper()
 	ns := storetest.FlowID(t)
 	t.Cleanup(func() {
 		ctx := context.Background()
@@ -306,5 +314,5 @@ func newTeams(t *testing.T, r *store.Redis) *store.Teams {
 			r.Client.Del(ctx, keys...)
 		}
 	})
-	return r.Teams(ns)
+	return ns
 }
