@@ -39,11 +39,17 @@ func (s *Server) listCheckpoints(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cps, err := s.history().Checkpoints(c.Request().Context(), flow, c.Param("run"))
+	ctx := c.Request().Context()
+	cps, err := s.history().Checkpoints(ctx, flow, c.Param("run"))
 	if err != nil {
 		return err
 	}
-	if cps == nil {
+	if len(cps) == 0 {
+		// A run with no checkpoint yet, or no such run (another flow's or workspace's
+		// run id is none here): the second is a 404, not an empty history.
+		if _, err := s.runs().Info(ctx, flow, c.Param("run")); err != nil {
+			return err
+		}
 		cps = []store.Checkpoint{}
 	}
 	return c.JSON(http.StatusOK, CheckpointList{Checkpoints: cps})

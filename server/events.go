@@ -65,6 +65,12 @@ func (s *Server) sse(c echo.Context, run string) error {
 	if s.hub == nil {
 		return &flows.Error{Code: flows.Unavailable, Message: "live views are not available"}
 	}
+	if run != "" {
+		// Another flow's (or workspace's) run id is no run here: a 404, not a silent stream.
+		if _, err := s.runs().Info(c.Request().Context(), flow, run); err != nil {
+			return err
+		}
+	}
 	last := c.Request().Header.Get("Last-Event-ID")
 	if last == "" {
 		last = c.QueryParam("last_event_id")

@@ -260,3 +260,88 @@ func TestLiveViewsStayInTheirWorkspace(t *testing.T) {
 	}
 	_ = ka
 }
+
+// Attack: another workspace's run and checkpoint ids guessed in URLs. A member of wsb —
+// even SLUICE_TOKEN acting in wsb — who puts wsa's run and checkpoint ids under wsb's
+// flow of the same id gets 404 from every route that takes them, reading or changing,
+// with nothing of wsa's run in any answer; naming wsa's flow in the URL is refused
+// (not a member). wsa's run is untouched.
+func TestAnotherWorkspacesRunOrCheckpointIDGuessedInAURLIsNothing(t *testing.T) {
+	a := newAPI(t, storetest.Real(t))
+	a.workspace("wsa")
+	a.workspace("wsb")
+	id, doc := a.flowDoc("approval", nil)
+	for _, ws := range []string{"wsa", "wsb"} {
+		storetest.DeleteFlowKeys(t, a.r, ws+"."+id)
+		a.must(http.StatusCreated, "PUT", "/api/flows/"+id, doc, server.WorkspaceHeader, ws)
+	}
+	const secret = "Quinn-of-wsa-31"
+	var ra struct {
+		ID, Status string
+	}
+	a.must(http.StatusOK, "POST", "/api/flows/"+id+"/runs?wait=20s", `{"input": {"customer": "`+secret+`"}}`, server.WorkspaceHeader, "wsa").into(t, &ra)
+	if ra.Status != "waiting" {
+		t.Fatalf("wsa's run: %+v", ra)
+	}
+	var ck struct{ Checkpoints []struct{ ID string } }
+	a.must(http.StatusOK, "GET", "/api/flows/"+id+"/runs/"+ra.ID+"/checkpoints", nil, server.WorkspaceHeader, "wsa").into(t, &ck)
+	ckpt := ck.Checkpoints[len(ck.Checkpoints)-1].ID
+	kb := a.serviceKey("wsb", teams.Owner)
+	run := "/api/flows/" + id + "/runs/" + ra.ID
+	requests := []struct{ method, path, body string }{
+		{"GET", run, ""},
+		{"GET", run + "/checkpoints", ""},
+		{"GET", run + "/checkpoints/" + ckpt, ""},
+		{"GET", run + "/checkpoints/" + ckpt + "/diff", ""},
+		{"GET", run + "/compare", ""},
+		{"POST", run + "/cancel", ""},
+		{"POST", run + "/resume", `{"decision": "approve"}`},
+		{"POST", run + "/fork", `{"checkpoint": "` + ckpt + `"}`},
+		{"POST", run + "/retry", `{}`},
+		{"POST", run + "/replay", `{}`},
+		{"POST", run + "/move", `{"version": "current"}`},
+		{"GET", "/flows/" + id + "/runs/" + ra.ID, ""},
+	}
+	for _, as := range [][]string{{"Authorization", "Bearer " + kb}, {server.WorkspaceHeader, "wsb"}} {
+		who := "wsb's key"
+		if as[0] == server.WorkspaceHeader {
+			who = "SLUICE_TOKEN in wsb"
+		}
+		// The run's live events: a 404, not a stream that stays open and says nothing.
+		probeAs := as
+		if as[0] == server.WorkspaceHeader {
+			probeAs = append([]string{"Authorization", "Bearer " + testToken}, as...)
+		}
+		if status, _ := a.probe("GET", run+"/events", probeAs...); status != http.StatusNotFound {
+			t.Errorf("the run's events as %s: %d", who, status)
+		}
+		for _, q := range requests {
+			var body any
+			if q.body != "" {
+				body = q.body
+			}
+			r := a.do(q.method, q.path, body, append(as, "Accept", "text/html, application/json")...)
+			if r.status != http.StatusNotFound || strings.Contains(r.String(), secret) || strings.Contains(r.String(), ckpt) {
+				t.Errorf("%s %s as %s: %d %s", q.method, q.path, who, r.status, r)
+			}
+		}
+	}
+	// wsa's flow named in the URL: no flow of wsb's key's workspace; a signed-in
+	// member of wsb only is no member of wsa.
+	if r := a.do("GET", "/api/flows/wsa."+id+"/runs/"+ra.ID, nil, "Authorization", "Bearer "+kb); r.status != http.StatusNotFound || strings.Contains(r.String(), secret) {
+		t.Errorf("wsa's run by its full id with wsb's key: %d %s", r.status, r)
+	}
+	a.person("bea@example.com", "password-of-bea", map[string]teams.Role{"wsb": teams.Owner})
+	bea := a.browser()
+	bea.signin("bea@example.com", "password-of-bea")
+	for _, p := range []string{"/api/flows/wsa." + id + "/runs/" + ra.ID, "/api/flows/wsa." + id + "/runs/" + ra.ID + "/checkpoints/" + ckpt} {
+		if r := bea.api("GET", p, ""); r.status != http.StatusForbidden || strings.Contains(r.String(), secret) {
+			t.Errorf("%s as a member of wsb only: %d %s", p, r.status, r)
+		}
+	}
+	var still struct{ Status string }
+	a.must(http.StatusOK, "GET", run, nil, server.WorkspaceHeader, "wsa").into(t, &still)
+	if still.Status != "waiting" {
+		t.Errorf("wsa's run after wsb's tries: %s", still.Status)
+	}
+}
