@@ -3,7 +3,9 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -30,6 +32,7 @@ import (
 type idp struct {
 	issuer  string
 	clients map[string]*storage.Client
+	st      groupStorage
 }
 
 type idpUsers map[string]*storage.User
@@ -73,12 +76,39 @@ func newIDP(t *testing.T) *idp {
 		"u-bo":  {ID: "u-bo", Username: "bo", Password: "bo-password", Email: "bo@corp.example", EmailVerified: true, FirstName: "Bo", PreferredLanguage: language.English},
 		"u-cy":  {ID: "u-cy", Username: "cy", Password: "cy-password", Email: "cy@elsewhere.example", EmailVerified: true, FirstName: "Cy", PreferredLanguage: language.English},
 	}
-	st := groupStorage{Storage: storage.NewStorageWithClients(users, p.clients), groups: map[string][]string{"u-ada": {"sluice-editors", "acme-viewers", "legal"}}}
+	p.st = groupStorage{Storage: storage.NewStorageWithClients(users, p.clients), groups: map[string][]string{"u-ada": {"sluice-editors", "acme-viewers", "legal"}}}
 	p.clients["other"] = storage.WebClient("other", "other-secret", "http://127.0.0.1:1/cb")
-	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: exampleop.SetupServer(p.issuer, st, nil, false)}}
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: exampleop.SetupServer(p.issuer, p.st, nil, false)}}
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return p
+}
+
+// twin is another provider, at another issuer, with p's people, clients and signing
+// key: its tokens pass p's signature check, and only the issuer tells them apart.
+func (p *idp) twin(t *testing.T) *idp {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw := &idp{issuer: "http://" + ln.Addr().String(), clients: p.clients, st: p.st}
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: exampleop.SetupServer(tw.issuer, p.st, nil, false)}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return tw
+}
+
+// nonceOf is the nonce claim of an ID token (not verified).
+func nonceOf(raw string) string {
+	parts := strings.Split(raw, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	b, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	var cl struct{ Nonce string }
+	_ = json.Unmarshal(b, &cl)
+	return cl.Nonce
 }
 
 // login signs in at the provider's form, starting from start, with a client that keeps
@@ -103,9 +133,9 @@ func login(t *testing.T, c *http.Client, start, user, password string) *http.Res
 	return resp
 }
 
-// tokenFor runs the code flow as client id of p (its redirect stopped) and returns the ID token.
-func (p *idp) tokenFor(t *testing.T, id, secret, redirect, user, password string) string {
-	t.Helper()
+// tokenFor runs the code flow as client id of p (its redirect stopped) with nonce and
+// returns the ID token.
+func (p *idp) tokenFor(id, secret, redirect, user, password, nonce string) (string, error) {
 	oc := oauth2.Config{ClientID: id, ClientSecret: secret, RedirectURL: redirect, Scopes: []string{"openid", "email"},
 		Endpoint: oauth2.Endpoint{AuthURL: p.issuer + "/auth", TokenURL: p.issuer + "/oauth/token"}}
 	jar, _ := cookiejar.New(nil)
@@ -117,17 +147,27 @@ func (p *idp) tokenFor(t *testing.T, id, secret, redirect, user, password string
 		}
 		return nil
 	}}
-	resp := login(t, c, oc.AuthCodeURL("st", oauth2.SetAuthURLParam("nonce", "n")), user, password)
+	resp, err := c.Get(oc.AuthCodeURL("st", oauth2.SetAuthURLParam("nonce", nonce)))
+	if err != nil {
+		return "", err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	u := resp.Request.URL
+	resp, err = c.PostForm(u.Scheme+"://"+u.Host+"/login/username", url.Values{"id": {u.Query().Get("authRequestID")}, "username": {user}, "password": {password}})
+	if err != nil {
+		return "", err
+	}
 	resp.Body.Close()
 	if code == "" {
-		t.Fatal("no code from the provider")
+		return "", fmt.Errorf("no code from the provider")
 	}
 	tok, err := oc.Exchange(context.Background(), code)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	raw, _ := tok.Extra("id_token").(string)
-	return raw
+	return raw, nil
 }
 
 // swapIDToken is a transport that, when swap is set, replaces the ID token of the
@@ -320,9 +360,20 @@ func TestSingleSignOnAgainstARealProvider(t *testing.T) {
 		return ""
 	})
 
-	// Tokens that must be refused, each with its reason and no session.
-	otherAud := p.tokenFor(t, "other", "other-secret", "http://127.0.0.1:1/cb", "ada", "ada-password")
-	otherIss := p2.tokenFor(t, "sluice", "sluice-secret", "http://127.0.0.1:1/cb", "ada", "ada-password")
+	// Tokens that must be refused, each with its reason and no session. Each stands in
+	// for the token of the sign-in under way, with its nonce, so that only the check
+	// named refuses it: another client's token is signed by the provider, and the twin
+	// provider's by the same key as the provider's.
+	twin := p.twin(t)
+	another := func(from *idp, client, secret, redirect string) func(string) string {
+		return func(raw string) string {
+			tok, err := from.tokenFor(client, secret, redirect, "ada", "ada-password", nonceOf(raw))
+			if err != nil {
+				t.Errorf("a token of %s for %s: %v", from.issuer, client, err)
+			}
+			return tok
+		}
+	}
 	for _, tc := range []struct {
 		name, reason string
 		swap         func(string) string
@@ -333,8 +384,9 @@ func TestSingleSignOnAgainstARealProvider(t *testing.T) {
 			payload[len(payload)/2] ^= 1
 			return parts[0] + "." + string(payload) + "." + parts[2]
 		}},
-		{"a token for another client", "wrong audience", func(string) string { return otherAud }},
-		{"a token of another issuer", "wrong issuer", func(string) string { return otherIss }},
+		{"a token for another client", "wrong audience", another(p, "other", "other-secret", "http://127.0.0.1:1/cb")},
+		{"a token of another issuer", "wrong issuer", another(twin, "sluice", "sluice-secret", a.base+"/sso/callback")},
+		{"a token of another provider", "wrong issuer", another(p2, "sluice", "sluice-secret", "http://127.0.0.1:1/cb")},
 	} {
 		swap.mu.Lock()
 		swap.swap = tc.swap
