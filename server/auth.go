@@ -432,6 +432,9 @@ func (s *Server) authorize(next echo.HandlerFunc) echo.HandlerFunc {
 		if err := s.qualifyParams(c, ws); err != nil {
 			return err
 		}
+		if err := s.checkEnvironment(c.Request().Context(), ws, environmentFrom(c.Request().Context())); err != nil {
+			return err // environments.go
+		}
 		if c.Request().Method == http.MethodGet && wantsHTML(c) {
 			c.SetRequest(c.Request().WithContext(layout.WithFrame(c.Request().Context(), s.frame(c))))
 		}

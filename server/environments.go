@@ -77,9 +77,35 @@ func chooseEnvironment(next echo.HandlerFunc) echo.HandlerFunc {
 		if !flows.ValidID(env) {
 			return &flows.Error{Code: flows.Invalid, Path: "env", Message: fmt.Sprintf("%q is not an environment name", env)}
 		}
-		c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), environmentKey{}, env)))
+		c.SetRequest(c.Request().WithContext(withEnvironment(c.Request().Context(), env)))
 		return next(c)
 	}
+}
+
+func withEnvironment(ctx context.Context, env string) context.Context {
+	if env == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, environmentKey{}, env)
+}
+
+// checkEnvironment refuses an environment workspace ws does not have ("" is none named).
+func (s *Server) checkEnvironment(ctx context.Context, ws, env string) error {
+	if env == "" || s.rdb == nil {
+		return nil
+	}
+	envs, err := s.rdb.Environments(ctx, ws)
+	if err != nil {
+		return err
+	}
+	names := make([]string, len(envs))
+	for i, e := range envs {
+		if e.Name == env {
+			return nil
+		}
+		names[i] = e.Name
+	}
+	return &flows.Error{Code: flows.NotFound, Path: "environment", Message: fmt.Sprintf("no environment %q in workspace %q: it has %s", env, ws, strings.Join(names, ", "))}
 }
 
 // EnvironmentList is a workspace's environments, in promotion order.

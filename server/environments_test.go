@@ -3,11 +3,16 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/nodes/llmtest"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/storetest"
@@ -245,4 +250,96 @@ func TestPromotingToAnEnvironmentNeedsItsRole(t *testing.T) {
 			t.Errorf("PUT %s: %d, want 400", bad, r.status)
 		}
 	}
+}
+
+// Webhook ingress follows its environment: a delivery to /env/prod/hooks/F (or with
+// ?env=prod) starts prod's version, one with no environment the saved one; the same
+// Idempotency-Key delivered to two environments starts a run in each.
+func TestWebhooksFollowTheirEnvironment(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		const secret = "hook-secret-env-5e1"
+		a := newAPI(t, r, func(c *server.Config, _ *server.Deps) { c.HookSecret = func(string) string { return secret } })
+		id, v1doc := a.flowDoc("linear", nil)
+		var v1, v2 server.SavedFlow
+		a.must(http.StatusCreated, "PUT", "/api/flows/"+id, v1doc).into(t, &v1)
+		a.must(http.StatusOK, "POST", "/api/flows/"+id+"/environments/prod/promote", nil)
+		var d map[string]any
+		json.Unmarshal(v1doc, &d)
+		d["nodes"].([]any)[2].(map[string]any)["params"] = map[string]any{"expr": "{greeting: (.greeting + \" (v2)\")}"}
+		v2doc, _ := json.Marshal(d)
+		a.must(http.StatusOK, "PUT", "/api/flows/"+id, v2doc).into(t, &v2)
+
+		body := `{"name": "Hook"}`
+		for _, c := range []struct {
+			path, key, version, env, output string
+		}{
+			{"/env/prod/hooks/" + id, "evt-1", v1.Version, "prod", `{"greeting":"HELLO, HOOK!"}`},
+			{"/hooks/" + id + "?env=prod", "evt-2", v1.Version, "prod", `{"greeting":"HELLO, HOOK!"}`},
+			{"/hooks/" + id, "evt-1", v2.Version, "", `{"greeting":"Hello, Hook! (v2)"}`},
+			{"/env/dev/hooks/" + id, "evt-1", v2.Version, "dev", `{"greeting":"Hello, Hook! (v2)"}`},
+		} {
+			var s server.Started
+			a.must(http.StatusAccepted, "POST", c.path, body, "Authorization", "Bearer "+secret, "Idempotency-Key", c.key).into(t, &s)
+			got := a.settle(id, s.Run)
+			info := a.getRun(id, s.Run)
+			if string(got.Output) != c.output || info.Version != c.version || info.Environment != c.env {
+				t.Errorf("POST %s: output %s, version %.12s in %q; want %s from %.12s in %q", c.path, got.Output, info.Version, info.Environment, c.output, c.version, c.env)
+			}
+		}
+		a.must(http.StatusNotFound, "POST", "/env/staging/hooks/"+id, body, "Authorization", "Bearer "+secret)
+	})
+}
+
+// /v1 and /mcp follow their environment: an OpenAI client whose base URL is
+// /env/prod/v1 and an MCP client connected to /env/prod/mcp run prod's version; the
+// same clients without an environment run the saved one.
+func TestOpenAIAndMCPClientsFollowTheirEnvironment(t *testing.T) {
+	model := llmtest.New(t)
+	model.Respond(func(r llmtest.Request) llmtest.Reply {
+		return llmtest.Reply{Content: fmt.Sprint("system said: ", r.Messages[0].Content)}
+	})
+	a := newAPIWith(t, storetest.Real(t), model.Env(0))
+	id, v1doc := a.flowDoc(chatFlow, mcpOn)
+	a.must(http.StatusCreated, "PUT", "/api/flows/"+id, v1doc)
+	a.must(http.StatusOK, "POST", "/api/flows/"+id+"/environments/prod/promote", nil)
+	a.must(http.StatusOK, "PUT", "/api/flows/"+id, strings.Replace(string(v1doc), "You are a support desk.", "You are a pirate.", 1))
+
+	ctx := context.Background()
+	ask := func(base string) string {
+		c := openai.NewClient(option.WithBaseURL(a.base+base), option.WithAPIKey(a.token), option.WithMaxRetries(0))
+		res, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: id,
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+		if err != nil {
+			t.Fatalf("%s: %v", base, err)
+		}
+		return res.Choices[0].Message.Content
+	}
+	if got := ask("/env/prod/v1/"); !strings.Contains(got, "support desk") {
+		t.Errorf("/env/prod/v1 answered %q, want prod's prompt", got)
+	}
+	if got := ask("/v1/"); !strings.Contains(got, "pirate") {
+		t.Errorf("/v1 answered %q, want the saved prompt", got)
+	}
+
+	call := func(endpoint string) string {
+		c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+		s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: a.base + endpoint,
+			HTTPClient: &http.Client{Transport: bearer{a.token}}, MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", endpoint, err)
+		}
+		defer s.Close()
+		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: id, Arguments: map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", endpoint, err, res)
+		}
+		return res.Content[0].(*mcp.TextContent).Text
+	}
+	if got := call("/env/prod/mcp"); !strings.Contains(got, "support desk") {
+		t.Errorf("/env/prod/mcp answered %q, want prod's prompt", got)
+	}
+	if got := call("/mcp"); !strings.Contains(got, "pirate") {
+		t.Errorf("/mcp answered %q, want the saved prompt", got)
+	}
+	a.must(http.StatusNotFound, "GET", "/env/staging/v1/models", nil)
 }
