@@ -441,6 +441,7 @@ func (s *Server) authorize(next echo.HandlerFunc) echo.HandlerFunc {
 		err = next(c)
 		if err == nil {
 			s.auditRoute(c, route)
+			s.commitRoute(c, route) // git.go
 		}
 		return err
 	}

@@ -164,6 +164,11 @@ func (g *GitRepo) Commit(rels []string, author Author, message string) (string, 
 			return "", err
 		}
 	}
+	if root.IsZero() { // every file removed: the empty tree
+		if root, err = g.writeObject(plumbing.TreeObject, func(io.Writer) error { return nil }); err != nil {
+			return "", err
+		}
+	}
 	if parent != nil && root == parent.TreeHash {
 		return "", nil // nothing to commit
 	}

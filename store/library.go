@@ -150,6 +150,20 @@ func (l *Library) listDir(dir, prefix string) ([]LibraryFile, error) {
 	return out, nil
 }
 
+// Files are the paths, relative to the library's directory, of flow id's file and
+// its cases file (whether they exist or not): what a save changes.
+func (l *Library) Files(id string) ([]string, error) {
+	p, err := l.path(id)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := filepath.Rel(l.Dir, p)
+	if err != nil {
+		return nil, err
+	}
+	return []string{rel, strings.TrimSuffix(rel, ".json") + CasesSuffix}, nil
+}
+
 // Load returns the file of flow id.
 func (l *Library) Load(id string) ([]byte, error) {
 	p, err := l.path(id)
