@@ -33,10 +33,10 @@ var openAPISchemas = map[string]any{
 	"ToolDef": flows.ToolDef{}, "MCPToolList": server.MCPToolList{}, "Trial": engine.Trial{},
 	"ImportReport": server.ImportReport{}, "VersionRuns": engine.VersionRuns{}, "Version": engine.Version{}, "VersionHistory": engine.VersionHistory{},
 	"VersionDetail": engine.VersionDetail{}, "ValueChange": flows.ValueChange{}, "VersionDiff": engine.VersionDiff{},
-	"RolledBack": server.RolledBack{},
+	"RolledBack":  server.RolledBack{},
 	"Environment": store.Environment{}, "EnvironmentList": server.EnvironmentList{}, "PromotionTest": store.PromotionTest{}, "Promotion": store.Promotion{},
 	"EnvState": engine.EnvState{}, "FlowEnvironments": server.FlowEnvironments{}, "PromotionList": server.PromotionList{}, "Promoted": server.Promoted{},
-	"CasesView":  server.CasesView{}, "SavedCase": server.SavedCase{}, "Check": cases.Check{}, "CaseResult": cases.Result{},
+	"CasesView": server.CasesView{}, "SavedCase": server.SavedCase{}, "Check": cases.Check{}, "CaseResult": cases.Result{},
 	"TestReport": cases.Report{}, "LastResult": cases.LastResult{}, "TestSummaries": server.TestSummaries{}, "Schedule": engine.ScheduleView{}, "ScheduleList": server.ScheduleList{}, "DraftSummary": server.DraftSummary{}, "DraftSaved": server.DraftSaved{},
 }
 

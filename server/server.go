@@ -202,7 +202,7 @@ type Server struct {
 	mcp     *mcpFlows
 	tools   MCPToolLister
 	files   FileStore
-	grader  cases.Grader // cases.go
+	grader  cases.Grader   // cases.go
 	git     *store.GitRepo // git.go
 	// csrfKey signs the pages' form tokens (protect.go).
 	csrfKey []byte
