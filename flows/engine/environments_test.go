@@ -124,3 +124,33 @@ func TestTheEngineRefusesAGatedPromotionWithoutAPassingTest(t *testing.T) {
 		}
 	})
 }
+
+// Environments on a Redis Cluster: a promotion's writes (the pointer and its record)
+// share the flow's slot, so they are one transaction there too.
+func TestEnvironmentsOnACluster(t *testing.T) {
+	r := storetest.Open(t, storetest.KindCluster)
+	v := newEnv(t, r)
+	ctx := context.Background()
+	v1 := v.compile(strings.Replace(scheduledFrom, "FROM", "v1", 1))
+	if err := v.e.Publish(ctx, v1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.e.Promote(ctx, v1.Flow, "prod", engine.PromoteOptions{By: "test", Test: &store.PromotionTest{Gate: "no cases"}}); err != nil {
+		t.Fatal(err)
+	}
+	v2 := v.version(v1, unscheduled)
+	if err := v.e.Publish(ctx, v2); err != nil {
+		t.Fatal(err)
+	}
+	for env, want := range map[string]string{"dev": v2.Version, "prod": v1.Version} {
+		if got, err := v.e.EnvVersion(ctx, v1.Flow, env); err != nil || got != want {
+			t.Errorf("%s: %.12s %v, want %.12s", env, got, err, want)
+		}
+	}
+	if p, env, err := v.e.SchedulePlan(ctx, v1.Flow); err != nil || env != "prod" || p.Version != v1.Version {
+		t.Errorf("SchedulePlan: %q %v", env, err)
+	}
+	if ps, err := v.e.Promotions(ctx, v1.Flow, "", 10); err != nil || len(ps) != 1 || ps[0].Version != v1.Version || ps[0].From != "dev" {
+		t.Errorf("promotions: %+v %v", ps, err)
+	}
+}
