@@ -180,6 +180,9 @@ type Deps struct {
 	// store.WorkspaceRules): read again at once when an owner changes a workspace's
 	// secrets or providers. nil: the components' own cache catches up within a second.
 	Rules RulesReloader
+	// Git, when set, commits each save of a flow (its file and cases) to the
+	// repository the library is in, by whoever saved (git.go); nil: no commits.
+	Git *store.GitRepo
 }
 
 // RulesReloader reads the workspaces' rules again.
@@ -209,7 +212,8 @@ type Server struct {
 	mcp     *mcpFlows
 	tools   MCPToolLister
 	files   FileStore
-	grader  cases.Grader // cases.go
+	grader  cases.Grader   // cases.go
+	git     *store.GitRepo // git.go
 	rules   RulesReloader
 	// csrfKey signs the pages' form tokens (protect.go).
 	csrfKey []byte
@@ -304,6 +308,7 @@ func New(cfg Config, d Deps) *Server {
 	s.files = d.Files
 	s.grader = d.Grader
 	s.rules = d.Rules
+	s.git = d.Git
 	if d.Engine != nil && d.Library != nil {
 		s.mcp = newMCPServer(s.gateway(), d.Version)
 	}
