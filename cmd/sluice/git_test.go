@@ -65,6 +65,7 @@ func TestServeAndWorkerServeAGitRefAndSavesAreCommitted(t *testing.T) {
 	gitRun(t, root, "init", "-q", "-b", "main")
 	id, path := writeExampleFlow(t, flowsDir, "linear", nil)
 	storetest.DeleteFlowKeys(t, rdb, id)
+	storetest.ForgetServiceKeys(t, rdb, "deploy-bot") // the key it makes in serve's team store
 	gitRun(t, root, "add", "-A")
 	gitRun(t, root, "commit", "-q", "-m", "v1")
 	gitRun(t, root, "tag", "v1")

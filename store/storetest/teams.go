@@ -85,6 +85,37 @@ func forgetTeams(r *store.Redis, emails, workspaces []string) {
 	}
 }
 
+// ForgetServiceKeys removes, when the test ends, the API keys of service accounts named
+// service that the test made through `sluice serve` (namespace "", ForgetTeams), and
+// the audit entries that name them.
+func ForgetServiceKeys(t testing.TB, r *store.Redis, service string) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx := context.Background()
+		k := store.NewTeamKeys("")
+		keys, _ := r.Client.HGetAll(ctx, k.APIKeys()).Result()
+		var prefixes []string
+		for id, v := range keys {
+			var key teams.APIKey
+			if json.Unmarshal([]byte(v), &key) == nil && key.Service == service {
+				r.Client.HDel(ctx, k.APIKeys(), id)
+				r.Client.HDel(ctx, k.KeyUsed(), id)
+				prefixes = append(prefixes, key.Prefix)
+			}
+		}
+		for _, ws := range []string{teams.DefaultWorkspace} {
+			forgetAudit(ctx, r, ws, func(e string) bool {
+				for _, p := range prefixes {
+					if strings.Contains(e, p) {
+						return true
+					}
+				}
+				return false
+			})
+		}
+	})
+}
+
 // forgetAudit deletes the entries of workspace ws's audit log (namespace "") whose JSON
 // match says so.
 func forgetAudit(ctx context.Context, r *store.Redis, ws string, match func(entry string) bool) {
