@@ -42,7 +42,7 @@ func addComponentFlags(fs *flag.FlagSet) *componentFlags {
 	fs.StringVar(&f.mcpEnv, "mcp-env", envOr("SLUICE_MCP_ENV", ""),
 		"environment variables an mcp node may set for its stdio server, comma-separated, e.g. GITHUB_PERSONAL_ACCESS_TOKEN,LOG_LEVEL (env SLUICE_MCP_ENV); none by default")
 	fs.StringVar(&f.secrets, "secrets", envOr("SLUICE_SECRETS", ""),
-		"environment variables flows may read with {\"$env\": NAME} besides SLUICE_SECRET_*, comma-separated (env SLUICE_SECRETS); Sluice's own settings never")
+		"environment variables flows may read with {\"$env\": NAME} besides SLUICE_SECRET_*, comma-separated (env SLUICE_SECRETS); WORKSPACE:NAME gives NAME to that workspace's flows only; Sluice's own settings never")
 	f.blocks = addBlockFlags(fs)
 	return f
 }
