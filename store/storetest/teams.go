@@ -140,7 +140,8 @@ func forgetAudit(ctx context.Context, r *store.Redis, ws string, match func(entr
 func forgetFlowAudit(ctx context.Context, r *store.Redis, flow string) {
 	target := func(e string) bool {
 		var a teams.AuditEntry
-		return json.Unmarshal([]byte(e), &a) == nil && (a.Target == flow || strings.HasPrefix(a.Target, flow+"/"))
+		// "FLOW", "FLOW/RUN", "FLOW@ENVIRONMENT" (a promotion)
+		return json.Unmarshal([]byte(e), &a) == nil && (a.Target == flow || strings.HasPrefix(a.Target, flow+"/") || strings.HasPrefix(a.Target, flow+"@"))
 	}
 	forgetAudit(ctx, r, flows.WorkspaceOf(flow), target)
 }
