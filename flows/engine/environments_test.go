@@ -153,4 +153,12 @@ func TestEnvironmentsOnACluster(t *testing.T) {
 	if ps, err := v.e.Promotions(ctx, v1.Flow, "", 10); err != nil || len(ps) != 1 || ps[0].Version != v1.Version || ps[0].From != "dev" {
 		t.Errorf("promotions: %+v %v", ps, err)
 	}
+	// A rollback of dev is a promotion into it: the current key moves with its record.
+	p, err := v.e.Promote(ctx, v1.Flow, "dev", engine.PromoteOptions{Version: v1.Version, By: "test", Test: &store.PromotionTest{Gate: "skipped"}})
+	if err != nil || p.Previous != v2.Version {
+		t.Fatalf("rollback of dev: %+v %v; want it to replace %.12s", p, err, v2.Version)
+	}
+	if got, err := v.e.EnvVersion(ctx, v1.Flow, "dev"); err != nil || got != v1.Version {
+		t.Errorf("dev after its rollback: %.12s %v", got, err)
+	}
 }
