@@ -69,7 +69,8 @@ func (s *Server) getVersion(c echo.Context) error {
 	return c.JSON(http.StatusOK, v)
 }
 
-// diffVersion compares a version with another (?to=VERSION; default the current one).
+// diffVersion compares a version with another (?to=VERSION; default the current one,
+// or the version of the environment the request names).
 func (s *Server) diffVersion(c echo.Context) error {
 	flow, err := flowParam(c)
 	if err != nil {
@@ -77,6 +78,12 @@ func (s *Server) diffVersion(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	to := c.QueryParam("to")
+	if env := environmentFrom(ctx); to == "" && env != "" {
+		// The current version through an environment is its version.
+		if to, err = s.engine.EnvVersion(ctx, flow, env); err != nil {
+			return err
+		}
+	}
 	if to == "" {
 		cur, err := s.versions().CurrentPlan(ctx, flow)
 		if err != nil {

@@ -25,6 +25,9 @@ type ForkOptions struct {
 	Pins map[string]Pin
 	// KeysOf is the run whose idempotency keys the new run's calls send ("" its own).
 	KeysOf string
+	// Environment names the environment whose version Plan is, when the fork was
+	// started through one: the new run records it (its subflows follow it).
+	Environment string
 }
 
 // Fork starts a new run from checkpoint ckpt of run: the state after that checkpoint,
@@ -188,6 +191,9 @@ func forkFields(in json.RawMessage, run, ckpt string, opts ForkOptions) []string
 	}
 	if opts.KeysOf != "" {
 		f = append(f, "keys_of", opts.KeysOf)
+	}
+	if opts.Environment != "" {
+		f = append(f, "env", opts.Environment)
 	}
 	return f
 }

@@ -23,6 +23,9 @@ type ReplayOptions struct {
 	// so that a receiver that did a call already does not do it again; by default a
 	// replay is a new run and sends keys of its own.
 	SameKeys bool
+	// Environment names the environment whose version Target is, when the replay was
+	// started through one: the replay records it.
+	Environment string
 }
 
 // Replay starts a new run that replays run: on a chosen version, with the same input or
@@ -60,9 +63,9 @@ func (e *Engine) Replay(ctx context.Context, flow, run string, o ReplayOptions) 
 	}
 	var id string
 	if o.Checkpoint == "" {
-		id, err = e.Start(ctx, plan, orig.Input, StartOptions{RunID: o.RunID, Trigger: "replay", ReplayOf: run, Pins: pins, KeysOf: keysOf})
+		id, err = e.Start(ctx, plan, orig.Input, StartOptions{RunID: o.RunID, Trigger: "replay", ReplayOf: run, Pins: pins, KeysOf: keysOf, Environment: o.Environment})
 	} else {
-		id, err = e.Fork(ctx, flow, run, o.Checkpoint, nil, ForkOptions{Plan: plan, RunID: o.RunID, Replay: true, Pins: pins, KeysOf: keysOf})
+		id, err = e.Fork(ctx, flow, run, o.Checkpoint, nil, ForkOptions{Plan: plan, RunID: o.RunID, Replay: true, Pins: pins, KeysOf: keysOf, Environment: o.Environment})
 	}
 	if err != nil {
 		return "", err
