@@ -403,3 +403,45 @@ func TestForkReplayAndDiffOnCurrentFollowTheEnvironment(t *testing.T) {
 		}
 	})
 }
+
+// The runs list and a run's page say which environment's version a run started on; a
+// run that named none shows none.
+func TestTheRunPageAndTheRunsListShowTheEnvironment(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		a := newAPI(t, r)
+		id := a.saveFlow("linear", nil)
+		a.must(http.StatusOK, "POST", "/api/flows/"+id+"/environments/prod/promote", map[string]any{})
+		input := map[string]any{"input": map[string]any{"name": "Ada"}}
+		prod := a.startIn("prod", id, input)
+		var s server.Started
+		a.must(http.StatusAccepted, "POST", "/api/flows/"+id+"/runs", input).into(t, &s)
+		plain := s.Run
+		a.settle(id, prod)
+		a.settle(id, plain)
+
+		list := a.must(http.StatusOK, "GET", "/runs?flow="+id, nil, "Accept", "text/html").String()
+		row := func(run string) string {
+			_, rest, ok := strings.Cut(list, `<tr data-run="`+run+`">`)
+			if !ok {
+				t.Fatalf("run %s is not in the runs list", run)
+			}
+			row, _, _ := strings.Cut(rest, "</tr>")
+			return row
+		}
+		if got := row(prod); !strings.Contains(got, `data-env="prod"`) || !strings.Contains(got, ">prod</span>") {
+			t.Errorf("the runs list's row of the prod run does not say prod: %s", got)
+		}
+		if got := row(plain); strings.Contains(got, "data-env=") {
+			t.Errorf("the runs list's row of a run that named no environment shows one: %s", got)
+		}
+
+		page := a.must(http.StatusOK, "GET", "/flows/"+id+"/runs/"+prod, nil, "Accept", "text/html").String()
+		if _, rest, ok := strings.Cut(page, `id="run-environment"`); !ok || !strings.Contains(rest[:min(len(rest), 200)], ">prod</span>") {
+			t.Errorf("the prod run's page does not say it started on prod")
+		}
+		page = a.must(http.StatusOK, "GET", "/flows/"+id+"/runs/"+plain, nil, "Accept", "text/html").String()
+		if strings.Contains(page, `id="run-environment"`) {
+			t.Errorf("the page of a run that named no environment shows one")
+		}
+	})
+}

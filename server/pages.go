@@ -586,7 +586,7 @@ func noConsumer(note string) string {
 func runItem(r *store.Run) pages.RunItem {
 	it := pages.RunItem{ID: r.ID, Flow: r.Flow, Status: r.Status, Created: r.Created.UTC().Format(time.RFC3339), Ago: ago(r.Created),
 		Steps: r.Steps, Tokens: r.Usage.InputTokens + r.Usage.OutputTokens, Error: r.Error, Parent: r.ParentRun,
-		Version: r.Version, Trigger: strings.Replace(r.Trigger, ":", " ", 1)}
+		Version: r.Version, Trigger: strings.Replace(r.Trigger, ":", " ", 1), Environment: r.Environment}
 	if r.Started != nil {
 		end := time.Now()
 		if r.Finished != nil {

@@ -31,6 +31,8 @@ export interface Run {
   parent_checkpoint?: string;
   /** What started the run: "schedule:N" for the flow's Nth schedule. */
   trigger?: string;
+  /** The environment whose version the run started on (docs/environments.md); absent: none named. */
+  environment?: string;
   /** The schedule tick the run is for. */
   tick?: string;
   /** Approvals the run waits for, by node. */
