@@ -106,6 +106,41 @@ func (e *Engine) SchedulePlan(ctx context.Context, flow string) (*flows.Plan, st
 	return nil, "", &flows.Error{Code: flows.NotFound, Flow: flow, Message: "flow has no published version"}
 }
 
+// catalogPlans are the plans a worker takes flow's settings and its nodes' concurrency
+// from, the deciding one first: the version of the last environment (in the
+// workspace's order) that has one, as for schedules — prod's once a version was
+// promoted there, the current version before — then the earlier environments'
+// versions, for the nodes only they have. A worker reads one stream per node whatever
+// version an activation comes from, so one limit per node applies to all of them, and
+// what was not promoted yet does not change what prod's runs get. Without the
+// environments readable, the current version alone.
+func (e *Engine) catalogPlans(ctx context.Context, flow string) []*flows.Plan {
+	var out []*flows.Plan
+	envs, err := e.rdb.Environments(ctx, store.WorkspaceOf(flow))
+	var vs map[string]string
+	if err == nil {
+		vs, err = e.rdb.EnvironmentVersions(ctx, flow, envs)
+	}
+	if err != nil {
+		if p, err := e.CurrentPlan(ctx, flow); err == nil {
+			out = append(out, p)
+		}
+		return out
+	}
+	seen := map[string]bool{}
+	for i := len(envs) - 1; i >= 0; i-- {
+		v, ok := vs[envs[i].Name]
+		if !ok || seen[v] {
+			continue
+		}
+		seen[v] = true
+		if p, err := e.Plan(ctx, flow, v); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // scheduled reports whether the scheduler must look at flow: whether plan, or the
 // version of any environment (but the first when skipFirst: saving is replacing it),
 // has schedules. The scheduler then runs those of SchedulePlan.
