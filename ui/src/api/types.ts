@@ -226,6 +226,8 @@ export interface EnvState {
 }
 
 export interface Promoted {
+  /** The promotion was made but its file's commit to git failed (Sluice-Warning). */
+  warning?: string;
   flow: string;
   promotion: Promotion;
   file_written?: boolean;

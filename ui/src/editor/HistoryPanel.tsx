@@ -55,7 +55,7 @@ export function HistoryPanel({ flow, isNew, savedAt, note, onNote, open, onOpen,
         const p = await api.promote(flow, env.name, v.version);
         const t = p.promotion.test;
         const tested = t?.gate === "passed" ? ` after ${t.passed} of ${t.cases} test cases passed` : t?.gate === "no cases" ? " (the flow has no test cases)" : "";
-        setPromoted({ ok: true, text: `${env.name} now runs ${short(v.version)}${tested}.` });
+        setPromoted({ ok: !p.warning, text: `${env.name} now runs ${short(v.version)}${tested}.${p.warning ? ` Its file is ${p.warning}.` : ""}` });
       } catch (e) {
         setPromoted({ ok: false, text: `Not promoted to ${env.name}: ${e instanceof Error ? e.message : String(e)}` });
       } finally {
