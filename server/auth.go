@@ -453,10 +453,10 @@ func (s *Server) authorize(next echo.HandlerFunc) echo.HandlerFunc {
 		if c.Request().Method == http.MethodGet && wantsHTML(c) {
 			c.SetRequest(c.Request().WithContext(layout.WithFrame(c.Request().Context(), s.frame(c))))
 		}
+		s.commitBefore(c, route) // git.go
 		err = next(c)
 		if err == nil {
 			s.auditRoute(c, route)
-			s.commitRoute(c, route) // git.go
 		}
 		return err
 	}

@@ -238,13 +238,14 @@ func (s *Server) promote(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		rb, err := s.rollbackTo(ctx, flow, plan, req.Message)
+		rb, p, err := s.rollbackTo(ctx, flow, plan, opts)
 		if err != nil {
 			return err
 		}
-		out.FileWritten, opts.Previous = rb.FileWritten, rb.Previous
-		opts.Test = &store.PromotionTest{Gate: "skipped"}
-	} else if t.Environment.Gate {
+		out.FileWritten = rb.FileWritten
+		return s.promoted(c, out, p)
+	}
+	if t.Environment.Gate {
 		test, rep, err := s.gate(ctx, flow, t.Version)
 		if err != nil {
 			return err
@@ -263,12 +264,17 @@ func (s *Server) promote(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return s.promoted(c, out, p)
+}
+
+// promoted answers a promotion and writes it to the audit log.
+func (s *Server) promoted(c echo.Context, out Promoted, p *store.Promotion) error {
 	out.Promotion = *p
 	detail := fmt.Sprintf("%.12s (was %.12s), test: %s", p.Version, p.Previous, p.Test.Gate)
 	if p.Test.Cases > 0 {
 		detail += fmt.Sprintf(" %d/%d", p.Test.Passed, p.Test.Cases)
 	}
-	s.audit(c, workspaceOf(c), "flow.promote", flow+"@"+env, detail)
+	s.audit(c, workspaceOf(c), "flow.promote", out.Flow+"@"+p.Environment, detail)
 	return c.JSON(http.StatusOK, out)
 }
 

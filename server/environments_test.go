@@ -343,3 +343,105 @@ func TestOpenAIAndMCPClientsFollowTheirEnvironment(t *testing.T) {
 	}
 	a.must(http.StatusNotFound, "GET", "/env/staging/v1/models", nil)
 }
+
+// "current" through an environment is that environment's version for a fork, a replay
+// and a version diff too, as for a new run: a fork or replay of a run on "current"
+// through prod runs prod's version and records prod; without an environment it runs the
+// saved one, as before environments.
+func TestForkReplayAndDiffOnCurrentFollowTheEnvironment(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		a := newAPI(t, r)
+		id, v1doc := a.flowDoc("approval", nil)
+		var v1, v2 server.SavedFlow
+		a.must(http.StatusCreated, "PUT", "/api/flows/"+id, v1doc).into(t, &v1)
+		a.must(http.StatusOK, "POST", "/api/flows/"+id+"/environments/prod/promote", map[string]any{})
+		var d map[string]any
+		json.Unmarshal(v1doc, &d)
+		d["nodes"].([]any)[1].(map[string]any)["params"] = map[string]any{"expr": `{reply: ("Hi " + .customer + ", all fixed.")}`}
+		v2doc, _ := json.Marshal(d)
+		a.must(http.StatusOK, "PUT", "/api/flows/"+id, v2doc).into(t, &v2)
+
+		base := "/api/flows/" + id + "/runs/"
+		var s server.Started
+		a.must(http.StatusAccepted, "POST", "/api/flows/"+id+"/runs", map[string]any{"input": map[string]any{"customer": "Ada"}}).into(t, &s)
+		if got := a.settle(id, s.Run); got.Status != store.StatusWaiting {
+			t.Fatalf("the run is %s, want waiting", got.Status)
+		}
+		var hist server.CheckpointList
+		a.must(http.StatusOK, "GET", base+s.Run+"/checkpoints", nil).into(t, &hist)
+		first := hist.Checkpoints[0].ID
+
+		for _, c := range []struct {
+			what, path string
+			body       any
+			header     []string
+			version    string
+			env        string
+		}{
+			{"a fork on current through ?env=prod", base + s.Run + "/fork?env=prod", map[string]any{"checkpoint": first, "current": true}, nil, v1.Version, "prod"},
+			{"a fork on current through /env/prod", "/env/prod" + base + s.Run + "/fork", map[string]any{"checkpoint": first, "current": true}, nil, v1.Version, "prod"},
+			{"a fork on current without an environment", base + s.Run + "/fork", map[string]any{"checkpoint": first, "current": true}, nil, v2.Version, ""},
+			{"a fork on its original's version through prod", base + s.Run + "/fork?env=prod", map[string]any{"checkpoint": first}, nil, v2.Version, ""},
+			{"a replay on current through the header", base + s.Run + "/replay", map[string]any{"version": "current"}, []string{server.EnvironmentHeader, "prod"}, v1.Version, "prod"},
+			{"a replay from a checkpoint on current through prod", base + s.Run + "/replay?env=prod", map[string]any{"version": "current", "checkpoint": first}, nil, v1.Version, "prod"},
+		} {
+			var started server.Started
+			a.must(http.StatusAccepted, "POST", c.path, c.body, c.header...).into(t, &started)
+			if got := a.getRun(id, started.Run); got.Version != c.version || got.Environment != c.env {
+				t.Errorf("%s: version %.12s in %q, want %.12s in %q", c.what, got.Version, got.Environment, c.version, c.env)
+			}
+		}
+
+		var diff engine.VersionDiff
+		a.must(http.StatusOK, "GET", "/api/flows/"+id+"/versions/"+v2.Version+"/diff?env=prod", nil).into(t, &diff)
+		if diff.To != v1.Version {
+			t.Errorf("a diff with the current version through prod compares with %.12s, want prod's %.12s", diff.To, v1.Version)
+		}
+		a.must(http.StatusOK, "GET", "/api/flows/"+id+"/versions/"+v1.Version+"/diff", nil).into(t, &diff)
+		if diff.To != v2.Version {
+			t.Errorf("a diff with the current version compares with %.12s, want the saved %.12s", diff.To, v2.Version)
+		}
+	})
+}
+
+// The runs list and a run's page say which environment's version a run started on; a
+// run that named none shows none.
+func TestTheRunPageAndTheRunsListShowTheEnvironment(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		a := newAPI(t, r)
+		id := a.saveFlow("linear", nil)
+		a.must(http.StatusOK, "POST", "/api/flows/"+id+"/environments/prod/promote", map[string]any{})
+		input := map[string]any{"input": map[string]any{"name": "Ada"}}
+		prod := a.startIn("prod", id, input)
+		var s server.Started
+		a.must(http.StatusAccepted, "POST", "/api/flows/"+id+"/runs", input).into(t, &s)
+		plain := s.Run
+		a.settle(id, prod)
+		a.settle(id, plain)
+
+		list := a.must(http.StatusOK, "GET", "/runs?flow="+id, nil, "Accept", "text/html").String()
+		row := func(run string) string {
+			_, rest, ok := strings.Cut(list, `<tr data-run="`+run+`">`)
+			if !ok {
+				t.Fatalf("run %s is not in the runs list", run)
+			}
+			row, _, _ := strings.Cut(rest, "</tr>")
+			return row
+		}
+		if got := row(prod); !strings.Contains(got, `data-env="prod"`) || !strings.Contains(got, ">prod</span>") {
+			t.Errorf("the runs list's row of the prod run does not say prod: %s", got)
+		}
+		if got := row(plain); strings.Contains(got, "data-env=") {
+			t.Errorf("the runs list's row of a run that named no environment shows one: %s", got)
+		}
+
+		page := a.must(http.StatusOK, "GET", "/flows/"+id+"/runs/"+prod, nil, "Accept", "text/html").String()
+		if _, rest, ok := strings.Cut(page, `id="run-environment"`); !ok || !strings.Contains(rest[:min(len(rest), 200)], ">prod</span>") {
+			t.Errorf("the prod run's page does not say it started on prod")
+		}
+		page = a.must(http.StatusOK, "GET", "/flows/"+id+"/runs/"+plain, nil, "Accept", "text/html").String()
+		if strings.Contains(page, `id="run-environment"`) {
+			t.Errorf("the page of a run that named no environment shows one")
+		}
+	})
+}

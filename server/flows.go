@@ -351,6 +351,7 @@ func (s *Server) save(c echo.Context, id string, doc []byte) (*SavedFlow, error)
 	if err := s.library.Save(id, doc); err != nil {
 		return nil, err
 	}
+	wroteFlow(c, id) // git.go
 	// The working copy is published now: its draft is done with.
 	if err := s.library.DeleteDraft(id); err != nil && flows.ErrorCode(err) != flows.NotFound {
 		s.log.Warn("saved flow's draft not removed", "flow", id, "error", err)
@@ -459,6 +460,7 @@ func (s *Server) importLangflow(c echo.Context, export []byte) error {
 		if err := s.library.Save(head.ID, res.Document); err != nil {
 			return err
 		}
+		wroteFlow(c, head.ID)
 		saved = &SavedFlow{ID: head.ID, Problems: probs}
 	}
 	saved.Import = report

@@ -31,6 +31,8 @@ type Metrics struct {
 	hookRuns   *prometheus.CounterVec
 	schedRuns  *prometheus.CounterVec
 	deliveries *prometheus.CounterVec
+	// gitFailures counts changes saved but not committed (serve --git-commit).
+	gitFailures prometheus.Counter
 
 	// Runs, models and caches (docs/metrics.md).
 	runsDone    *prometheus.CounterVec
@@ -70,6 +72,8 @@ func NewMetrics() *Metrics {
 	m.modelTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_model_tokens_total", Help: "Tokens of model calls, by flow, node, model and kind: input (all prompt tokens), output, cached (prompt tokens read from the provider's cache)."}, []string{"flow", "node", "model", "kind"})
 	m.modelCost = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_model_cost_usd_total", Help: "Estimated cost of model calls in US dollars at the providers' prices, by flow, node and model."}, []string{"flow", "node", "model"})
 	m.cacheByNode = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_cache_lookups_total", Help: "Cached calls (model, HTTP, MCP), by flow, node and result: hit (answered without computing) or miss."}, []string{"flow", "node", "result"})
+	m.gitFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_git_commit_failures_total", Help: "Changes of flows saved but not committed to git (serve --git-commit); the log says why."})
+	m.reg.MustRegister(m.gitFailures)
 	m.reg.MustRegister(m.steps, m.failures, m.dead, m.stepTime, m.commitTime, m.tokens, m.hookRuns, m.schedRuns, m.deliveries,
 		m.runsDone, m.runTime, m.modelCalls, m.modelTime, m.modelTokens, m.modelCost, m.cacheByNode,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

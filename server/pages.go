@@ -158,6 +158,9 @@ type editorData struct {
 	// disables the rest, saying why. Absent in the single-person mode.
 	Can map[string]bool   `json:"can,omitempty"`
 	Why map[string]string `json:"why,omitempty"`
+	// GitWarning says the flow's last change was saved but not committed to git
+	// (serve --git-commit): why, until a commit of it succeeds.
+	GitWarning string `json:"git_warning,omitempty"`
 }
 
 func (s *Server) editor(c echo.Context, title string, data editorData) error {
@@ -186,7 +189,7 @@ func (s *Server) editorPage(c echo.Context) error {
 	if err != nil && flows.ErrorCode(err) != flows.NotFound {
 		return err
 	}
-	data := editorData{Flow: file, Published: file}
+	data := editorData{Flow: file, Published: file, GitWarning: s.gitWarning(id)}
 	if draft, derr := s.library.LoadDraft(id); derr == nil && json.Valid(draft) {
 		data.Flow, data.Draft = draft, true
 	} else if err != nil {
@@ -234,10 +237,10 @@ func (s *Server) newFlowPage(c echo.Context) error {
 func (s *Server) duplicateFlowPage(c echo.Context) error {
 	id := c.Param("flow")
 	raw, err := s.library.Load(id)
-	save := s.library.Save
+	save, file := s.library.Save, true
 	if flows.ErrorCode(err) == flows.NotFound {
 		raw, err = s.library.LoadDraft(id) // a flow that is only a draft is copied as one
-		save = s.library.SaveDraft
+		save, file = s.library.SaveDraft, false
 	}
 	if err != nil {
 		return err
@@ -260,6 +263,9 @@ func (s *Server) duplicateFlowPage(c echo.Context) error {
 	}
 	if err := save(newID, out); err != nil {
 		return err
+	}
+	if file {
+		wroteFlow(c, newID) // committed as its own flow (git.go); a draft is not
 	}
 	return c.Redirect(http.StatusSeeOther, "/flows/"+newID)
 }
@@ -608,7 +614,7 @@ func noConsumer(note string) string {
 func runItem(r *store.Run, hidden bool) pages.RunItem {
 	it := pages.RunItem{ID: r.ID, Flow: r.Flow, Status: r.Status, Created: r.Created.UTC().Format(time.RFC3339), Ago: ago(r.Created),
 		Steps: r.Steps, Tokens: r.Usage.InputTokens + r.Usage.OutputTokens, Error: r.Error, Parent: r.ParentRun,
-		Version: r.Version, Trigger: strings.Replace(r.Trigger, ":", " ", 1), By: r.By}
+		Version: r.Version, Trigger: strings.Replace(r.Trigger, ":", " ", 1), By: r.By, Environment: r.Environment}
 	if r.Trigger == "hook" {
 		it.Trigger = "webhook"
 	}

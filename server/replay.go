@@ -75,6 +75,15 @@ func (s *Server) targetPlan(ctx context.Context, flow, v string) (*flows.Plan, e
 	return s.replays().Plan(ctx, flow, full)
 }
 
+// targetEnvironment is the environment a new run on version v (of targetPlan) starts
+// through: the request's, for "current".
+func targetEnvironment(ctx context.Context, v string) string {
+	if strings.EqualFold(strings.TrimSpace(v), "current") {
+		return environmentFrom(ctx)
+	}
+	return ""
+}
+
 func byOf(by string) string {
 	by = strings.TrimSpace(by)
 	if by == "" {
@@ -201,7 +210,8 @@ func (s *Server) replayRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := s.replays().Replay(ctx, flow, c.Param("run"), engine.ReplayOptions{Target: target, Checkpoint: req.Checkpoint, Reuse: req.Reuse, SameKeys: req.SameKeys, By: byFrom(ctx)})
+	id, err := s.replays().Replay(ctx, flow, c.Param("run"), engine.ReplayOptions{Target: target, Checkpoint: req.Checkpoint, Reuse: req.Reuse, SameKeys: req.SameKeys, By: byFrom(ctx),
+		Environment: targetEnvironment(ctx, req.Version)})
 	if err != nil {
 		return err
 	}

@@ -60,6 +60,7 @@ func (s *Server) routes() {
 	auth.GET("/members", s.membersPage)
 	auth.GET("/keys", s.keysPage)
 	auth.GET("/audit", s.auditPage)
+	auth.GET("/settings", s.settingsPage)
 
 	// Flows as MCP tools (mcp.go) and as OpenAI-compatible models (openai.go).
 	mcpHandler := s.mcpHandler()

@@ -547,7 +547,8 @@ type ForkRequest struct {
 	Checkpoint string `json:"checkpoint"`
 	// Patch is a JSON merge patch (RFC 7386) applied to that checkpoint's state.
 	Patch json.RawMessage `json:"patch"`
-	// Current runs the fork on the flow's current version instead of the original's.
+	// Current runs the fork on the flow's current version instead of the original's:
+	// with an environment named (docs/environments.md), that environment's version.
 	Current bool `json:"current"`
 	// Webhook is not inherited; set it to have the fork's result sent.
 }
@@ -571,7 +572,16 @@ func (s *Server) forkRun(c echo.Context) error {
 	if string(req.Patch) == "null" {
 		req.Patch = nil
 	}
-	id, err := s.runs().Fork(c.Request().Context(), flow, c.Param("run"), req.Checkpoint, req.Patch, engine.ForkOptions{Current: req.Current, By: byFrom(c.Request().Context())})
+	ctx := c.Request().Context()
+	opts := engine.ForkOptions{Current: req.Current, By: byFrom(ctx)}
+	if env := environmentFrom(ctx); env != "" && req.Current {
+		// "current" through an environment is its version, as for a new run.
+		if opts.Plan, err = s.runs().EnvPlan(ctx, flow, env); err != nil {
+			return err
+		}
+		opts.Environment = env
+	}
+	id, err := s.runs().Fork(ctx, flow, c.Param("run"), req.Checkpoint, req.Patch, opts)
 	if err != nil {
 		return err
 	}

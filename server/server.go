@@ -15,6 +15,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -215,6 +216,8 @@ type Server struct {
 	grader  cases.Grader   // cases.go
 	git     *store.GitRepo // git.go
 	rules   RulesReloader
+	// gitWarnings holds, by flow, why its last commit failed (until one succeeds).
+	gitWarnings sync.Map
 	// csrfKey signs the pages' form tokens (protect.go).
 	csrfKey []byte
 	// hookReads holds a slot per webhook body being read.

@@ -1,9 +1,10 @@
 package server
 
-// The members, keys and audit pages (templ/pages/teams.templ): server-rendered lists
-// whose buttons call the JSON API.
+// The members, keys, audit and settings pages (templ/pages/teams.templ,
+// settings.templ): server-rendered lists whose buttons call the JSON API.
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/sluicehq/sluice/teams"
+	"github.com/sluicehq/sluice/templ/layout"
 	"github.com/sluicehq/sluice/templ/pages"
 )
 
@@ -105,4 +107,32 @@ func (s *Server) auditPage(c echo.Context) error {
 		}
 	}
 	return s.render(c, http.StatusOK, pages.Audit(s.page("Audit log", ""), a))
+}
+
+// settingsPage shows the workspace's environments (docs/environments.md) to every
+// member; an owner edits them there (PUT /api/environments), anyone else sees why not.
+func (s *Server) settingsPage(c echo.Context) error {
+	ctx := c.Request().Context()
+	ws := workspaceOf(c)
+	envs, err := s.engine.Environments(ctx, ws)
+	if err != nil {
+		return err
+	}
+	sp := pages.SettingsPage{Workspace: ws, CanEdit: layout.Allowed(ctx, string(teams.Admin))}
+	for _, r := range teams.Roles {
+		if r != teams.Viewer {
+			sp.Roles = append(sp.Roles, string(r))
+		}
+	}
+	if !sp.CanEdit {
+		sp.Why = fmt.Sprintf("Only an owner of %s can change its environments; your role here is %s.", ws, principalOf(c).role(ws))
+	}
+	for _, e := range envs {
+		role := e.Role
+		if role == "" {
+			role = string(teams.Editor)
+		}
+		sp.Environments = append(sp.Environments, pages.EnvironmentRow{Name: e.Name, Gate: e.Gate, RequireCases: e.RequireCases, Role: role})
+	}
+	return s.render(c, http.StatusOK, pages.Settings(s.page("Settings", "settings"), sp))
 }

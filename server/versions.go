@@ -17,7 +17,6 @@ type versionEngine interface {
 	Version(ctx context.Context, flow, version string) (*engine.VersionDetail, error)
 	DiffVersions(ctx context.Context, flow, from, to string) (*engine.VersionDiff, error)
 	RollbackPlan(ctx context.Context, flow, version string) (*flows.Plan, error)
-	PublishWithMessage(ctx context.Context, p *flows.Plan, message string) error
 	CurrentPlan(ctx context.Context, flow string) (*flows.Plan, error)
 }
 
@@ -70,7 +69,8 @@ func (s *Server) getVersion(c echo.Context) error {
 	return c.JSON(http.StatusOK, v)
 }
 
-// diffVersion compares a version with another (?to=VERSION; default the current one).
+// diffVersion compares a version with another (?to=VERSION; default the current one,
+// or the version of the environment the request names).
 func (s *Server) diffVersion(c echo.Context) error {
 	flow, err := flowParam(c)
 	if err != nil {
@@ -78,6 +78,12 @@ func (s *Server) diffVersion(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	to := c.QueryParam("to")
+	if env := environmentFrom(ctx); to == "" && env != "" {
+		// The current version through an environment is its version.
+		if to, err = s.engine.EnvVersion(ctx, flow, env); err != nil {
+			return err
+		}
+	}
 	if to == "" {
 		cur, err := s.versions().CurrentPlan(ctx, flow)
 		if err != nil {
@@ -111,52 +117,48 @@ func (s *Server) rollback(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.rollbackTo(ctx, flow, plan, req.Message)
+	out, _, err := s.rollbackTo(ctx, flow, plan, engine.PromoteOptions{By: principalOf(c).who(), Message: req.Message})
 	if err != nil {
 		return err
-	}
-	// A rollback is a promotion into the first environment (docs/environments.md).
-	if envs, err := s.engine.Environments(ctx, workspaceOf(c)); err == nil {
-		if _, err := s.engine.Promote(ctx, flow, envs[0].Name, engine.PromoteOptions{Version: plan.Version, Previous: out.Previous, By: principalOf(c).who(),
-			Message: req.Message, Test: &store.PromotionTest{Gate: "skipped"}}); err != nil {
-			return err
-		}
 	}
 	return c.JSON(http.StatusOK, out)
 }
 
 // rollbackTo writes a version's document to the flow's file (keeping the canvas's
-// notes) and publishes it: the first environment, and the saved file, then hold it.
-func (s *Server) rollbackTo(ctx context.Context, flow string, plan *flows.Plan, message string) (RolledBack, error) {
+// notes) and promotes it into the first environment (docs/environments.md): the flow's
+// current version, and the saved file, then hold it. The move and its promotion record
+// are one step, so the previous version is the one this rollback replaced.
+func (s *Server) rollbackTo(ctx context.Context, flow string, plan *flows.Plan, o engine.PromoteOptions) (RolledBack, *store.Promotion, error) {
 	out := RolledBack{Flow: flow, Version: plan.Version}
-	if cur, err := s.versions().CurrentPlan(ctx, flow); err == nil {
-		out.Previous = cur.Version
+	envs, err := s.engine.Environments(ctx, store.WorkspaceOf(flow))
+	if err != nil {
+		return out, nil, err
 	}
-	src := plan.Source
 	file, lerr := s.library.Load(flow)
 	switch {
 	case lerr == nil:
 		// The notes on the canvas stay (docs/versions.md): the draft's when there is one.
 		draft, _ := s.library.LoadDraft(flow)
-		src = flows.KeepNotes(plan.Source, draft, file)
-		if err := s.library.Save(flow, src); err != nil {
-			return out, err
+		if err := s.library.Save(flow, flows.KeepNotes(plan.Source, draft, file)); err != nil {
+			return out, nil, err
 		}
 		out.FileWritten = true
 		// Like a save, a rollback replaces the working copy: a draft of the flow goes.
 		if err := s.library.DeleteDraft(flow); err != nil && flows.ErrorCode(err) != flows.NotFound {
-			return out, err
+			return out, nil, err
 		}
 	case flows.ErrorCode(lerr) != flows.NotFound:
-		return out, lerr
+		return out, nil, lerr
 	}
+	o.Version, o.Test = plan.Version, &store.PromotionTest{Gate: "skipped"}
+	p, err := s.engine.Promote(ctx, flow, envs[0].Name, o)
+	if err != nil {
+		return out, nil, err
+	}
+	out.Previous = p.Previous
 	if s.sync != nil && out.FileWritten {
-		if _, _, err := s.sync.PublishNote(ctx, flow, src, message); err != nil {
-			return out, err
-		}
+		s.sync.Adopt(plan)
 		out.Published = true
-	} else if err := s.versions().PublishWithMessage(ctx, plan, message); err != nil {
-		return out, err
 	}
-	return out, nil
+	return out, p, nil
 }

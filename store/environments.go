@@ -160,44 +160,37 @@ type Promotion struct {
 	Test        *PromotionTest `json:"test,omitempty"`
 }
 
-// Promote points environment envs[idx] of flow at version and records the promotion
-// (p.ID and p.At are filled in; p.Previous too, unless the caller knows it). The first environment's pointer is the flow's current
-// version: promoting there adds the version to the history as saving does; use
-// SetCurrent's options for the rest of what a save records.
+var promoteScript = mustScript("promote")
+
+// Promote points environment envs[idx] of flow at p.Version and records the promotion
+// (p.ID, p.At, p.Environment and p.Previous are filled in). The move and its record are
+// one script on the flow's slot: the previous version is the one this promotion
+// replaced, whatever other promotion ran at the same instant. The first environment's
+// pointer is the flow's current version: promoting there adds the version to the
+// history, with the message as its note, as saving does.
 func (r *Redis) Promote(ctx context.Context, flow string, envs []Environment, idx int, p *Promotion) error {
 	k := FlowKeys(flow)
-	env := envs[idx].Name
-	prevCmd := r.Client.Get(ctx, k.Current())
-	if idx > 0 {
-		prevCmd = r.Client.HGet(ctx, k.EnvVersions(), env)
+	p.Environment = envs[idx].Name
+	first := "0"
+	if idx == 0 {
+		first = "1"
 	}
-	prev, err := prevCmd.Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return err
-	}
-	if p.Previous != "" {
-		prev = p.Previous // the caller moved it already (a rollback publishes first)
-	}
-	p.Previous, p.Environment = prev, env
 	var test string
 	if p.Test != nil {
 		b, _ := json.Marshal(p.Test)
 		test = string(b)
 	}
-	pipe := r.Client.TxPipeline()
-	if idx == 0 {
-		pipe.Set(ctx, k.Current(), p.Version, 0)
-		pipe.ZAddNX(ctx, k.Versions(), redis.Z{Score: float64(nowMS()), Member: p.Version})
-	} else {
-		pipe.HSet(ctx, k.EnvVersions(), env, p.Version)
-	}
-	add := pipe.XAdd(ctx, &redis.XAddArgs{Stream: k.Promotions(), MaxLen: PromotionsMaxLen, Approx: true, Values: []any{
-		"env", env, "version", p.Version, "previous", prev, "from", p.From, "by", p.By, "message", p.Message, "test", test}})
-	if _, err := pipe.Exec(ctx); err != nil {
+	res, err := promoteScript.Run(ctx, r.Client, []string{k.Current(), k.EnvVersions(), k.Versions(), k.VersionNotes(), k.Promotions()},
+		p.Environment, first, p.Version, nowMS(), PromotionsMaxLen, p.From, p.By, p.Message, test).StringSlice()
+	if err != nil {
 		return err
 	}
-	p.ID = add.Val()
+	if len(res) != 2 {
+		return fmt.Errorf("promote: unexpected reply %q", res)
+	}
+	p.ID, p.Previous = res[0], res[1]
 	p.At = streamTime(p.ID)
+	// The generation is global, so outside the flow's slot and its script.
 	return r.Client.Incr(ctx, generationKey).Err()
 }
 

@@ -37,6 +37,7 @@ var Routes = map[string]Perm{
 	"GET /members":                    Admin,
 	"GET /keys":                       Self,
 	"GET /audit":                      Admin,
+	"GET /settings":                   Read,
 
 	"GET /ws":                               ReadRun,
 	"GET /":                                 Read,

@@ -70,4 +70,14 @@ func TestBrowserPromoteAVersionAndSeeTheGateRefuseARegression(t *testing.T) {
 	if got, err := e.EnvVersion(context.Background(), flowID, "prod"); err != nil || got != v1 {
 		t.Errorf("prod is %.12s (%v) after the refused promotion of %.12s, want %.12s", got, err, v2, v1)
 	}
+
+	// A run through prod says so: on its page and on the canvas.
+	run := evaluate[string](b, `(async () => {
+		const res = await fetch("/api/flows/"+`+fmt.Sprintf("%q", flowID)+`+"/runs?wait=30s", {method: "POST", headers: {"Content-Type": "application/json", "Sluice-Environment": "prod"}, body: JSON.stringify({input: {name: "Bo"}})});
+		return (await res.json()).id;
+	})()`, chromedp.EvalAwaitPromise)
+	b.open("/flows/" + flowID + "/runs/" + run)
+	b.waitText("#run-environment", "prod")
+	b.open("/flows/" + flowID + "?run=" + run)
+	b.waitText("#run-summary-environment", "prod")
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -135,5 +136,45 @@ func TestServeAndWorkerServeAGitRefAndSavesAreCommitted(t *testing.T) {
 	}
 	if got := gitRun(t, root, "show", "HEAD:flows/"+id+".json"); !strings.Contains(got, "Hello, ") {
 		t.Errorf("the committed file: %s", got)
+	}
+}
+
+// With serve --git-commit on a repository whose HEAD is detached, the editor's save
+// succeeds and says it is not committed, and keeps saying so (a duplicate's editor too)
+// until a save is committed: then the warning goes.
+func TestBrowserASaveNotCommittedToGitIsShown(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git binary to set up the repository with")
+	}
+	rdb := storetest.Real(t)
+	dir := t.TempDir()
+	gitRun(t, dir, "init", "-q", "-b", "main")
+	flowID, _ := writeExampleFlow(t, dir, "linear", nil)
+	storetest.DeleteFlowKeys(t, rdb, flowID)
+	storetest.DeleteFlowKeys(t, rdb, flowID+"-copy")
+	gitRun(t, dir, "add", ".")
+	gitRun(t, dir, "commit", "-q", "-m", "the flow")
+	gitRun(t, dir, "checkout", "-q", "--detach")
+	base := serveForBrowserEnv(t, dir, nil, "--git-commit")
+	b := newBrowser(t, base)
+
+	b.open("/flows/" + flowID)
+	b.waitFor("the editor", `document.querySelectorAll(".react-flow__node").length === 4`)
+	b.click("#save-button")
+	b.waitText("#toast", "not committed to git")
+	b.waitText("#git-warning", "saved, but not committed to git (git: HEAD is detached; check out a branch for saves to be committed to)")
+	b.shot("editor-git-warning")
+
+	// The duplicate is written on the detached HEAD too: its editor says so.
+	b.open("/")
+	b.click(fmt.Sprintf(`tr[data-flow=%q] form[action$="/duplicate"] button`, flowID))
+	b.waitFor("the copy's editor", fmt.Sprintf(`location.pathname === "/flows/%s-copy" && document.querySelectorAll(".react-flow__node").length === 4`, flowID))
+	b.waitText("#git-warning", "not committed to git")
+
+	gitRun(t, dir, "checkout", "-q", "main")
+	b.click("#save-button")
+	b.waitFor("the warning gone once the save is committed", `!document.getElementById("git-warning")`)
+	if got := gitRun(t, dir, "log", "-1", "--format=%s"); !strings.HasPrefix(got, "Save flow "+flowID+"-copy") {
+		t.Errorf("the last commit is %q, want the copy's save", got)
 	}
 }

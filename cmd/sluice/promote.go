@@ -216,12 +216,7 @@ func promoteOn(ctx context.Context, e *engine.Engine, lib *store.Library, flow, 
 		} else if flows.ErrorCode(err) != flows.NotFound {
 			return nil, err
 		}
-		if o.Previous, err = e.EnvVersion(ctx, flow, env); err != nil && flows.ErrorCode(err) != flows.NotFound {
-			return nil, err
-		}
-		if err := e.PublishWithMessage(ctx, plan, o.Message); err != nil {
-			return nil, err
-		}
+		// e.Promote below moves the first environment (the flow's current version).
 		o.Test = &store.PromotionTest{Gate: "skipped"}
 	case t.Environment.Gate:
 		var f *cases.File

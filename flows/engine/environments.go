@@ -106,6 +106,41 @@ func (e *Engine) SchedulePlan(ctx context.Context, flow string) (*flows.Plan, st
 	return nil, "", &flows.Error{Code: flows.NotFound, Flow: flow, Message: "flow has no published version"}
 }
 
+// catalogPlans are the plans a worker takes flow's settings and its nodes' concurrency
+// from, the deciding one first: the version of the last environment (in the
+// workspace's order) that has one, as for schedules — prod's once a version was
+// promoted there, the current version before — then the earlier environments'
+// versions, for the nodes only they have. A worker reads one stream per node whatever
+// version an activation comes from, so one limit per node applies to all of them, and
+// what was not promoted yet does not change what prod's runs get. Without the
+// environments readable, the current version alone.
+func (e *Engine) catalogPlans(ctx context.Context, flow string) []*flows.Plan {
+	var out []*flows.Plan
+	envs, err := e.rdb.Environments(ctx, store.WorkspaceOf(flow))
+	var vs map[string]string
+	if err == nil {
+		vs, err = e.rdb.EnvironmentVersions(ctx, flow, envs)
+	}
+	if err != nil {
+		if p, err := e.CurrentPlan(ctx, flow); err == nil {
+			out = append(out, p)
+		}
+		return out
+	}
+	seen := map[string]bool{}
+	for i := len(envs) - 1; i >= 0; i-- {
+		v, ok := vs[envs[i].Name]
+		if !ok || seen[v] {
+			continue
+		}
+		seen[v] = true
+		if p, err := e.Plan(ctx, flow, v); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // scheduled reports whether the scheduler must look at flow: whether plan, or the
 // version of any environment (but the first when skipFirst: saving is replacing it),
 // has schedules. The scheduler then runs those of SchedulePlan.
@@ -192,11 +227,8 @@ type PromoteOptions struct {
 	From string
 	// By says who promotes (a person's email, a key's name, "cli").
 	By string
-	// Message is a note on the promotion.
+	// Message is a note on the promotion (in the first environment, on the version too).
 	Message string
-	// Previous is the version env pointed at before, when the caller already moved it
-	// (a rollback publishes the file first); "": read from Redis.
-	Previous string
 	// Test is the result of the gate. A gated environment refuses a promotion without
 	// one that passed (or says the flow has no cases, where the environment allows it).
 	Test *store.PromotionTest
@@ -246,10 +278,11 @@ func (e *Engine) PromotionTarget(ctx context.Context, flow, env string, o Promot
 }
 
 // Promote points environment env of flow at a version (PromoteOptions) and records who
-// did it, when, from where and with which test result. Runs in flight keep their
-// version; new runs through env start on this one. Promoting into the first
-// environment makes the version current, as a rollback does (the caller rewrites the
-// flow's file, as for a rollback).
+// did it, when, from where, with which test result and the version env pointed at
+// before (read in the same step as the move). Runs in flight keep their version; new
+// runs through env start on this one. Promoting into the first environment makes the
+// version current: it is a rollback (the caller rewrites the flow's file first, and
+// publishes nothing more: this is the move).
 func (e *Engine) Promote(ctx context.Context, flow, env string, o PromoteOptions) (*store.Promotion, error) {
 	t, err := e.PromotionTarget(ctx, flow, env, o)
 	if err != nil {
@@ -272,11 +305,15 @@ func (e *Engine) Promote(ctx context.Context, flow, env string, o PromoteOptions
 	if err != nil {
 		return nil, err
 	}
+	// Its streams' consumer groups exist before any run is started there.
+	if err := e.StoreVersion(ctx, plan); err != nil {
+		return nil, err
+	}
 	envs, i, err := e.environment(ctx, flow, env)
 	if err != nil {
 		return nil, err
 	}
-	p := &store.Promotion{Version: t.Version, Previous: o.Previous, From: t.From, By: o.By, Message: o.Message, Test: o.Test}
+	p := &store.Promotion{Version: t.Version, From: t.From, By: o.By, Message: o.Message, Test: o.Test}
 	if err := e.rdb.Promote(ctx, flow, envs, i, p); err != nil {
 		return nil, err
 	}

@@ -2,7 +2,10 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,5 +155,79 @@ func TestEnvironmentsOnACluster(t *testing.T) {
 	}
 	if ps, err := v.e.Promotions(ctx, v1.Flow, "", 10); err != nil || len(ps) != 1 || ps[0].Version != v1.Version || ps[0].From != "dev" {
 		t.Errorf("promotions: %+v %v", ps, err)
+	}
+	// A rollback of dev is a promotion into it: the current key moves with its record.
+	p, err := v.e.Promote(ctx, v1.Flow, "dev", engine.PromoteOptions{Version: v1.Version, By: "test", Test: &store.PromotionTest{Gate: "skipped"}})
+	if err != nil || p.Previous != v2.Version {
+		t.Fatalf("rollback of dev: %+v %v; want it to replace %.12s", p, err, v2.Version)
+	}
+	if got, err := v.e.EnvVersion(ctx, v1.Flow, "dev"); err != nil || got != v1.Version {
+		t.Errorf("dev after its rollback: %.12s %v", got, err)
+	}
+}
+
+// hold is a component whose calls wait until release is closed, counting how many
+// are in flight at once.
+type hold struct {
+	inflight, most atomic.Int32
+	release        chan struct{}
+}
+
+func (h *hold) spec() flows.Spec {
+	return flows.Spec{Name: "hold", Title: "Hold (tests)", Category: "test", Description: "Waits until the test releases it.",
+		Ports: []flows.Port{
+			{Name: flows.PortIn, Direction: "in", Type: flows.PortState, Multiple: true},
+			{Name: flows.PortOut, Direction: "out", Type: flows.PortState},
+		},
+		Params: json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {}}`),
+		New:    func(*flows.Build) (flows.Component, error) { return h, nil },
+	}
+}
+
+func (h *hold) Run(ctx context.Context, _ *flows.Step) (*flows.Result, error) {
+	n := h.inflight.Add(1)
+	defer h.inflight.Add(-1)
+	for m := h.most.Load(); n > m && !h.most.CompareAndSwap(m, n); m = h.most.Load() {
+	}
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return &flows.Result{Update: map[string]any{"held": true}}, nil
+}
+
+const holdFlow = `{"sluice": 1, "id": "FLOW",
+ "nodes": [{"id": "in", "type": "input"}, {"id": "hold", "type": "hold", "concurrency": N},
+           {"id": "out", "type": "output", "params": {"value": ".held"}}],
+ "edges": [{"from": "in", "to": "hold"}, {"from": "hold", "to": "out"}]}`
+
+// A worker runs a node's steps up to the concurrency of the version the last
+// environment with a version runs (prod's, once promoted): a version saved to dev with
+// another concurrency changes nothing for prod's runs until it is promoted. Runs of
+// both versions read the node's one stream, so prod's limit applies to dev's runs too.
+func TestWorkerConcurrencyFollowsTheLastEnvironmentWithAVersion(t *testing.T) {
+	r := storetest.Real(t)
+	v := newEnv(t, r)
+	h := &hold{release: make(chan struct{})}
+	v.reg.Register(h.spec())
+	ctx := context.Background()
+	v1 := v.compile(strings.Replace(holdFlow, "N", "4", 1))
+	if _, err := v.e.Promote(ctx, v1.Flow, "prod", engine.PromoteOptions{By: "test", Test: &store.PromotionTest{Gate: "no cases"}}); err != nil {
+		t.Fatal(err)
+	}
+	v2 := v.version(v1, strings.Replace(holdFlow, "N", "1", 1))
+	if err := v.e.Publish(ctx, v2); err != nil { // dev now runs one step of hold at a time
+		t.Fatal(err)
+	}
+	v.work(v1)
+	var runs []string
+	for i, p := range []*flows.Plan{v1, v1, v2, v2} {
+		runs = append(runs, v.start(p, fmt.Sprintf(`{"n": %d}`, i)))
+	}
+	waitFor(t, "four steps of hold at once (prod's concurrency 4)", 30*time.Second, func() bool { return h.most.Load() >= 4 })
+	close(h.release)
+	for _, id := range runs {
+		mustStatus(t, v.wait(v1, id), store.StatusSucceeded)
 	}
 }

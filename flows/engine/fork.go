@@ -27,6 +27,9 @@ type ForkOptions struct {
 	KeysOf string
 	// By is who forked (StartOptions.By).
 	By string
+	// Environment names the environment whose version Plan is, when the fork was
+	// started through one: the new run records it (its subflows follow it).
+	Environment string
 }
 
 // Fork starts a new run from checkpoint ckpt of run: the state after that checkpoint,
@@ -193,6 +196,9 @@ func forkFields(in json.RawMessage, run, ckpt string, opts ForkOptions) []string
 	}
 	if opts.By != "" {
 		f = append(f, "by", opts.By)
+	}
+	if opts.Environment != "" {
+		f = append(f, "env", opts.Environment)
 	}
 	return f
 }

@@ -90,6 +90,19 @@ func (s *LibrarySync) PublishNote(ctx context.Context, id string, doc []byte, me
 	return p, probs, nil
 }
 
+// Adopt records that flow's file holds version p, which the caller made current (a
+// rollback is a promotion: engine.Promote moved it), and has the workers serve it: the
+// next Sync does not publish the file again.
+func (s *LibrarySync) Adopt(p *flows.Plan) {
+	s.mu.Lock()
+	s.published[p.Flow] = p.Version
+	delete(s.reported, p.Flow)
+	s.mu.Unlock()
+	for _, w := range s.workers {
+		w.Add(p.Flow)
+	}
+}
+
 // Serve has the workers serve flow without publishing anything: runs of a version that
 // is not current (a working copy's test cases) are worked on too.
 func (s *LibrarySync) Serve(flow string) {

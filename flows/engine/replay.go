@@ -25,6 +25,9 @@ type ReplayOptions struct {
 	SameKeys bool
 	// By is who asked for the replay (StartOptions.By).
 	By string
+	// Environment names the environment whose version Target is, when the replay was
+	// started through one: the replay records it.
+	Environment string
 }
 
 // Replay starts a new run that replays run: on a chosen version, with the same input or
@@ -62,9 +65,9 @@ func (e *Engine) Replay(ctx context.Context, flow, run string, o ReplayOptions) 
 	}
 	var id string
 	if o.Checkpoint == "" {
-		id, err = e.Start(ctx, plan, orig.Input, StartOptions{RunID: o.RunID, Trigger: "replay", ReplayOf: run, Pins: pins, KeysOf: keysOf, By: o.By})
+		id, err = e.Start(ctx, plan, orig.Input, StartOptions{RunID: o.RunID, Trigger: "replay", ReplayOf: run, Pins: pins, KeysOf: keysOf, Environment: o.Environment, By: o.By})
 	} else {
-		id, err = e.Fork(ctx, flow, run, o.Checkpoint, nil, ForkOptions{Plan: plan, RunID: o.RunID, Replay: true, Pins: pins, KeysOf: keysOf, By: o.By})
+		id, err = e.Fork(ctx, flow, run, o.Checkpoint, nil, ForkOptions{Plan: plan, RunID: o.RunID, Replay: true, Pins: pins, KeysOf: keysOf, Environment: o.Environment, By: o.By})
 	}
 	if err != nil {
 		return "", err

@@ -277,9 +277,15 @@ func (w *Worker) load(ctx context.Context, ids []string) {
 		}
 		limits := map[string]int{}
 		settings := flows.DefaultSettings
-		if p, err := w.e.CurrentPlan(ctx, id); err == nil {
-			settings = p.Settings
+		// Which versions decide: the last environment's first (environments.go).
+		for i, p := range w.e.catalogPlans(ctx, id) {
+			if i == 0 {
+				settings = p.Settings
+			}
 			for nid, n := range p.Nodes {
+				if _, ok := limits[nid]; ok {
+					continue
+				}
 				limits[nid] = n.Concurrency
 				if pure(n) {
 					// Pure steps are bounded by the worker's executor, not by their node.

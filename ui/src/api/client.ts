@@ -19,6 +19,15 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * What an answer that succeeded adds when its change could not do all it should beside
+ * it (a save not committed to git): the server's Sluice-Warning header, set on the
+ * answer's object.
+ */
+export interface Warned {
+  warning?: string;
+}
+
 export async function call<T>(method: string, url: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { Accept: "application/json" };
   // Every change is a JSON request, with a body or without: the server refuses others
@@ -44,6 +53,8 @@ export async function call<T>(method: string, url: string, body?: unknown): Prom
     const e = (data as { error?: { code?: string; message?: string; problems?: Problem[] } })?.error;
     throw new ApiError(res.status, e?.code ?? "internal", e?.message ?? `request failed (${res.status})`, e?.problems ?? []);
   }
+  const warning = res.headers.get("Sluice-Warning");
+  if (warning && data && typeof data === "object") (data as Warned).warning = warning;
   return data as T;
 }
 
@@ -56,7 +67,7 @@ export interface Validation {
   problems: Problem[];
 }
 
-export interface Saved {
+export interface Saved extends Warned {
   id: string;
   version: string;
   published: boolean;
@@ -72,7 +83,7 @@ export interface ScheduleList {
   schedules: SavedSchedule[];
 }
 
-export interface DraftSaved {
+export interface DraftSaved extends Warned {
   id: string;
   draft: true;
   valid: boolean;

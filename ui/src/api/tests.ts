@@ -54,6 +54,8 @@ export interface LastResult extends TestSummary {
 }
 
 export interface CasesView {
+  /** The cases were saved but their commit to git failed (Sluice-Warning). */
+  warning?: string;
   flow: string;
   exists: boolean;
   file: unknown;

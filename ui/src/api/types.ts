@@ -33,6 +33,8 @@ export interface Run {
   trigger?: string;
   /** Who started it: a person's email, a key's service and prefix, or SLUICE_TOKEN. */
   by?: string;
+  /** The environment whose version the run started on (docs/environments.md); absent: none named. */
+  environment?: string;
   /** The schedule tick the run is for. */
   tick?: string;
   /** Approvals the run waits for, by node. */
@@ -228,6 +230,8 @@ export interface EnvState {
 }
 
 export interface Promoted {
+  /** The promotion was made but its file's commit to git failed (Sluice-Warning). */
+  warning?: string;
   flow: string;
   promotion: Promotion;
   file_written?: boolean;

@@ -15,7 +15,7 @@ import {
   type NodeChange,
 } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
-import { api, ApiError } from "../api/client";
+import { api, ApiError, type Warned } from "../api/client";
 import type { ImportReport, VersionInfo } from "../api/types";
 import { connectionOf, toCanvasEdges, toCanvasNodes, type CanvasNode } from "../flow/canvas";
 import { checkConnection, type Connection } from "../flow/connect";
@@ -70,6 +70,8 @@ export interface EditorData {
    * why not; absent: everything (the single-person mode). */
   can?: Record<string, boolean>;
   why?: Record<string, string>;
+  /** The flow's last change was saved but not committed to git: why (serve --git-commit). */
+  git_warning?: string;
 }
 
 const storage = (() => {
@@ -134,6 +136,8 @@ function Editor({ data }: { data: EditorData }) {
   const [runInput, setRunInput] = useState(() => initialInput(data.flow));
   const [runInputTyped, setRunInputTyped] = useState(false);
   const [toast, setToast] = useState<{ text: string; kind: "ok" | "warn" | "error" } | undefined>();
+  // A change saved but not committed to git, until a save is committed.
+  const [gitWarning, setGitWarning] = useState<string | undefined>(data.git_warning);
   const [saving, setSaving] = useState(false);
   const [note, setNote] = useState("");
   const [savedAt, setSavedAt] = useState(0);
@@ -394,17 +398,19 @@ function Editor({ data }: { data: EditorData }) {
       }
       const message = note.trim() || undefined;
       const attempt = (create: boolean) => (valid ? api.save(d, create, message) : api.saveDraft(d, create));
+      let answer: Warned;
       try {
-        await attempt(isNew);
+        answer = await attempt(isNew);
       } catch (e) {
         if (!(isNew && e instanceof ApiError && e.status === 409)) throw e;
         if (!confirm(`A flow "${d.id}" exists already. Replace it?`)) return false;
-        await attempt(false);
+        answer = await attempt(false);
       }
       store.markSaved(d, valid);
       if (valid) {
         setNote("");
         setSavedAt(Date.now());
+        setGitWarning(answer.warning); // a draft is not committed: it leaves the warning as it is
       }
       if (isNew) {
         setIsNew(false);
@@ -413,7 +419,7 @@ function Editor({ data }: { data: EditorData }) {
         if (data.cases) await testsApi.saveCases(d.id, { ...(data.cases as object), flow: d.id }).catch((e) => say(`The example’s test cases were not kept: ${e instanceof Error ? e.message : String(e)}`, "warn"));
       }
       document.title = `${d.name || d.id} · Sluice`;
-      say(savedMessage(valid, errors, store.get().published !== ""), valid ? "ok" : "warn");
+      say(savedMessage(valid, errors, store.get().published !== "") + (answer.warning ? " — not committed to git" : ""), valid && !answer.warning ? "ok" : "warn");
       if (!valid) setTab("problems");
       return valid;
     } catch (e) {
@@ -791,6 +797,14 @@ function Editor({ data }: { data: EditorData }) {
                 <strong>Start here:</strong> drag an <em>Input</em> from the palette, then the steps, then an <em>Output</em>.
               </p>
               <p className="muted">Connect them by dragging from a port on the right of a node to a port on the left of the next.</p>
+            </div>
+          )}
+          {gitWarning && (
+            <div className="canvas-banner git-warning" role="status" id="git-warning">
+              <span>{gitWarning}</span>
+              <button type="button" onClick={() => setGitWarning(undefined)}>
+                OK
+              </button>
             </div>
           )}
           {offer && (

@@ -55,7 +55,7 @@ export function HistoryPanel({ flow, isNew, savedAt, note, onNote, open, onOpen,
         const p = await api.promote(flow, env.name, v.version);
         const t = p.promotion.test;
         const tested = t?.gate === "passed" ? ` after ${t.passed} of ${t.cases} test cases passed` : t?.gate === "no cases" ? " (the flow has no test cases)" : "";
-        setPromoted({ ok: true, text: `${env.name} now runs ${short(v.version)}${tested}.` });
+        setPromoted({ ok: !p.warning, text: `${env.name} now runs ${short(v.version)}${tested}.${p.warning ? ` Its file is ${p.warning}.` : ""}` });
       } catch (e) {
         setPromoted({ ok: false, text: `Not promoted to ${env.name}: ${e instanceof Error ? e.message : String(e)}` });
       } finally {
@@ -167,22 +167,27 @@ export function HistoryPanel({ flow, isNew, savedAt, note, onNote, open, onOpen,
 /** Each environment, the version it runs and its last promotion. */
 function Environments({ envs }: { envs: EnvState[] }) {
   return (
-    <ul className="environments small" aria-label="environments">
-      {envs.map((env) => (
-        <li key={env.name} data-env={env.name} data-version={env.version ?? ""}>
-          <span className="badge badge-env">{env.name}</span> {env.version ? <code title={env.version}>{short(env.version)}</code> : <span className="muted">no version yet</span>}
-          {env.first && <span className="muted"> · saving lands here</span>}
-          {env.gate && <span className="muted"> · gated by the test cases</span>}
-          {env.schedules && <span className="muted"> · runs the schedules</span>}
-          {env.last && (
-            <span className="muted" title={new Date(env.last.at).toLocaleString()}>
-              {" "}
-              · promoted by {env.last.by} {fromNow(env.last.at)}
-            </span>
-          )}
-        </li>
-      ))}
-    </ul>
+    <>
+      <ul className="environments small" aria-label="environments">
+        {envs.map((env) => (
+          <li key={env.name} data-env={env.name} data-version={env.version ?? ""}>
+            <span className="badge badge-env">{env.name}</span> {env.version ? <code title={env.version}>{short(env.version)}</code> : <span className="muted">no version yet</span>}
+            {env.first && <span className="muted"> · saving lands here</span>}
+            {env.gate && <span className="muted"> · gated by the test cases</span>}
+            {env.schedules && <span className="muted"> · runs the schedules</span>}
+            {env.last && (
+              <span className="muted" title={new Date(env.last.at).toLocaleString()}>
+                {" "}
+                · promoted by {env.last.by} {fromNow(env.last.at)}
+              </span>
+            )}
+          </li>
+        ))}
+      </ul>
+      <p className="muted small">
+        <a href="/settings#environments" id="environments-settings">The workspace's environments</a> are set in its settings.
+      </p>
+    </>
   );
 }
 

@@ -162,7 +162,7 @@ function RunPicker({ recent, current, onOpen }: { recent: Run[]; current: string
         {!known && <option value={current}>{current}</option>}
         {recent.map((r) => (
           <option key={r.id} value={r.id}>
-            {formatTime(r.created_at)} · {r.status} · {r.id}
+            {formatTime(r.created_at)} · {r.status}{r.environment ? ` · ${r.environment}` : ""} · {r.id}
           </option>
         ))}
       </select>
@@ -182,6 +182,11 @@ function RunSummary({ flow, view, run }: { flow: string; view: RunView; run: Run
         <span className={`run-chip status-${view.status}`} id="run-status">
           {view.status}
         </span>
+        {run?.environment && (
+          <span className="badge badge-env" id="run-summary-environment" title={`started on ${run.environment}'s version`}>
+            {run.environment}
+          </span>
+        )}
       </p>
       <p className="muted small">
         {done} {done === 1 ? "node" : "nodes"} done

@@ -78,7 +78,8 @@ export function TestsPanel({ doc, isNew, lastRun, canRun, onMark, say }: Props) 
       setText(t);
       setSaved(t);
       setProblems([]);
-      say("Cases saved");
+      if (v.warning) say(`Cases ${v.warning}`, "warn");
+      else say("Cases saved");
     } catch (e) {
       if (e instanceof ApiError && e.problems.length) setProblems(e.problems);
       say(`Cases not saved: ${errText(e)}`, "error");
