@@ -114,6 +114,7 @@ func (e *Engine) StoreVersion(ctx context.Context, p *flows.Plan) error {
 	e.versions.mu.Lock()
 	c.stored = true
 	e.versions.mu.Unlock()
+	e.tellWorkers(p.Flow, -1)
 	return nil
 }
 

@@ -212,6 +212,7 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	if err != nil {
 		return "", err
 	}
+	e.tellWorkers(plan.Flow, part)
 	traceFields, tp := runTraceFields(ctx, plan.Flow)
 	fields = append(fields, traceFields...)
 	args := store.StartArgs{Flow: plan.Flow, Run: id, Part: part, Version: plan.Version, State: stateJSON,
@@ -315,6 +316,7 @@ func (e *Engine) waitUntil(ctx context.Context, flow, run string, done func(*sto
 		return nil, err
 	}
 	defer stop()
+	safety := e.watch.safetyTick()
 	for {
 		r, err := e.Get(ctx, flow, run)
 		if err != nil {
@@ -327,7 +329,7 @@ func (e *Engine) waitUntil(ctx context.Context, flow, run string, done func(*sto
 		case <-ctx.Done():
 			return r, ctx.Err()
 		case <-wake:
-		case <-time.After(waitSafety):
+		case <-time.After(safety):
 		}
 	}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -114,6 +115,8 @@ type served struct {
 	limits   map[string]int
 	settings flows.Settings
 	janitor  janitor
+	// reload is set while a reload this process asked for (changed) has not begun.
+	reload bool
 }
 
 // NewWorker returns a worker for the given flows.
@@ -333,6 +336,7 @@ func (w *Worker) refreshLoop(ctx context.Context) {
 		if changed {
 			w.load(ctx, nil)
 			w.ensureReaders()
+			w.poke() // a reader with nothing to read waits for this
 		}
 	}
 }
@@ -380,6 +384,49 @@ func (w *Worker) settingsOf(flow string) flows.Settings {
 		return s.settings
 	}
 	return flows.DefaultSettings
+}
+
+// tellWorkers tells this process's running workers that it stored a version of flow,
+// made one current, or placed a run on partition part of it (-1: a version): a worker
+// that serves the flow and does not read that partition yet loads the flow again at
+// once, instead of at its next refresh (WorkerOptions.Refresh, which other processes
+// still wait for). A flow's first run in `sluice test` or `sluice run` waited for it.
+func (e *Engine) tellWorkers(flow string, part int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for w := range e.workers {
+		w.changed(flow, part)
+	}
+}
+
+// changed starts a reload of a served flow when this process stored a version of it
+// (part -1) or placed a run on a partition the worker does not read. A reload asked for
+// while one waits to begin is that one.
+func (w *Worker) changed(flow string, part int) {
+	w.cat.mu.Lock()
+	s := w.cat.served[flow]
+	need := s != nil && !s.reload && (part < 0 || !slices.Contains(s.parts, part))
+	if need {
+		s.reload = true
+	}
+	w.cat.mu.Unlock()
+	if !need {
+		return
+	}
+	w.mu.Lock()
+	ctx := w.ctx
+	w.mu.Unlock()
+	go func() {
+		w.cat.mu.Lock()
+		s.reload = false // a change from now on is read by this load, or starts another
+		w.cat.mu.Unlock()
+		if ctx == nil || ctx.Err() != nil {
+			return
+		}
+		w.load(ctx, []string{flow})
+		w.ensureReaders()
+		w.poke() // a reader with nothing to read waits for this
+	}()
 }
 
 // attach and detach keep the engine's list of running workers, which Cancel tells.
