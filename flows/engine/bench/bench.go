@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,12 +60,17 @@ type Figures struct {
 	// starters, the worker, the bench's own result reader) per run, in µs; NaN when
 	// worker processes did the work (--procs).
 	GoCPUPerRun store.Figure `json:"go_cpu_us_per_run"`
-	Steps       int          `json:"steps"`
-	Failed      int          `json:"failed_runs"`
-	Drained     bool         `json:"drained"`
-	MaxPending  int64        `json:"max_pending"` // the largest pending list seen while running
-	DeadLetters int64        `json:"dead_letters"`
-	Leftover    string       `json:"leftover,omitempty"`
+	// GoAllocsPerRun and GoBytesPerRun are the heap allocations of this process per run
+	// (objects and bytes; NaN with --procs): unlike CPU time they do not move with the
+	// machine's load, and every one of them is garbage to collect.
+	GoAllocsPerRun store.Figure `json:"go_allocs_per_run"`
+	GoBytesPerRun  store.Figure `json:"go_alloc_bytes_per_run"`
+	Steps          int          `json:"steps"`
+	Failed         int          `json:"failed_runs"`
+	Drained        bool         `json:"drained"`
+	MaxPending     int64        `json:"max_pending"` // the largest pending list seen while running
+	DeadLetters    int64        `json:"dead_letters"`
+	Leftover       string       `json:"leftover,omitempty"`
 }
 
 // Flow returns the benchmark's flow document: k no-op transforms in a row, a fork of k
@@ -225,6 +231,8 @@ func Run(ctx context.Context, rdb *store.Redis, o Options) (*Figures, error) {
 
 	before := rdb.Stats(ctx)
 	cpuBefore := processCPU()
+	var memBefore runtime.MemStats
+	runtime.ReadMemStats(&memBefore)
 	var e2e store.Latencies
 	var mu sync.Mutex
 	submitted := map[string]time.Time{}
@@ -324,6 +332,8 @@ func Run(ctx context.Context, rdb *store.Redis, o Options) (*Figures, error) {
 	}
 	elapsed := time.Since(start)
 	cpuUsed := processCPU() - cpuBefore
+	var memAfter runtime.MemStats
+	runtime.ReadMemStats(&memAfter)
 	after := rdb.Stats(ctx)
 	stopWorkers()
 	wg.Wait()
@@ -332,9 +342,12 @@ func Run(ctx context.Context, rdb *store.Redis, o Options) (*Figures, error) {
 	f := &Figures{Seconds: elapsed.Seconds(), RunsPerSec: float64(o.Runs) / elapsed.Seconds(), EndToEnd: e2e.Percentiles(),
 		Step: obs.step.Percentiles(), Commit: obs.commit.Percentiles(), Steps: o.Runs * stepsPerRun, Failed: failed,
 		CPUPerStep: store.Figure(math.NaN()), BytesPerRun: store.Figure(math.NaN()), BytesPerCkpt: store.Figure(math.NaN()),
-		Spread: store.Figure(store.Spread(before, after)), GoCPUPerRun: store.Figure(math.NaN())}
+		Spread: store.Figure(store.Spread(before, after)), GoCPUPerRun: store.Figure(math.NaN()),
+		GoAllocsPerRun: store.Figure(math.NaN()), GoBytesPerRun: store.Figure(math.NaN())}
 	if o.Procs == 0 {
 		f.GoCPUPerRun = store.Figure(float64(cpuUsed.Microseconds()) / float64(o.Runs))
+		f.GoAllocsPerRun = store.Figure(float64(memAfter.Mallocs-memBefore.Mallocs) / float64(o.Runs))
+		f.GoBytesPerRun = store.Figure(float64(memAfter.TotalAlloc-memBefore.TotalAlloc) / float64(o.Runs))
 	}
 	if !math.IsNaN(before.CPU) && !math.IsNaN(after.CPU) {
 		f.CPUPerStep = store.Figure((after.CPU - before.CPU) * 1e6 / float64(f.Steps))
