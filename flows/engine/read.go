@@ -259,8 +259,8 @@ func (w *Worker) preload(acts []store.Activation) []preloaded {
 	var ks []int
 	for k, a := range acts {
 		if a.Join == "" {
-			if s, ok := w.e.cache.get(a.Run, a.Ckpt); ok {
-				out[k].state = s
+			if s, raw, ok := w.e.cache.get(a.Run, a.Ckpt); ok {
+				out[k].state, out[k].raw = s, raw
 			}
 		}
 		needState := a.Join == "" && out[k].state == nil
@@ -283,8 +283,8 @@ func (w *Worker) preload(acts []store.Activation) []preloaded {
 		for i, k := range ks {
 			if b := got[i].State; b != nil {
 				if s, err := flows.DecodeState(b); err == nil {
-					out[k].state = s
-					w.e.cache.put(acts[k].Run, acts[k].Ckpt, s)
+					out[k].state, out[k].raw = s, b
+					w.e.cache.putJSON(acts[k].Run, acts[k].Ckpt, s, b)
 				}
 			}
 			out[k].status, out[k].pins, out[k].keysOf, out[k].known = got[i].Status, got[i].Pins, got[i].KeysOf, true

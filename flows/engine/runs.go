@@ -217,7 +217,13 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	fields = append(fields, traceFields...)
 	args := store.StartArgs{Flow: plan.Flow, Run: id, Part: part, Version: plan.Version, State: stateJSON,
 		Checkpoint: cp, Entries: []string{entry}, Fields: fields, Trace: tp, Fresh: opts.RunID == ""}
-	ckpt, err := e.rdb.StartRun(ctx, args)
+	if args.Fresh {
+		// The state is kept under the first checkpoint before the start is sent: a
+		// worker of this process may read the first activation before the reply comes.
+		args.Ckpt = store.FirstCkptID()
+		e.cache.putJSON(id, args.Ckpt, state, stateJSON)
+	}
+	ckpt, err := e.starts.start(ctx, args)
 	if flows.ErrorCode(err) == flows.NotFound {
 		// The run is created, but the version this process stored is gone (Redis
 		// restarted empty): store it again; workers retry the run's first step until
@@ -228,7 +234,7 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	if err != nil {
 		return "", err
 	}
-	e.cache.put(id, ckpt, state)
+	e.cache.putJSON(id, ckpt, state, stateJSON)
 	return id, nil
 }
 

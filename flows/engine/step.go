@@ -46,12 +46,14 @@ type job struct {
 	plan  *flows.Plan
 	node  *flows.PlanNode
 	state map[string]any
-	// stateJSON is state's JSON, checked against the plan's limits, when it is at hand
-	// (a step fused after another); nil otherwise.
-	stateJSON []byte
-	join      *joined
-	step      *flows.Step
-	pin       *Pin // the node's output is pinned for this run: the component does not run
+	// stateJSON is state's JSON when it is at hand (a step fused after another, a state
+	// this process committed, started or loaded); nil otherwise. stateChecked says it
+	// was checked against this plan's limits (a fused step's is).
+	stateJSON    []byte
+	stateChecked bool
+	join         *joined
+	step         *flows.Step
+	pin          *Pin // the node's output is pinned for this run: the component does not run
 	// emitted is set once the step emitted a live event (withAnnounce): its commit
 	// waits until those are in Redis (eventBatcher.barrier).
 	emitted atomic.Bool
@@ -89,6 +91,7 @@ func bounded(n *flows.PlanNode) bool {
 // preloaded is what the reader fetched for an activation in its batch round trip.
 type preloaded struct {
 	state  map[string]any // nil: not loaded (a join, a cache miss that failed)
+	raw    []byte         // state's JSON, when at hand
 	status string         // the run's status; "" unknown or gone
 	pins   string         // the run's pins (JSON), when status was read
 	keysOf string         // the run whose idempotency keys it sends, when status was read
@@ -199,7 +202,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) gateVerdict {
 		}
 	}
 	var join *joined
-	state := pre.state
+	state, stateJSON := pre.state, pre.raw
 	if state == nil {
 		join, state, err = e.loadState(ctx, plan, a)
 	}
@@ -246,7 +249,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) gateVerdict {
 			return fail(plan, node, err)
 		}
 	}
-	return gateVerdict{job: &job{a: a, plan: plan, node: node, state: state, join: join, step: step, pin: pin}}
+	return gateVerdict{job: &job{a: a, plan: plan, node: node, state: state, stateJSON: stateJSON, join: join, step: step, pin: pin}}
 }
 
 // loadState returns the state an activation reads: its checkpoint's, or for a join the
@@ -273,7 +276,7 @@ type joined struct {
 }
 
 func (e *Engine) stateAt(ctx context.Context, ref store.RunRef, ckpt string) (map[string]any, error) {
-	if s, ok := e.cache.get(ref.Run, ckpt); ok {
+	if s, _, ok := e.cache.get(ref.Run, ckpt); ok {
 		return s, nil
 	}
 	b, err := e.rdb.LoadState(ctx, ref, ckpt)
@@ -284,7 +287,7 @@ func (e *Engine) stateAt(ctx context.Context, ref store.RunRef, ckpt string) (ma
 	if err != nil {
 		return nil, flows.Permanent(fmt.Errorf("checkpoint %s: %w", ckpt, err))
 	}
-	e.cache.put(ref.Run, ckpt, s)
+	e.cache.putJSON(ref.Run, ckpt, s, b)
 	return s, nil
 }
 
