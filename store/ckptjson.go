@@ -117,6 +117,44 @@ func encodeBodies(bs []ckptBody) []byte {
 	return append(dst, ']')
 }
 
+// stepEventsJSON is the JSON array of a commit's step events as encoding/json writes
+// []stepEvent: {"n": the node, "d": the event, "{}" when it has none}. Step events are
+// plain JSON written by hand (engine's stepEvent), so the copy is the common case.
+func stepEventsJSON(steps []CommitStep) []byte {
+	n := 2
+	for i := range steps {
+		n += 16 + len(steps[i].Node) + len(steps[i].Event)
+	}
+	dst := make([]byte, 0, n)
+	dst = append(dst, '[')
+	for i := range steps {
+		ev := steps[i].Event
+		if len(ev) == 0 {
+			ev = json.RawMessage("{}")
+		}
+		if !plainRaw(ev) {
+			events := make([]stepEvent, len(steps))
+			for i, s := range steps {
+				events[i] = stepEvent{Node: s.Node, Data: s.Event}
+				if len(s.Event) == 0 {
+					events[i].Data = json.RawMessage("{}")
+				}
+			}
+			out, _ := json.Marshal(events)
+			return out
+		}
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"n":`...)
+		dst = appendString(dst, steps[i].Node)
+		dst = append(dst, `,"d":`...)
+		dst = append(dst, ev...)
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
 // appendString appends s as a JSON string: by hand when it holds only printable ASCII
 // that encoding/json does not escape, else as encoding/json writes it.
 func appendString(dst []byte, s string) []byte {
@@ -135,6 +173,10 @@ func appendString(dst []byte, s string) []byte {
 // no whitespace between tokens and none of the characters it escapes (<, >, &, U+2028,
 // U+2029). Spaces inside strings are kept, as encoding/json keeps them.
 func plainRaw(v []byte) bool {
+	switch string(v) {
+	case "{}", "null", "[]", "true", "false", `""`:
+		return true
+	}
 	inString, escaped := false, false
 	for i := 0; i < len(v); i++ {
 		c := v[i]

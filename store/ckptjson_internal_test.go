@@ -79,3 +79,39 @@ func TestCheckpointBodyTakesTheHandWrittenPath(t *testing.T) {
 		}
 	}
 }
+
+// TestStepEventsAreWhatEncodingJSONWrites pins the hand-written events array of a commit
+// to encoding/json's bytes, and says which arrays are written by hand.
+func TestStepEventsAreWhatEncodingJSONWrites(t *testing.T) {
+	for _, tc := range []struct {
+		steps []CommitStep
+		hand  bool
+	}{
+		{[]CommitStep{{Node: "a", Event: json.RawMessage(`{"duration_ms":0.012,"kind":"step","status":"done"}`)}}, true},
+		{[]CommitStep{{Node: "a"}, {Node: "b", Event: json.RawMessage(`{"kind":"step"}`)}, {Node: "c", Event: json.RawMessage(`{}`)}}, true},
+		{[]CommitStep{{Node: "node \"q\" <x>", Event: json.RawMessage(`{"usage":{"input_tokens":3}}`)}}, true},
+		{[]CommitStep{{Node: "a", Event: json.RawMessage(`{"prompt":"<b>"}`)}}, false},   // HTML: escaped
+		{[]CommitStep{{Node: "a", Event: json.RawMessage(`{"status": "done"}`)}}, false}, // whitespace: compacted
+	} {
+		events := make([]stepEvent, len(tc.steps))
+		for i, s := range tc.steps {
+			events[i] = stepEvent{Node: s.Node, Data: s.Event}
+			if len(s.Event) == 0 {
+				events[i].Data = json.RawMessage("{}")
+			}
+		}
+		want, _ := json.Marshal(events)
+		if got := stepEventsJSON(tc.steps); string(got) != string(want) {
+			t.Errorf("%+v:\n got %s\nwant %s", tc.steps, got, want)
+		}
+		hand := true
+		for _, s := range tc.steps {
+			if len(s.Event) > 0 && !plainRaw(s.Event) {
+				hand = false
+			}
+		}
+		if hand != tc.hand {
+			t.Errorf("%+v: by hand %v, want %v", tc.steps, hand, tc.hand)
+		}
+	}
+}

@@ -99,15 +99,10 @@ func (call *commitCall) add(c *Commit, n int) {
 	run := c.Act.Run
 	call.keys = append(call.keys, k.In(c.Act.Node), k.Run(run), k.Ckpt(run), k.State(run), k.Frames(run))
 	var usage flows.Usage
-	events := make([]stepEvent, len(c.Steps))
-	for i, s := range c.Steps {
+	for _, s := range c.Steps {
 		usage = usage.Add(s.Checkpoint.Usage)
-		events[i] = stepEvent{Node: s.Node, Data: s.Event}
-		if len(s.Event) == 0 {
-			events[i].Data = json.RawMessage("{}")
-		}
 	}
-	evs, _ := json.Marshal(events)
+	evs := stepEventsJSON(c.Steps)
 	first, last := c.Steps[0], c.Steps[len(c.Steps)-1]
 	parent := first.Checkpoint.Parent
 	if parent == "" {
