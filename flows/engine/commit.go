@@ -22,6 +22,9 @@ type committer struct {
 type commitReq struct {
 	c    *store.Commit
 	done chan commitResp
+	// then, when set, is called on the committer's goroutine with the result instead
+	// of sending it on done: it must not block.
+	then func(commitResp)
 }
 
 type commitResp struct {
@@ -49,6 +52,17 @@ func (c *committer) commit(ctx context.Context, cm *store.Commit) (store.CommitR
 		return r.res, r.dur, r.err
 	case <-ctx.Done():
 		return store.CommitResult{}, 0, ctx.Err()
+	}
+}
+
+// submit queues c; then gets its result on the committer's goroutine. It reports false,
+// without queueing, when ctx ends first.
+func (c *committer) submit(ctx context.Context, cm *store.Commit, then func(commitResp)) bool {
+	select {
+	case c.ch <- &commitReq{c: cm, then: then}:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -82,7 +96,12 @@ func (c *committer) run(ctx context.Context) {
 		cancel()
 		d := time.Since(start)
 		for i, r := range batch {
-			r.done <- commitResp{res: results[i], err: errs[i], dur: d}
+			resp := commitResp{res: results[i], err: errs[i], dur: d}
+			if r.then != nil {
+				r.then(resp)
+			} else {
+				r.done <- resp
+			}
 		}
 	}
 }
