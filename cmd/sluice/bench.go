@@ -200,7 +200,12 @@ func printBench(w io.Writer, r benchReport) {
 	row("Redis CPU per step (µs)", num(s.CPUPerStep, ""), num(b.CPUPerStep, ""), rt("redis_cpu_per_step"))
 	row("Redis bytes per run", num(s.BytesPerRun, ""), num(b.BytesPerRun, ""), rt("redis_bytes_per_run"))
 	row("Redis bytes per checkpoint", num(s.BytesPerCkpt, ""), "", "")
-	row("Go CPU per run (µs)", num(s.GoCPUPerRun, ""), "", "")
+	if math.IsNaN(float64(s.WorkerCPUPerRun)) {
+		row("Go CPU per run (µs)", num(s.GoCPUPerRun, ""), "", "")
+	} else {
+		row("Go CPU per run, starter (µs)", num(s.GoCPUPerRun, ""), "", "")
+		row("Go CPU per run, workers (µs)", num(s.WorkerCPUPerRun, ""), "", "")
+	}
 	row("Go allocations per run", num(s.GoAllocsPerRun, ""), "", "")
 	row("Go bytes allocated per run", num(s.GoBytesPerRun, ""), "", "")
 	if !math.IsNaN(float64(s.Spread)) {
