@@ -255,39 +255,6 @@ func (r *Redis) startFresh(ctx context.Context, a StartArgs) (string, error) {
 	return ckpts[0], errs[0]
 }
 
-// queueFresh queues the commands of a fresh start (startFresh) on pipe, a MULTI, and
-// returns its first checkpoint's id and the XADD that writes it.
-func queueFresh(ctx context.Context, pipe redis.Pipeliner, a StartArgs) (string, *redis.StringCmd) {
-	k := PartKeys(a.Flow, a.Part)
-	now := strconv.FormatInt(nowMS(), 10)
-	ckpt := a.Ckpt
-	if ckpt == "" {
-		ckpt = now + "-1"
-	}
-	run := []any{"status", StatusQueued, "version", a.Version, "created_at", now, "updated_at", now,
-		"live", strconv.Itoa(len(a.Entries)), "parked", "0", "steps", "0", "last_ckpt", ckpt, "in_tokens", "0", "out_tokens", "0"}
-	for _, f := range a.Fields {
-		run = append(run, f)
-	}
-	// The fields of start.lua's activations, in its order: every entry of a node stream
-	// has the same fields, which Redis keeps once per listpack node.
-	act := []any{"run", a.Run, "v", a.Version, "ckpt", ckpt, "tok", "", "d", "1"}
-	if a.Trace != "" {
-		act = append(act, "tp", a.Trace)
-	}
-	add := pipe.XAdd(ctx, &redis.XAddArgs{Stream: k.Ckpt(a.Run), ID: ckpt,
-		Values: []any{ckptNode, a.Checkpoint.Node, ckptParent, a.Checkpoint.Parent, ckptBodyF, a.Checkpoint.inputBody(a.Fields), ckptSteps, "1", ckptStep, "0", ckptTime, now}})
-	pipe.HSet(ctx, k.State(a.Run), ckpt, a.State)
-	pipe.HSet(ctx, k.Run(a.Run), run...)
-	for _, n := range a.Entries {
-		pipe.XAdd(ctx, &redis.XAddArgs{Stream: k.In(n), Values: act})
-	}
-	pipe.ZAdd(ctx, k.Runs(), redis.Z{Score: float64(nowMS()), Member: a.Run})
-	pipe.XAdd(ctx, &redis.XAddArgs{Stream: k.Events(), MaxLen: EventsMaxLen, Approx: true,
-		Values: []any{"type", "run", "run", a.Run, "node", "", "data", `{"status":"queued"}`, "ckpt", "", "step", ""}})
-	return ckpt, add
-}
-
 // GetRun reads a run's hash, on whichever partition it lives.
 func (r *Redis) GetRun(ctx context.Context, flow, run string) (*Run, error) {
 	var out *Run

@@ -79,6 +79,33 @@ func TestStartRunsCreatesEachRunAsStartRunWould(t *testing.T) {
 			if err != nil || !found {
 				t.Errorf("%s: no first activation on node a of partition %d (%v)", a.Run, a.Part, err)
 			}
+			if _, err := r.Client.ZScore(ctx, store.PartKeys(a.Flow, a.Part).Runs(), a.Run).Result(); err != nil {
+				t.Errorf("%s: not in its partition's runs: %v", a.Run, err)
+			}
+		}
+		// Every run has its one "queued" event, whether its partition's starts shared an
+		// events entry or not.
+		var prs []store.PartRef
+		var after []string
+		for p := range parts {
+			for _, f := range []string{flow, other} {
+				prs, after = append(prs, store.PartRef{Flow: f, Part: p}), append(after, "0-0")
+			}
+		}
+		evs, err := r.ReadRunsEvents(ctx, prs, after, 1000, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		queued := map[string]int{}
+		for _, ev := range evs {
+			if ev.Type == "run" && string(ev.Data) == `{"status":"queued"}` {
+				queued[ev.Flow+"/"+ev.Run]++
+			}
+		}
+		for _, a := range as {
+			if queued[a.Flow+"/"+a.Run] != 1 {
+				t.Errorf("%s: %d queued events, want 1 (events %+v)", a.Run, queued[a.Flow+"/"+a.Run], evs)
+			}
 		}
 	})
 }
