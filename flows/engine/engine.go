@@ -82,6 +82,7 @@ type Engine struct {
 
 	commits *committer
 	starts  *starter
+	chains  boundedChains
 	events  *eventBatcher
 	watch   *runWatcher
 	// cancelled are runs this process saw cancelled: the gate drops their pure steps.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
@@ -29,7 +30,37 @@ func (w *Worker) inlines(a store.Activation, pre preloaded) bool {
 	if p == nil {
 		return false
 	}
-	return chainBounded(p, p.Nodes[a.Node])
+	return w.e.chains.bounded(p, p.Nodes[a.Node])
+}
+
+// boundedChains remembers chainBounded of the plan nodes steps started from: plans are
+// immutable, and it is asked for every step.
+type boundedChains struct {
+	mu sync.Mutex
+	m  map[*flows.PlanNode]bool
+}
+
+// maxBoundedChains bounds what boundedChains keeps (plans come and go with versions).
+const maxBoundedChains = 4096
+
+func (c *boundedChains) bounded(p *flows.Plan, n *flows.PlanNode) bool {
+	if n == nil {
+		return false
+	}
+	c.mu.Lock()
+	b, ok := c.m[n]
+	c.mu.Unlock()
+	if ok {
+		return b
+	}
+	b = chainBounded(p, n)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxBoundedChains {
+		c.m = map[*flows.PlanNode]bool{}
+	}
+	c.m[n] = b
+	c.mu.Unlock()
+	return b
 }
 
 // chainBounded reports whether n's step and every pure step fusing may run after it
