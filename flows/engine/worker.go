@@ -102,10 +102,13 @@ func (l *leftMark) clear(t time.Time) {
 	l.mu.Unlock()
 }
 
-// maxPureSteps bounds the pure steps (jq, templates) a worker runs at once: they run on
-// goroutines beside the reader, so a slow one delays only itself, and this many of them
-// use every core.
-const maxPureSteps = 256
+// maxPureSteps bounds the pure steps (jq, templates) a worker has in flight, per node
+// and in all: those that run on goroutines of their own (so a slow one delays only
+// itself) and, most of them under load, those that wait for their commit. A reader
+// reads a node when half its limit is free, and otherwise comes back after busyBlock:
+// with 256, a node's steps could not pass 128 per 20 ms, which held one worker process
+// near 7k fused runs/s on a box where two did 11k (docs/benchmarks.md, issue 29).
+const maxPureSteps = 1024
 
 // served is what a worker knows of one flow it serves.
 type served struct {
