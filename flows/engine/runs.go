@@ -234,7 +234,9 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	if err != nil {
 		return "", err
 	}
-	e.cache.putJSON(id, ckpt, state, stateJSON)
+	if ckpt != args.Ckpt {
+		e.cache.putJSON(id, ckpt, state, stateJSON)
+	}
 	return id, nil
 }
 
