@@ -171,7 +171,7 @@ func (w *Worker) drop(a store.Activation, plan *flows.Plan, interrupted *store.C
 	case err != nil:
 		w.e.log.Warn("cannot drop the step of a cancelled or lost run; it stays pending", "flow", a.Flow, "run", a.Run, "node", a.Node, "error", err)
 		return outcomeLeft
-	case st == "running":
+	case st == store.DropRunning:
 		// The run is not cancelled after all (a retried dead letter reopened it): the
 		// step stays pending and is taken again after claim_after.
 		return outcomeLeft
@@ -203,14 +203,14 @@ func (w *Worker) fail(a store.Activation, plan *flows.Plan, node *flows.PlanNode
 		w.e.log.Warn("cannot record a failed step; it stays pending", "flow", a.Flow, "run", a.Run, "node", a.Node, "error", err, "step_error", firstLine(msg))
 		return outcomeLeft
 	}
-	if o := w.e.opts.Observer; o != nil && (status == "retry" || status == "dead") {
-		o.StepFailed(a.Flow, a.Node, status == "dead")
+	if o := w.e.opts.Observer; o != nil && (status == store.FailRetry || status == store.FailDead) {
+		o.StepFailed(a.Flow, a.Node, status == store.FailDead)
 	}
 	switch status {
-	case "retry":
+	case store.FailRetry:
 		w.e.log.Info("step failed; will retry", "flow", a.Flow, "run", a.Run, "node", a.Node, "attempt", deliveries, "error", firstLine(msg))
 		return outcomeRetry
-	case "dead":
+	case store.FailDead:
 		w.e.log.Warn("step moved to the dead letters", "flow", a.Flow, "run", a.Run, "node", a.Node, "attempts", deliveries, "error", firstLine(msg))
 		return outcomeDead
 	}
