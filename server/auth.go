@@ -417,8 +417,12 @@ func (s *Server) authorize(next echo.HandlerFunc) echo.HandlerFunc {
 				return &flows.Error{Code: flows.Forbidden, Message: "only the owner of every workspace (SLUICE_TOKEN) may do this"}
 			}
 		default:
-			if ok, why := teams.Allows(role, perm, w.Sensitive); !ok {
-				c.Response().Header().Set("Sluice-Required-Role", string(teams.Need(perm, w.Sensitive)))
+			need := teams.Need(perm, w.Sensitive)
+			if perm == teams.Promote {
+				need = s.promoteRole(c.Request().Context(), ws, c.Param("env")) // environments.go
+			}
+			if ok, why := teams.AllowsAs(role, perm, need); !ok {
+				c.Response().Header().Set("Sluice-Required-Role", string(need))
 				if role == "" {
 					return &flows.Error{Code: flows.Forbidden, Message: fmt.Sprintf("you are not a member of workspace %q", ws)}
 				}
@@ -428,12 +432,16 @@ func (s *Server) authorize(next echo.HandlerFunc) echo.HandlerFunc {
 		if err := s.qualifyParams(c, ws); err != nil {
 			return err
 		}
+		if err := s.checkEnvironment(c.Request().Context(), ws, environmentFrom(c.Request().Context())); err != nil {
+			return err // environments.go
+		}
 		if c.Request().Method == http.MethodGet && wantsHTML(c) {
 			c.SetRequest(c.Request().WithContext(layout.WithFrame(c.Request().Context(), s.frame(c))))
 		}
 		err = next(c)
 		if err == nil {
 			s.auditRoute(c, route)
+			s.commitRoute(c, route) // git.go
 		}
 		return err
 	}

@@ -90,6 +90,7 @@ func (g *gateway) start(ctx context.Context, plan *flows.Plan, input json.RawMes
 			return "", "", err
 		}
 	}
+	opts.Environment = environmentFrom(ctx)
 	id, err = g.eng.Start(ctx, plan, input, opts)
 	return id, last, err
 }

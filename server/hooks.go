@@ -86,9 +86,13 @@ func (s *Server) hook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := engine.StartOptions{}
+	opts := engine.StartOptions{Environment: environmentFrom(ctx)}
 	if key := req.Header.Get("Idempotency-Key"); key != "" {
-		sum := sha256.Sum256([]byte(flow + "\x00" + key))
+		id := flow + "\x00" + key
+		if opts.Environment != "" {
+			id += "\x00" + opts.Environment // the same delivery to another environment is another run
+		}
+		sum := sha256.Sum256([]byte(id))
 		opts.RunID = "h" + hex.EncodeToString(sum[:12])
 	}
 	id, err := s.runs().Start(ctx, plan, body, opts)

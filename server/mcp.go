@@ -52,6 +52,7 @@ func NewMCPServer(d MCPDeps) *mcp.Server {
 // deleted, cancels its run.
 type mcpFlows struct {
 	ws      string // the workspace whose flows are the tools
+	env     string // the environment whose versions they run ("": the saved files)
 	version string
 	g       *gateway
 	srv     *mcp.Server
@@ -71,10 +72,11 @@ type mcpCall struct{ cancel context.CancelFunc }
 // request's headers to the tool handler.
 const mcpRequestHeader = "X-Sluice-Mcp-Request"
 
-func newMCPServer(g *gateway, version string) *mcpFlows { return newMCPServerIn(g, version, "") }
+func newMCPServer(g *gateway, version string) *mcpFlows { return newMCPServerIn(g, version, "", "") }
 
-// newMCPServerIn is the MCP server of one workspace's flows ("": the default one).
-func newMCPServerIn(g *gateway, version, ws string) *mcpFlows {
+// newMCPServerIn is the MCP server of one workspace's flows ("": the default one), as
+// environment env has them ("": the saved files, docs/environments.md).
+func newMCPServerIn(g *gateway, version, ws, env string) *mcpFlows {
 	if version == "" {
 		version = "dev"
 	}
@@ -82,7 +84,7 @@ func newMCPServerIn(g *gateway, version, ws string) *mcpFlows {
 		Instructions: "Each tool runs a Sluice flow durably and returns the run's output. A run that needs a person's approval is reported as waiting, with where to approve it.",
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
-	m := &mcpFlows{ws: ws, version: version, g: g, srv: srv, known: map[string]string{}, requests: map[string]context.Context{}, calls: map[string]map[*mcpCall]struct{}{}}
+	m := &mcpFlows{ws: ws, env: env, version: version, g: g, srv: srv, known: map[string]string{}, requests: map[string]context.Context{}, calls: map[string]map[*mcpCall]struct{}{}}
 	// The tools follow the library: before every listing (and a call of a tool not
 	// offered yet), flows added, changed, removed or no longer offered are brought up
 	// to date. A call of a known flow runs its saved file as it is now anyway.
@@ -171,6 +173,11 @@ func (m *mcpFlows) sessions() int {
 	return n
 }
 
+// scope gives ctx the server's workspace and environment.
+func (m *mcpFlows) scope(ctx context.Context) context.Context {
+	return withEnvironment(withWorkspace(ctx, m.ws), m.env)
+}
+
 // offers reports whether flow is offered as a tool now.
 func (m *mcpFlows) offers(flow string) bool {
 	m.mu.Lock()
@@ -181,7 +188,7 @@ func (m *mcpFlows) offers(flow string) bool {
 
 // sync adds, replaces and removes tools so they are the library's offered flows.
 func (m *mcpFlows) sync(ctx context.Context) {
-	plans := m.g.flows(withWorkspace(ctx, m.ws), func(p *flows.Plan) bool { return p.Doc.Settings.MCP })
+	plans := m.g.flows(m.scope(ctx), func(p *flows.Plan) bool { return p.Doc.Settings.MCP })
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	seen := map[string]bool{}
@@ -237,7 +244,8 @@ func (m *mcpFlows) handler(flow string, wrapped bool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx, done := m.callContext(ctx, req)
 		defer done()
-		plan, err := m.g.plan(withWorkspace(ctx, m.ws), flow)
+		ctx = m.scope(ctx)
+		plan, err := m.g.plan(ctx, flow)
 		if err != nil {
 			return toolError(fmt.Sprintf("flow %s: %v", flow, err)), nil
 		}
@@ -384,13 +392,18 @@ func (s *Server) mcpHandler() echo.HandlerFunc {
 		return n
 	}
 	return func(c echo.Context) error {
-		ws := workspaceOf(c)
+		ws, env := workspaceOf(c), environmentFrom(c.Request().Context())
+		// One server per environment too: its tools run that environment's versions.
+		key := ws
+		if env != "" {
+			key += "\x00" + env
+		}
 		mu.Lock()
-		m, h := servers[ws], handlers[ws]
+		m, h := servers[key], handlers[key]
 		if m == nil {
-			m = newMCPServerIn(s.gateway(), s.mcp.version, ws)
+			m = newMCPServerIn(s.gateway(), s.mcp.version, ws, env)
 			h = newHandler(m)
-			servers[ws], handlers[ws] = m, h
+			servers[key], handlers[key] = m, h
 		}
 		mu.Unlock()
 		r := c.Request()

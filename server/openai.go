@@ -329,6 +329,9 @@ func (s *Server) chatCompletions(c echo.Context) error {
 func dedupeKey(c echo.Context, body []byte) (key string, ttl time.Duration, byKey bool) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n", c.Request().Header.Get(echo.HeaderAuthorization), c.RealIP())
+	if env := environmentFrom(c.Request().Context()); env != "" {
+		fmt.Fprintf(h, "env\n%s\n", env) // the same call in another environment is another run
+	}
 	if k := c.Request().Header.Get("Idempotency-Key"); k != "" {
 		fmt.Fprintf(h, "key\n%s", k)
 		return hex.EncodeToString(h.Sum(nil)), idempotencyKeyTTL, true

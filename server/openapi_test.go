@@ -33,8 +33,10 @@ var openAPISchemas = map[string]any{
 	"ToolDef": flows.ToolDef{}, "MCPToolList": server.MCPToolList{}, "Trial": engine.Trial{},
 	"ImportReport": server.ImportReport{}, "VersionRuns": engine.VersionRuns{}, "Version": engine.Version{}, "VersionHistory": engine.VersionHistory{},
 	"VersionDetail": engine.VersionDetail{}, "ValueChange": flows.ValueChange{}, "VersionDiff": engine.VersionDiff{},
-	"RolledBack": server.RolledBack{},
-	"CasesView":  server.CasesView{}, "SavedCase": server.SavedCase{}, "Check": cases.Check{}, "CaseResult": cases.Result{},
+	"RolledBack":  server.RolledBack{},
+	"Environment": store.Environment{}, "EnvironmentList": server.EnvironmentList{}, "PromotionTest": store.PromotionTest{}, "Promotion": store.Promotion{},
+	"EnvState": engine.EnvState{}, "FlowEnvironments": server.FlowEnvironments{}, "PromotionList": server.PromotionList{}, "Promoted": server.Promoted{},
+	"CasesView": server.CasesView{}, "SavedCase": server.SavedCase{}, "Check": cases.Check{}, "CaseResult": cases.Result{},
 	"TestReport": cases.Report{}, "LastResult": cases.LastResult{}, "TestSummaries": server.TestSummaries{}, "Schedule": engine.ScheduleView{}, "ScheduleList": server.ScheduleList{}, "DraftSummary": server.DraftSummary{}, "DraftSaved": server.DraftSaved{},
 }
 
@@ -44,7 +46,7 @@ var openAPIRequests = map[string][]string{
 	"StartRequest": nil, "ResumeRequest": nil, "ForkRequest": {"checkpoint"}, "MCPToolsRequest": {"params"},
 	"ChatCompletionRequest": {"messages", "model"}, "RollbackRequest": {"version"}, "TryNodeRequest": nil,
 	"RetryRequest": nil, "MoveRequest": {"version"}, "ReplayRequest": nil, "BulkReplayRequest": nil, "BulkMoveRequest": nil, "RunQuery": nil,
-	"SaveCaseRequest": {"run"}, "RunCasesRequest": nil,
+	"SaveCaseRequest": {"run"}, "RunCasesRequest": nil, "PromoteRequest": nil,
 }
 
 // jsonFields are a struct type's JSON members and whether each is always there (no

@@ -13,11 +13,13 @@ import (
 func (s *Server) routes() {
 	e := s.echo
 	e.IPExtractor = echo.ExtractIPDirect() // forwarded headers are not trusted
+	// /env/NAME/... names an environment before routing (environments.go).
+	e.Pre(environmentPath)
 	if observe.Enabled() {
 		e.Use(s.traceRequests()) // tracing.go
 	}
 	// Host, Origin and Sec-Fetch-Site are checked before anything else (protect.go).
-	e.Use(s.recoverPanics, s.requestLog(), securityHeaders, s.checkHost, s.crossOrigin(), s.bodyDeadline)
+	e.Use(s.recoverPanics, s.requestLog(), securityHeaders, s.checkHost, s.crossOrigin(), s.bodyDeadline, chooseEnvironment)
 	if len(s.cfg.CORSOrigins) > 0 {
 		e.Use(s.cors())
 	}
@@ -112,6 +114,13 @@ func (s *Server) routes() {
 	api.GET("/flows/:flow/versions/:version", s.getVersion)
 	api.GET("/flows/:flow/versions/:version/diff", s.diffVersion)
 	api.POST("/flows/:flow/rollback", s.rollback)
+
+	// Environments and promotion (environments.go).
+	api.GET("/environments", s.getEnvironments)
+	api.PUT("/environments", s.setEnvironments)
+	api.GET("/flows/:flow/environments", s.flowEnvironments)
+	api.POST("/flows/:flow/environments/:env/promote", s.promote)
+	api.GET("/flows/:flow/promotions", s.listPromotions)
 
 	// Test cases (cases.go): the cases file beside the flow, runs saved as cases, the
 	// cases run on a working copy or a version, each version's last result.

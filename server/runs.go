@@ -22,6 +22,7 @@ type runEngine interface {
 	compiler
 	Plan(ctx context.Context, flow, version string) (*flows.Plan, error)
 	CurrentPlan(ctx context.Context, flow string) (*flows.Plan, error)
+	EnvPlan(ctx context.Context, flow, env string) (*flows.Plan, error)
 	Start(ctx context.Context, plan *flows.Plan, input json.RawMessage, opts engine.StartOptions) (string, error)
 	Info(ctx context.Context, flow, run string) (*engine.RunInfo, error)
 	Wait(ctx context.Context, flow, run string) (*store.Run, error)
@@ -227,9 +228,13 @@ func (s *Server) planFor(ctx context.Context, flow, version string) (*flows.Plan
 }
 
 // planFor is Server.planFor for anything that runs library flows (the MCP server too).
+// A request that names an environment (environments.go) starts on its version.
 func planFor(ctx context.Context, lib *store.Library, eng runEngine, flow, version string) (*flows.Plan, error) {
 	if version != "" {
 		return eng.Plan(ctx, flow, version)
+	}
+	if env := environmentFrom(ctx); env != "" {
+		return eng.EnvPlan(ctx, flow, env)
 	}
 	doc, err := lib.Load(flow)
 	if err == nil {
@@ -293,11 +298,15 @@ func (s *Server) startRun(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
+	env := environmentFrom(ctx)
+	if env != "" && req.Version != "" {
+		return &flows.Error{Code: flows.Invalid, Flow: flow, Path: "version", Message: fmt.Sprintf("name a version or an environment (%q), not both", env)}
+	}
 	plan, err := s.planFor(ctx, flow, req.Version)
 	if err != nil {
 		return err
 	}
-	id, err := s.runs().Start(ctx, plan, req.Input, engine.StartOptions{Webhook: req.Webhook, Pins: req.Pins})
+	id, err := s.runs().Start(ctx, plan, req.Input, engine.StartOptions{Webhook: req.Webhook, Pins: req.Pins, Environment: env})
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 
 // concrete fills a route's parameters with values that exist as far as routing goes.
 func concrete(path string) string {
-	r := strings.NewReplacer(":flow", "someflow", ":run", "somerun", ":ckpt", "1-1", ":id", "1-1", "*", "css/sluice.css")
+	r := strings.NewReplacer(":flow", "someflow", ":run", "somerun", ":ckpt", "1-1", ":id", "1-1", ":env", "prod", "*", "css/sluice.css")
 	return r.Replace(path)
 }
 

@@ -176,6 +176,9 @@ type Deps struct {
 	Teams *store.Teams
 	// Grader grades test cases' model-graded assertions (nodes.Env); nil fails them.
 	Grader cases.Grader
+	// Git, when set, commits each save of a flow (its file and cases) to the
+	// repository the library is in, by whoever saved (git.go); nil: no commits.
+	Git *store.GitRepo
 }
 
 // MCPToolLister lists the tools an mcp node with these params offers.
@@ -199,7 +202,8 @@ type Server struct {
 	mcp     *mcpFlows
 	tools   MCPToolLister
 	files   FileStore
-	grader  cases.Grader // cases.go
+	grader  cases.Grader   // cases.go
+	git     *store.GitRepo // git.go
 	// csrfKey signs the pages' form tokens (protect.go).
 	csrfKey []byte
 	// hookReads holds a slot per webhook body being read.
@@ -292,6 +296,7 @@ func New(cfg Config, d Deps) *Server {
 	s.tools = d.MCPTools
 	s.files = d.Files
 	s.grader = d.Grader
+	s.git = d.Git
 	if d.Engine != nil && d.Library != nil {
 		s.mcp = newMCPServer(s.gateway(), d.Version)
 	}

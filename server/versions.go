@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/store"
 )
 
 // versionEngine is what the version handlers need of the engine.
@@ -110,6 +111,23 @@ func (s *Server) rollback(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	out, err := s.rollbackTo(ctx, flow, plan, req.Message)
+	if err != nil {
+		return err
+	}
+	// A rollback is a promotion into the first environment (docs/environments.md).
+	if envs, err := s.engine.Environments(ctx, workspaceOf(c)); err == nil {
+		if _, err := s.engine.Promote(ctx, flow, envs[0].Name, engine.PromoteOptions{Version: plan.Version, Previous: out.Previous, By: principalOf(c).who(),
+			Message: req.Message, Test: &store.PromotionTest{Gate: "skipped"}}); err != nil {
+			return err
+		}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// rollbackTo writes a version's document to the flow's file (keeping the canvas's
+// notes) and publishes it: the first environment, and the saved file, then hold it.
+func (s *Server) rollbackTo(ctx context.Context, flow string, plan *flows.Plan, message string) (RolledBack, error) {
 	out := RolledBack{Flow: flow, Version: plan.Version}
 	if cur, err := s.versions().CurrentPlan(ctx, flow); err == nil {
 		out.Previous = cur.Version
@@ -122,23 +140,23 @@ func (s *Server) rollback(c echo.Context) error {
 		draft, _ := s.library.LoadDraft(flow)
 		src = flows.KeepNotes(plan.Source, draft, file)
 		if err := s.library.Save(flow, src); err != nil {
-			return err
+			return out, err
 		}
 		out.FileWritten = true
 		// Like a save, a rollback replaces the working copy: a draft of the flow goes.
 		if err := s.library.DeleteDraft(flow); err != nil && flows.ErrorCode(err) != flows.NotFound {
-			return err
+			return out, err
 		}
 	case flows.ErrorCode(lerr) != flows.NotFound:
-		return lerr
+		return out, lerr
 	}
 	if s.sync != nil && out.FileWritten {
-		if _, _, err := s.sync.PublishNote(ctx, flow, src, req.Message); err != nil {
-			return err
+		if _, _, err := s.sync.PublishNote(ctx, flow, src, message); err != nil {
+			return out, err
 		}
 		out.Published = true
-	} else if err := s.versions().PublishWithMessage(ctx, plan, req.Message); err != nil {
-		return err
+	} else if err := s.versions().PublishWithMessage(ctx, plan, message); err != nil {
+		return out, err
 	}
-	return c.JSON(http.StatusOK, out)
+	return out, nil
 }

@@ -97,6 +97,14 @@ func (k Keys) Version(v string) string { return k.fwide + "v:" + v }
 // Current holds the version new runs start on when none is named.
 func (k Keys) Current() string { return k.fwide + "current" }
 
+// EnvVersions is the hash of the version each environment but the first points at
+// (environments.go); the first environment's is Current.
+func (k Keys) EnvVersions() string { return k.fwide + "envs" }
+
+// Promotions is the capped stream of the flow's promotions: environment, version, by
+// whom, with which test result.
+func (k Keys) Promotions() string { return k.fwide + "promotions" }
+
 // Versions is the sorted set of the versions that were made current (saved, published,
 // rolled back to), scored by when that first happened (ms).
 func (k Keys) Versions() string { return k.fwide + "versions" }

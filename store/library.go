@@ -27,6 +27,18 @@ type Library struct {
 	// Workspaces, when set, limits ListAll (what a sync serves) to these workspaces
 	// ("default" is the directory's own files): `sluice worker --workspace`.
 	Workspaces []string
+	// ReadOnly, when set, says why nothing may be written here (a serve of a git ref:
+	// the directory is a snapshot of the ref); saves, drafts and deletes are refused
+	// with it.
+	ReadOnly string
+}
+
+// writable refuses a write to a read-only library, saying why.
+func (l *Library) writable(id string) error {
+	if l.ReadOnly != "" {
+		return &flows.Error{Code: flows.Forbidden, Flow: id, Message: l.ReadOnly}
+	}
+	return nil
 }
 
 // DraftDir is the folder of the drafts, inside the library's directory.
@@ -138,6 +150,20 @@ func (l *Library) listDir(dir, prefix string) ([]LibraryFile, error) {
 	return out, nil
 }
 
+// Files are the paths, relative to the library's directory, of flow id's file and
+// its cases file (whether they exist or not): what a save changes.
+func (l *Library) Files(id string) ([]string, error) {
+	p, err := l.path(id)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := filepath.Rel(l.Dir, p)
+	if err != nil {
+		return nil, err
+	}
+	return []string{rel, strings.TrimSuffix(rel, ".json") + CasesSuffix}, nil
+}
+
 // Load returns the file of flow id.
 func (l *Library) Load(id string) ([]byte, error) {
 	p, err := l.path(id)
@@ -164,6 +190,9 @@ func inWorkspace(id string, data []byte) []byte {
 // Save writes the file of flow id atomically: a reader sees the old or the new file,
 // never a part of one.
 func (l *Library) Save(id string, data []byte) error {
+	if err := l.writable(id); err != nil {
+		return err
+	}
 	p, err := l.path(id)
 	if err != nil {
 		return err
@@ -227,6 +256,9 @@ func (l *Library) LoadCases(id string) ([]byte, error) {
 
 // SaveCases writes the cases file of flow id atomically.
 func (l *Library) SaveCases(id string, data []byte) error {
+	if err := l.writable(id); err != nil {
+		return err
+	}
 	p, err := l.casesPath(id)
 	if err != nil {
 		return err
@@ -240,6 +272,9 @@ func (l *Library) SaveCases(id string, data []byte) error {
 
 // Delete removes the file of flow id, its draft and its cases.
 func (l *Library) Delete(id string) error {
+	if err := l.writable(id); err != nil {
+		return err
+	}
 	p, err := l.path(id)
 	if err != nil {
 		return err
@@ -290,6 +325,9 @@ func (l *Library) LoadDraft(id string) ([]byte, error) {
 
 // SaveDraft writes the draft of flow id atomically, whatever its problems.
 func (l *Library) SaveDraft(id string, data []byte) error {
+	if err := l.writable(id); err != nil {
+		return err
+	}
 	p, err := l.draftPath(id)
 	if err != nil {
 		return err
@@ -303,6 +341,9 @@ func (l *Library) SaveDraft(id string, data []byte) error {
 
 // DeleteDraft removes the draft of flow id; NotFound when there is none.
 func (l *Library) DeleteDraft(id string) error {
+	if err := l.writable(id); err != nil {
+		return err
+	}
 	p, err := l.draftPath(id)
 	if err != nil {
 		return err

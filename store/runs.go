@@ -71,6 +71,9 @@ type Run struct {
 	Trigger string `json:"trigger,omitempty"`
 	// Tick is the schedule tick a scheduled run is for.
 	Tick *time.Time `json:"tick,omitempty"`
+	// Environment is the environment whose version the run started on, when it was
+	// started through one (docs/environments.md); "" otherwise.
+	Environment string `json:"environment,omitempty"`
 
 	// Moves are the run's moves to other versions (a retry on another version, a
 	// waiting run moved), oldest first.
@@ -123,6 +126,7 @@ func parseRun(flow, id string, h map[string]string) *Run {
 	}
 	r.Webhook = h["webhook"]
 	r.Trigger = h["trigger"]
+	r.Environment = h["env"]
 	r.Trace, r.TraceParent = h["tp"], h["tpp"]
 	parseReplayFields(r, h)
 	if t := msTime(h["tick"]); !t.IsZero() {

@@ -66,6 +66,9 @@ const (
 	Run Perm = "run"
 	// Edit: save, import, delete, roll back flows and their drafts; try a node alone.
 	Edit Perm = "edit"
+	// Promote: move an environment to a version (docs/environments.md). Its least role
+	// is the environment's own (editor unless the workspace's owner set another).
+	Promote Perm = "promote"
 	// Admin: members, every key of the workspace, secrets, providers, the audit log.
 	Admin Perm = "admin"
 	// Instance: what spans workspaces (metrics, creating workspaces): the owner of every
@@ -79,6 +82,7 @@ var minRole = map[Perm]Role{
 	ReadState: Viewer,
 	Run:       Operator,
 	Edit:      Editor,
+	Promote:   Editor,
 	Admin:     Owner,
 }
 
@@ -86,13 +90,15 @@ var minRole = map[Perm]Role{
 // viewers) holds p, and when not, why not in words a person reads. Public, Self and
 // Instance are decided by the caller (they do not depend on a workspace role).
 func Allows(r Role, p Perm, sensitive bool) (bool, string) {
-	need, ok := minRole[p]
-	if !ok {
+	if _, ok := minRole[p]; !ok {
 		return false, fmt.Sprintf("permission %q is not granted by a workspace role", p)
 	}
-	if p == ReadState && sensitive {
-		need = Operator
-	}
+	return AllowsAs(r, p, Need(p, sensitive))
+}
+
+// AllowsAs is Allows where the least role the request needs is known (an
+// environment's own role for Promote).
+func AllowsAs(r Role, p Perm, need Role) (bool, string) {
 	if r.AtLeast(need) {
 		return true, ""
 	}
@@ -100,7 +106,7 @@ func Allows(r Role, p Perm, sensitive bool) (bool, string) {
 		return false, "you are not a member of this workspace"
 	}
 	what := map[Perm]string{Read: "read", ReadState: "see run states (this workspace marks them sensitive)", Run: "run flows",
-		Edit: "change flows", Admin: "manage members, keys and secrets"}[p]
+		Edit: "change flows", Promote: "promote flows to this environment", Admin: "manage members, keys and secrets"}[p]
 	return false, fmt.Sprintf("a %s may not %s: that needs the %s role", r, what, need)
 }
 

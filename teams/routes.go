@@ -75,6 +75,14 @@ var Routes = map[string]Perm{
 	"GET /api/flows/:flow/versions/:version/diff": Read,
 	"POST /api/flows/:flow/rollback":              Edit,
 
+	// Environments and promotion (docs/environments.md): promoting needs the
+	// environment's role (editor unless the workspace's owner set another).
+	"GET /api/environments":                           Read,
+	"PUT /api/environments":                           Admin,
+	"GET /api/flows/:flow/environments":               Read,
+	"POST /api/flows/:flow/environments/:env/promote": Promote,
+	"GET /api/flows/:flow/promotions":                 Read,
+
 	"GET /api/flows/:flow/schedules":                   Read,
 	"POST /api/flows/:flow/schedules/:schedule/pause":  Run,
 	"POST /api/flows/:flow/schedules/:schedule/resume": Run,

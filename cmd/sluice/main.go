@@ -53,6 +53,7 @@ func commands() []command {
 		{"import", "convert a Langflow export into a flow (import langflow FILE.json)", cmdImport},
 		{"versions", "list a flow's versions, show one, or compare two", cmdVersions},
 		{"rollback", "make an earlier version of a flow current again", cmdRollback},
+		{"promote", "point an environment at a version of a flow, after its gate (promote FLOW VERSION --to prod)", cmdPromote},
 		{"schedules", "list a flow's schedules, pause or resume one", cmdSchedules},
 		{"components", "list the components flows can use (--markdown, --json)", cmdComponents},
 		{"deploy", "print Kubernetes manifests for flows (deploy kubernetes FLOW.json...)", cmdDeploy},

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -32,6 +33,11 @@ func loadPlanIn(e *engine.Engine, path, ws string, stderr io.Writer) (*flows.Pla
 	if err != nil {
 		return nil, &exitError{code: 2, err: err}
 	}
+	return compileFile(e, path, ws, data, stderr)
+}
+
+// compileFile is loadPlanIn of a file's data read elsewhere (a git ref).
+func compileFile(e *engine.Engine, path, ws string, data []byte, stderr io.Writer) (*flows.Plan, error) {
 	if ws != "" {
 		data = teams.QualifyDocument(ws, data)
 	}
@@ -204,6 +210,7 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	schedule := fs.Bool("schedule", true, "also start the runs of the flows' schedules (several workers may: each tick runs once)")
 	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "info"), "debug, info, warn or error")
 	workspace := fs.String("workspace", envOr("SLUICE_WORKSPACE", ""), "the workspace the flow files belong to (docs/teams.md; env SLUICE_WORKSPACE); empty: the default workspace, or the workspace a file's id names")
+	gitRef := fs.String("git-ref", envOr("SLUICE_GIT_REF", ""), "read the flow files as they are at this git ref (a branch, tag or commit) of the repository they are in, not from the disk (env SLUICE_GIT_REF)")
 	cf := addComponentFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sluice worker [flags] FLOW.json...\n\nRuns headless workers for the flows until SIGTERM or SIGINT. Start as many as you\n"+
@@ -266,9 +273,23 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if *workspace != "" && !teams.ValidWorkspace(*workspace) {
 		return &exitError{code: 2, err: fmt.Errorf("--workspace %q: use lower-case letters, digits, '-' and '_'", *workspace)}
 	}
-	for _, path := range files {
-		plan, err := loadPlanIn(e, path, *workspace, stderr)
-		if err != nil {
+	libDir := filepath.Dir(files[0]) // subflows are found next to the first flow file
+	for i, path := range files {
+		var plan *flows.Plan
+		if *gitRef != "" {
+			data, dir, err := readAtRef(ctx, path, *gitRef, i == 0, log)
+			if err != nil {
+				return err
+			}
+			if dir != "" {
+				defer os.RemoveAll(dir)
+				libDir = dir
+			}
+			plan, err = compileFile(e, path+"@"+*gitRef, *workspace, data, stderr)
+			if err != nil {
+				return err
+			}
+		} else if plan, err = loadPlanIn(e, path, *workspace, stderr); err != nil {
 			return err
 		}
 		for n := range plan.Nodes {
@@ -288,8 +309,8 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	start := time.Now()
 	w := e.NewWorker(engine.WorkerOptions{Flows: ids, Grace: *grace, Nodes: poolNodes})
-	// Subflows are found next to the first flow file; the worker serves them too.
-	attach(ctx, env, rdb, e, &store.Library{Dir: filepath.Dir(files[0])}, w)
+	// Subflows are found next to the first flow file (at the ref); the worker serves them too.
+	attach(ctx, env, rdb, e, &store.Library{Dir: libDir}, w)
 	var served chan error
 	if metrics != nil {
 		metrics.SetStateCache(e.StateCacheStats)
@@ -401,4 +422,32 @@ func sortedSet(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// readAtRef reads a flow file as git ref has it, in the repository the file's folder is
+// in. With snapshot, it also writes the folder's flows at the ref into a new directory
+// (subflows are looked for there), returned for the caller to remove.
+func readAtRef(_ context.Context, path, ref string, snapshot bool, log *slog.Logger) (data []byte, dir string, err error) {
+	repo, err := store.OpenGitRepo(filepath.Dir(path))
+	if err != nil {
+		return nil, "", &exitError{code: 2, err: err}
+	}
+	commit, err := repo.Resolve(ref)
+	if err != nil {
+		return nil, "", &exitError{code: 2, err: err}
+	}
+	if data, err = repo.ReadAt(commit, filepath.Base(path)); err != nil {
+		return nil, "", &exitError{code: 2, err: err}
+	}
+	log.Info("git: reading the flow at a ref", "file", path, "ref", ref, "commit", commit[:12])
+	if snapshot {
+		if dir, err = os.MkdirTemp("", "sluice-flows-"); err != nil {
+			return nil, "", err
+		}
+		if err := repo.Snapshot(commit, dir); err != nil {
+			os.RemoveAll(dir)
+			return nil, "", err
+		}
+	}
+	return data, dir, nil
 }

@@ -38,6 +38,8 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	sessionLifetime := fs.Duration("session-lifetime", envDuration("SLUICE_SESSION_LIFETIME", 7*24*time.Hour), "a signed-in browser's session ends this long after sign-in (env SLUICE_SESSION_LIFETIME)")
 	sessionIdle := fs.Duration("session-idle", envDuration("SLUICE_SESSION_IDLE", 12*time.Hour), "a session with no request for this long ends (env SLUICE_SESSION_IDLE)")
 	secureCookies := fs.Bool("secure-cookies", os.Getenv("SLUICE_SECURE_COOKIES") == "true", "mark cookies Secure on plain HTTP too: a proxy in front terminates TLS (env SLUICE_SECURE_COOKIES=true)")
+	gitCommit := fs.Bool("git-commit", os.Getenv("SLUICE_GIT_COMMIT") == "true", "commit every save of a flow (its file and cases) to the git repository --flows is in, by whoever saved (env SLUICE_GIT_COMMIT=true); see docs/environments.md")
+	gitRef := fs.String("git-ref", envOr("SLUICE_GIT_REF", ""), "serve the flows as they are at this git ref (a branch, tag or commit) of the repository --flows is in, read-only: a branch is followed as it moves (env SLUICE_GIT_REF)")
 	auditRetention := fs.Duration("audit-retention", envDuration("SLUICE_AUDIT_RETENTION", 90*24*time.Hour), "how long the audit log keeps an entry (env SLUICE_AUDIT_RETENTION)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sluice serve [flags]\n\nServes the flow editor, the JSON API and health on --addr.\n\nFlags:")
@@ -99,6 +101,39 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var repo *store.GitRepo
+	if *gitCommit || *gitRef != "" {
+		if *gitCommit && *gitRef != "" {
+			return &exitError{code: 2, err: errors.New("--git-commit and --git-ref: a serve of a ref is read-only; choose one")}
+		}
+		if repo, err = store.OpenGitRepo(*dir); err != nil {
+			return &exitError{code: 2, err: err}
+		}
+	}
+	if *gitRef != "" {
+		snap, err := os.MkdirTemp("", "sluice-flows-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(snap)
+		commit, err := followRef(repo, *gitRef, snap, "", log)
+		if err != nil {
+			return &exitError{code: 2, err: err}
+		}
+		lib = &store.Library{Dir: snap, ReadOnly: fmt.Sprintf("this server serves git ref %q of the flows repository, read-only: commit your change to the repository instead", *gitRef)}
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(2 * time.Second):
+				}
+				if c, err := followRef(repo, *gitRef, snap, commit, log); err == nil {
+					commit = c
+				}
+			}
+		}()
+	}
 	// Every flow of the library has a blocking reader per worker, each holding a
 	// connection for its block time: the pool is sized for a few hundred flows.
 	rdb, err := store.Open(ctx, store.Options{URL: *redisURL, PoolSize: 256})
@@ -151,12 +186,38 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	go func() { defer bg.Done(); _ = br.Run(ctx) }()
 
 	cfg.Embedded = rdb.Embedded()
-	srv := server.New(cfg, server.Deps{Redis: rdb, Library: lib, Engine: e, Sync: libSync, Metrics: metrics, MCPTools: env, Version: version, Files: fileStore(env), Grader: env})
+	deps := server.Deps{Redis: rdb, Library: lib, Engine: e, Sync: libSync, Metrics: metrics, MCPTools: env, Version: version, Files: fileStore(env), Grader: env}
+	if *gitCommit {
+		deps.Git = repo
+		log.Info("git: saves are committed", "repository", repo.Root())
+	}
+	srv := server.New(cfg, deps)
 	err = srv.Run(ctx, func(a net.Addr) {
 		log.Info("sluice is serving", "url", "http://"+displayAddr(*addr, a), "flows", lib.Dir, "workers", *workers, "auth", *token != "")
 	})
 	bg.Wait()
 	return err
+}
+
+// followRef writes the flows of git ref into dir when the ref names another commit
+// than last, and returns the commit it names.
+func followRef(repo *store.GitRepo, ref, dir, last string, log *slog.Logger) (string, error) {
+	commit, err := repo.Resolve(ref)
+	if err != nil {
+		if last != "" {
+			log.Warn("git: cannot resolve the ref served; serving its last commit", "ref", ref, "commit", last[:12], "error", err)
+		}
+		return last, err
+	}
+	if commit == last {
+		return commit, nil
+	}
+	if err := repo.Snapshot(commit, dir); err != nil {
+		log.Warn("git: cannot read the ref's flows", "ref", ref, "commit", commit[:12], "error", err)
+		return last, err
+	}
+	log.Info("git: serving the flows of a ref", "ref", ref, "commit", commit[:12])
+	return commit, nil
 }
 
 // watchLibrary publishes new and changed flow files every two seconds.

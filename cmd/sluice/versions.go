@@ -222,8 +222,16 @@ Flags:
 	} else if flows.ErrorCode(err) != flows.NotFound {
 		return err
 	}
+	previous, _ := e.Redis().CurrentVersion(ctx, flow)
 	if err := e.PublishWithMessage(ctx, p, *message); err != nil {
 		return err
+	}
+	// A rollback is a promotion into the first environment: recorded as one.
+	if envs, err := e.Environments(ctx, store.WorkspaceOf(flow)); err == nil {
+		if _, err := e.Promote(ctx, flow, envs[0].Name, engine.PromoteOptions{Version: p.Version, Previous: previous, By: cliUser(),
+			Message: *message, Test: &store.PromotionTest{Gate: "skipped"}}); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(stdout, "flow %s: version %.12s is current\n", flow, p.Version)
 	if wrote {

@@ -37,6 +37,10 @@ type StartOptions struct {
 	ReplayOf string
 	// KeysOf is the run whose idempotency keys this run's calls send ("" its own).
 	KeysOf string
+	// Environment names the environment whose version plan is, when the run was
+	// started through one: the run records it, and its subflows run that
+	// environment's versions of their flows.
+	Environment string
 	// At, when set, starts the run at that node instead of the entry node, and the input
 	// is the whole state the node sees (over the flow's declared defaults), not the entry
 	// node's input: a test case of one node starts there with a recorded state and pays
@@ -191,6 +195,9 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	}
 	if !opts.Tick.IsZero() {
 		fields = append(fields, "tick", strconv.FormatInt(opts.Tick.UnixMilli(), 10))
+	}
+	if opts.Environment != "" {
+		fields = append(fields, "env", opts.Environment)
 	}
 	if opts.ReplayOf != "" {
 		fields = append(fields, "replay_of", opts.ReplayOf)

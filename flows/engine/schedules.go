@@ -136,7 +136,8 @@ func (s *Scheduler) cron(sc flows.Schedule) (*flows.Cron, error) {
 }
 
 func (s *Scheduler) tickFlow(ctx context.Context, flow string) (time.Time, error) {
-	plan, err := s.e.CurrentPlan(ctx, flow)
+	// The schedules of the last environment with a version run (docs/environments.md).
+	plan, env, err := s.e.SchedulePlan(ctx, flow)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -183,7 +184,7 @@ func (s *Scheduler) tickFlow(ctx context.Context, flow string) (time.Time, error
 		}
 		// Only the latest due tick runs: ticks missed while nothing was running are
 		// folded into it.
-		if err := s.fire(ctx, plan, i, sc, c, key, prev); err != nil && firstErr == nil {
+		if err := s.fire(ctx, plan, env, i, sc, c, key, prev); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
@@ -205,7 +206,7 @@ func claimFor(c *flows.Cron, tick time.Time) time.Duration {
 	return ttl
 }
 
-func (s *Scheduler) fire(ctx context.Context, plan *flows.Plan, i int, sc flows.Schedule, c *flows.Cron, key string, tick time.Time) error {
+func (s *Scheduler) fire(ctx context.Context, plan *flows.Plan, env string, i int, sc flows.Schedule, c *flows.Cron, key string, tick time.Time) error {
 	// The first scheduler to claim the tick says how many partitions its run is placed
 	// over; every other one places it there too, so the start script sees them all.
 	parts, err := s.e.rdb.ClaimTick(ctx, plan.Flow, key, tick, s.e.partitions(plan), claimFor(c, tick))
@@ -223,7 +224,7 @@ func (s *Scheduler) fire(ctx context.Context, plan *flows.Plan, i int, sc flows.
 	if len(input) == 0 {
 		input = json.RawMessage("{}")
 	}
-	_, err = s.e.Start(ctx, plan, input, StartOptions{RunID: id, Trigger: fmt.Sprintf("schedule:%d", i), Tick: tick, Partitions: parts})
+	_, err = s.e.Start(ctx, plan, input, StartOptions{RunID: id, Trigger: fmt.Sprintf("schedule:%d", i), Tick: tick, Partitions: parts, Environment: env})
 	switch {
 	case err == nil:
 		s.log.Info("schedule started a run", "flow", plan.Flow, "schedule", i, "cron", sc.Cron, "tick", tick.Format(time.RFC3339), "run", id)
@@ -265,13 +266,13 @@ type ScheduleView struct {
 	Runs []*store.Run `json:"runs"`
 }
 
-// Schedules describes the schedules of a flow's current version: next fire times, pause
-// and recent runs.
+// Schedules describes the schedules that run for a flow (those of SchedulePlan's
+// version): next fire times, pause and recent runs.
 func (e *Engine) Schedules(ctx context.Context, flow string, nextN, runsN int) (version string, out []ScheduleView, err error) {
 	if !flows.ValidFlowID(flow) {
 		return "", nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: "no such flow"}
 	}
-	plan, err := e.CurrentPlan(ctx, flow)
+	plan, _, err := e.SchedulePlan(ctx, flow)
 	if err != nil {
 		return "", nil, err
 	}
@@ -316,18 +317,18 @@ func (e *Engine) Schedules(ctx context.Context, flow string, nextN, runsN int) (
 	return plan.Version, out, nil
 }
 
-// scheduleKey finds schedule n of the flow's current version.
+// scheduleKey finds schedule n of the version whose schedules run.
 func (e *Engine) scheduleKey(ctx context.Context, flow string, n int) (string, error) {
 	if !flows.ValidFlowID(flow) {
 		return "", &flows.Error{Code: flows.NotFound, Flow: flow, Message: "no such flow"}
 	}
-	plan, err := e.CurrentPlan(ctx, flow)
+	plan, _, err := e.SchedulePlan(ctx, flow)
 	if err != nil {
 		return "", err
 	}
 	if n < 0 || n >= len(plan.Settings.Schedules) {
 		return "", &flows.Error{Code: flows.NotFound, Flow: flow, Path: fmt.Sprintf("settings.schedules[%d]", n),
-			Message: fmt.Sprintf("the flow's current version has %d schedule(s); there is no schedule %d", len(plan.Settings.Schedules), n)}
+			Message: fmt.Sprintf("the version whose schedules run has %d schedule(s); there is no schedule %d", len(plan.Settings.Schedules), n)}
 	}
 	return plan.Settings.Schedules[n].Key(), nil
 }

@@ -85,9 +85,21 @@ func (s *Subflows) RunSubflow(ctx context.Context, step *flows.Step, flow string
 	if depth > MaxSubflowDepth {
 		return nil, fail(flows.Invalid, "subflows nest deeper than %d (do flows run each other?)", MaxSubflowDepth)
 	}
-	plan, err := s.plan(ctx, flow)
-	if err != nil {
-		return nil, err
+	// A run started through an environment runs that environment's version of its
+	// subflows, when the child has one there (docs/environments.md).
+	env := ""
+	var plan *flows.Plan
+	if parent, err := s.e.Get(ctx, step.Flow, step.Run); err == nil && parent.Environment != "" {
+		if p, err := s.e.EnvPlan(ctx, flow, parent.Environment); err == nil {
+			plan, env = p, parent.Environment
+		}
+	}
+	if plan == nil {
+		p, err := s.plan(ctx, flow)
+		if err != nil {
+			return nil, err
+		}
+		plan = p
 	}
 	if err := s.serve(flow); err != nil {
 		return nil, err
@@ -106,7 +118,7 @@ func (s *Subflows) RunSubflow(ctx context.Context, step *flows.Step, flow string
 		switch {
 		case flows.ErrorCode(err) == flows.NotFound:
 			// Saved but never started (the worker stopped in between): start it now.
-			if _, err := s.e.Start(ctx, plan, input, StartOptions{RunID: run, Caller: &Caller{Flow: step.Flow, Run: step.Run, Node: step.Node}}); err != nil && flows.ErrorCode(err) != flows.Conflict {
+			if _, err := s.e.Start(ctx, plan, input, StartOptions{RunID: run, Caller: &Caller{Flow: step.Flow, Run: step.Run, Node: step.Node}, Environment: env}); err != nil && flows.ErrorCode(err) != flows.Conflict {
 				return nil, err
 			}
 		case err != nil:
@@ -126,7 +138,7 @@ func (s *Subflows) RunSubflow(ctx context.Context, step *flows.Step, flow string
 				return nil, err
 			}
 		}
-		if _, err := s.e.Start(ctx, plan, input, StartOptions{RunID: run, Caller: &Caller{Flow: step.Flow, Run: step.Run, Node: step.Node}}); err != nil {
+		if _, err := s.e.Start(ctx, plan, input, StartOptions{RunID: run, Caller: &Caller{Flow: step.Flow, Run: step.Run, Node: step.Node}, Environment: env}); err != nil {
 			if flows.ErrorCode(err) == flows.Invalid {
 				return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: step.Node, Path: "params.input",
 					Message: fmt.Sprintf("subflow %q refused its input", flow), Err: err})

@@ -17,7 +17,12 @@ func (e *Engine) makeCurrent(ctx context.Context, p *flows.Plan, message string)
 	// A flow with schedules, even disabled ones, is looked at by the schedulers: they move
 	// the marker of a disabled or paused schedule past its ticks, so that enabling it
 	// later does not run a tick from while it was off.
-	scheduled := len(p.Settings.Schedules) > 0
+	// With environments, the schedules that run may be another environment's version's
+	// (SchedulePlan): the flow stays looked at while any of them has schedules.
+	scheduled, err := e.scheduled(ctx, p.Flow, p, true)
+	if err != nil {
+		return err
+	}
 	return e.rdb.SetCurrent(ctx, p.Flow, p.Version, store.CurrentOptions{Message: message, Scheduled: scheduled})
 }
 
@@ -51,6 +56,8 @@ type Version struct {
 	Name  string       `json:"name,omitempty"`
 	Nodes int          `json:"nodes"`
 	Stats *VersionRuns `json:"runs,omitempty"`
+	// Environments are the environments that point at this version, in promotion order.
+	Environments []string `json:"environments,omitempty"`
 }
 
 // VersionHistory is a flow's versions, newest first.
@@ -60,6 +67,9 @@ type VersionHistory struct {
 	Versions []Version `json:"versions"`
 	// RunsLooked is how many of the flow's newest runs the figures are from.
 	RunsLooked int `json:"runs_looked"`
+	// Environments are the workspace's environments, in promotion order, with the
+	// version each points at (docs/environments.md).
+	Environments []EnvState `json:"environments"`
 }
 
 // statsWindow is how many of a flow's newest runs per-version figures are taken from.
@@ -85,9 +95,18 @@ func (e *Engine) Versions(ctx context.Context, flow string) (*VersionHistory, er
 		return nil, err
 	}
 	stats := runStats(sums)
-	h := &VersionHistory{Flow: flow, Current: current, RunsLooked: len(sums), Versions: make([]Version, 0, len(infos))}
+	envs, err := e.FlowEnvironments(ctx, flow)
+	if err != nil {
+		return nil, err
+	}
+	h := &VersionHistory{Flow: flow, Current: current, RunsLooked: len(sums), Versions: make([]Version, 0, len(infos)), Environments: envs}
 	for _, vi := range infos {
 		v := Version{VersionInfo: vi, Stats: stats[vi.Version]}
+		for _, x := range envs {
+			if x.Version == vi.Version {
+				v.Environments = append(v.Environments, x.Name)
+			}
+		}
 		if doc, err := e.rdb.VersionDoc(ctx, flow, vi.Version); err == nil {
 			var head struct {
 				Name  string            `json:"name"`

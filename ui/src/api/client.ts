@@ -5,7 +5,7 @@ import type { Pin } from "../flow/pins";
 import type { ComponentSpec, FlowDocument, Problem } from "../flow/types";
 import type { SavedSchedule } from "../flow/schedules";
 import type { VersionDiff } from "../flow/versions";
-import type { Checkpoint, DeadLetter, FlowQueues, ImportReport, RolledBack, Run, Trial, VersionDetail, VersionHistory, Retried, Comparison } from "./types";
+import type { Checkpoint, DeadLetter, FlowQueues, ImportReport, Promoted, RolledBack, Run, Trial, VersionDetail, VersionHistory, Retried, Comparison } from "./types";
 
 /** An error answer of the API: {"error": {status, code, message, problems?}}. */
 export class ApiError extends Error {
@@ -179,6 +179,9 @@ export const api = {
   versionDiff: (flow: string, from: string, to: string) =>
     call<VersionDiff>("GET", `${flowURL(flow)}/versions/${encodeURIComponent(from)}/diff?to=${encodeURIComponent(to)}`),
   rollback: (flow: string, version: string, message?: string) => call<RolledBack>("POST", `${flowURL(flow)}/rollback`, { version, message }),
+  /** Points environment env at version, after its gate (docs/environments.md). */
+  promote: (flow: string, env: string, version: string, message?: string) =>
+    call<Promoted>("POST", `${flowURL(flow)}/environments/${encodeURIComponent(env)}/promote`, { version, message }),
   schedules: (flow: string) => call<ScheduleList>("GET", `${flowURL(flow)}/schedules?next=3&runs=5`),
   pauseSchedule: (flow: string, n: number) => call<SavedSchedule>("POST", `${flowURL(flow)}/schedules/${n}/pause`),
   resumeSchedule: (flow: string, n: number) => call<SavedSchedule>("POST", `${flowURL(flow)}/schedules/${n}/resume`),

@@ -184,6 +184,49 @@ export interface VersionInfo {
   name?: string;
   nodes: number;
   runs?: VersionRuns;
+  /** The environments that point at this version, in promotion order. */
+  environments?: string[];
+}
+
+/** What a promotion's gate found (docs/environments.md). */
+export interface PromotionTest {
+  gate: "passed" | "failed" | "no cases" | "off" | "skipped";
+  cases?: number;
+  passed?: number;
+  failing?: string[];
+}
+
+/** One move of an environment to a version: who, when, with which test result. */
+export interface Promotion {
+  id: string;
+  at: string;
+  environment: string;
+  version: string;
+  previous?: string;
+  from?: string;
+  by: string;
+  message?: string;
+  test?: PromotionTest;
+}
+
+/** One of the workspace's environments, and where it points for the flow. */
+export interface EnvState {
+  name: string;
+  gate?: boolean;
+  require_cases?: boolean;
+  role?: string;
+  /** Saving lands here. */
+  first?: boolean;
+  version?: string;
+  /** Its version's schedules are the ones that run. */
+  schedules?: boolean;
+  last?: Promotion;
+}
+
+export interface Promoted {
+  flow: string;
+  promotion: Promotion;
+  file_written?: boolean;
 }
 
 export interface VersionHistory {
@@ -191,6 +234,7 @@ export interface VersionHistory {
   current?: string;
   runs_looked: number;
   versions: VersionInfo[];
+  environments?: EnvState[];
 }
 
 export interface VersionDetail extends VersionInfo {

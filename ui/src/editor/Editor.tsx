@@ -956,6 +956,7 @@ function Editor({ data }: { data: EditorData }) {
                   onOpen={(v) => void openVersion(v)}
                   onCompare={(a, b) => void compare(a, b)}
                   onRollback={(v) => void rollback(v)}
+                  canPromote={canEdit}
                 />
               </>
             )}

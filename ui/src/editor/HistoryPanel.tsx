@@ -1,9 +1,9 @@
 // The flow's version history: each saved version with its time, note and run figures;
-// open one read-only, compare any two on the canvas, roll back. The note typed here goes
-// with the next save.
+// open one read-only, compare any two on the canvas, roll back, promote to an
+// environment (docs/environments.md). The note typed here goes with the next save.
 import { useCallback, useEffect, useState } from "react";
 import { api, ApiError } from "../api/client";
-import type { VersionHistory, VersionInfo } from "../api/types";
+import type { EnvState, VersionHistory, VersionInfo } from "../api/types";
 import { fromNow } from "../flow/schedules";
 import { testsApi, type LastResult } from "../api/tests";
 import { summaryLine } from "../flow/tests";
@@ -21,9 +21,11 @@ interface Props {
   onOpen: (v: VersionInfo) => void;
   onCompare: (from: VersionInfo, to: VersionInfo) => void;
   onRollback: (v: VersionInfo) => void;
+  /** False when the person may not change flows (promoting needs at least an editor, unless an environment says otherwise). */
+  canPromote?: boolean;
 }
 
-export function HistoryPanel({ flow, isNew, savedAt, note, onNote, open, onOpen, onCompare, onRollback }: Props) {
+export function HistoryPanel({ flow, isNew, savedAt, note, onNote, open, onOpen, onCompare, onRollback, canPromote = true }: Props) {
   const [h, setH] = useState<VersionHistory | undefined>();
   const [error, setError] = useState<string | undefined>();
   // Each version's last test result (the Tests tab, sluice test): best effort.
@@ -40,6 +42,29 @@ export function HistoryPanel({ flow, isNew, savedAt, note, onNote, open, onOpen,
     );
   }, [flow, isNew]);
   useEffect(load, [load, savedAt]);
+  // What the last promotion said: done, or refused by its gate (the failing cases).
+  const [promoted, setPromoted] = useState<{ ok: boolean; text: string } | undefined>();
+  const [promoting, setPromoting] = useState<string | undefined>();
+  const promote = useCallback(
+    async (v: VersionInfo, env: EnvState) => {
+      const gate = env.gate ? " Its gate runs the flow's test cases on the version first." : "";
+      if (!confirm(`Promote version ${short(v.version)} to ${env.name}? New runs through ${env.name} start on it; runs in flight keep theirs.${gate}`)) return;
+      setPromoting(`${v.version}:${env.name}`);
+      setPromoted(undefined);
+      try {
+        const p = await api.promote(flow, env.name, v.version);
+        const t = p.promotion.test;
+        const tested = t?.gate === "passed" ? ` after ${t.passed} of ${t.cases} test cases passed` : t?.gate === "no cases" ? " (the flow has no test cases)" : "";
+        setPromoted({ ok: true, text: `${env.name} now runs ${short(v.version)}${tested}.` });
+      } catch (e) {
+        setPromoted({ ok: false, text: `Not promoted to ${env.name}: ${e instanceof Error ? e.message : String(e)}` });
+      } finally {
+        setPromoting(undefined);
+        load(); // the gate's test is the version's last result, passed or not
+      }
+    },
+    [flow, load],
+  );
 
   const current = h?.versions.find((v) => v.current);
   return (
@@ -58,6 +83,12 @@ export function HistoryPanel({ flow, isNew, savedAt, note, onNote, open, onOpen,
               Refresh
             </button>
           </p>
+          {h.environments && h.environments.length > 0 && <Environments envs={h.environments} />}
+          {promoted && (
+            <p id="promote-result" role="status" className={promoted.ok ? "status-succeeded" : "error"}>
+              {promoted.text}
+            </p>
+          )}
           <ComparePicker versions={h.versions} onCompare={onCompare} />
           <ol className="version-list">
             {h.versions.map((v, i) => {
@@ -67,6 +98,11 @@ export function HistoryPanel({ flow, isNew, savedAt, note, onNote, open, onOpen,
                   <div className="version-head">
                     <code title={v.version}>{short(v.version)}</code>
                     {v.current && <span className="badge badge-current">current</span>}
+                    {(v.environments ?? []).map((env) => (
+                      <span key={env} className="badge badge-env" data-env={env} title={`${env} runs this version`}>
+                        {env}
+                      </span>
+                    ))}
                     <span className="muted small" title={v.saved_at ? new Date(v.saved_at).toLocaleString() : ""}>
                       {v.saved_at && !v.saved_at.startsWith("0001") ? fromNow(v.saved_at) : "before history was kept"}
                     </span>
@@ -101,6 +137,21 @@ export function HistoryPanel({ flow, isNew, savedAt, note, onNote, open, onOpen,
                         Roll back
                       </button>
                     )}
+                    {(h.environments ?? [])
+                      .filter((env) => !env.first && env.version !== v.version)
+                      .map((env) => (
+                        <button
+                          key={env.name}
+                          type="button"
+                          className="promote"
+                          data-env={env.name}
+                          disabled={!canPromote || promoting !== undefined}
+                          title={!canPromote ? "Promoting needs the editor role (or the environment's own)" : env.gate ? `Promote to ${env.name}: the flow's test cases must pass on it first` : `Promote to ${env.name}`}
+                          onClick={() => void promote(v, env)}
+                        >
+                          {promoting === `${v.version}:${env.name}` ? `Promoting to ${env.name}…` : `Promote to ${env.name}`}
+                        </button>
+                      ))}
                   </div>
                 </li>
               );
@@ -109,6 +160,28 @@ export function HistoryPanel({ flow, isNew, savedAt, note, onNote, open, onOpen,
         </>
       )}
     </div>
+  );
+}
+
+/** Each environment, the version it runs and its last promotion. */
+function Environments({ envs }: { envs: EnvState[] }) {
+  return (
+    <ul className="environments small" aria-label="environments">
+      {envs.map((env) => (
+        <li key={env.name} data-env={env.name} data-version={env.version ?? ""}>
+          <span className="badge badge-env">{env.name}</span> {env.version ? <code title={env.version}>{short(env.version)}</code> : <span className="muted">no version yet</span>}
+          {env.first && <span className="muted"> · saving lands here</span>}
+          {env.gate && <span className="muted"> · gated by the test cases</span>}
+          {env.schedules && <span className="muted"> · runs the schedules</span>}
+          {env.last && (
+            <span className="muted" title={new Date(env.last.at).toLocaleString()}>
+              {" "}
+              · promoted by {env.last.by} {fromNow(env.last.at)}
+            </span>
+          )}
+        </li>
+      ))}
+    </ul>
   );
 }
 

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+// sluiceCmd runs the binary with env and returns its combined output and exit code.
+func sluiceCmd(t *testing.T, env []string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}
+
+// sluice promote on Redis directly: the gate runs the flow's cases (FLOW.cases.json in
+// --flows) with in-process workers; a version whose case fails is refused (exit 1,
+// naming the case) and prod stays; the older version passes and is promoted. Rolling
+// back dev is promoting an older version there, and rewrites the file.
+func TestSluicePromoteOnRedisRunsTheGate(t *testing.T) {
+	r := storetest.Real(t)
+	dir := t.TempDir()
+	id, path := writeExampleFlow(t, dir, "linear", nil)
+	storetest.DeleteFlowKeys(t, r, id)
+	os.WriteFile(filepath.Join(dir, id+".cases.json"), []byte(`{"sluice_cases": 1, "cases": [
+	  {"id": "ada-shouted", "input": {"name": "Ada"}, "expect": [{"path": ".greeting", "equals": "HELLO, ADA!"}]}]}`), 0o644)
+	e := engine.New(r, registry(nil), engine.Options{})
+	ctx := context.Background()
+	publish := func() *flows.Plan {
+		b, _ := os.ReadFile(path)
+		p, _, err := e.Compile(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Publish(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	v1 := publish()
+	b, _ := os.ReadFile(path)
+	os.WriteFile(path, bytes.Replace(b, []byte(`ascii_upcase`), []byte(`ascii_downcase`), 1), 0o644)
+	v2 := publish()
+	env := []string{"REDIS_URL=" + storetest.URL(), "SLUICE_URL="}
+
+	out, code := sluiceCmd(t, env, "promote", "--flows", dir, id, "--to", "prod")
+	if code != 1 || !strings.Contains(out, "1 of 1 test cases fail: ada-shouted") || !strings.Contains(out, v2.Version[:12]) {
+		t.Fatalf("promoting dev's v2 (its case fails): exit %d\n%s", code, out)
+	}
+	if _, err := e.EnvVersion(ctx, id, "prod"); flows.ErrorCode(err) != flows.NotFound {
+		t.Errorf("prod after the refused promotion: %v, want no version", err)
+	}
+	out, code = sluiceCmd(t, env, "promote", "--flows", dir, id, v1.Version[:9], "--to", "prod", "--message", "release 1")
+	if code != 0 || !strings.Contains(out, "prod now runs version "+v1.Version[:12]) || !strings.Contains(out, "gate: 1 of 1 test cases passed") {
+		t.Fatalf("promoting v1: exit %d\n%s", code, out)
+	}
+	if got, _ := e.EnvVersion(ctx, id, "prod"); got != v1.Version {
+		t.Errorf("prod is %.12s, want v1 %.12s", got, v1.Version)
+	}
+	ps, _ := e.Promotions(ctx, id, "prod", 10)
+	if len(ps) != 1 || ps[0].Message != "release 1" || !strings.HasPrefix(ps[0].By, "cli") || ps[0].Test == nil || ps[0].Test.Passed != 1 {
+		t.Errorf("the promotion recorded %+v", ps)
+	}
+	// Rollback is promoting an older version: v1 into dev rewrites the file.
+	if out, code = sluiceCmd(t, env, "promote", "--flows", dir, id, v1.Version, "--to", "dev"); code != 0 || !strings.Contains(out, "wrote it to the flow's file") {
+		t.Fatalf("promoting v1 into dev: exit %d\n%s", code, out)
+	}
+	if b, _ := os.ReadFile(path); !bytes.Contains(b, []byte("ascii_upcase")) {
+		t.Errorf("the file is not v1's after promoting v1 into dev: %s", b)
+	}
+	if got, _ := r.CurrentVersion(ctx, id); got != v1.Version {
+		t.Errorf("current is %.12s, want v1", got)
+	}
+	if out, code = sluiceCmd(t, env, "promote", id, "--to", "staging"); code != 1 || !strings.Contains(out, `no environment "staging"`) {
+		t.Errorf("an environment the workspace lacks: exit %d\n%s", code, out)
+	}
+	if out, code = sluiceCmd(t, env, "promote", id); code != 2 {
+		t.Errorf("without --to: exit %d\n%s", code, out)
+	}
+}
+
+// sluice promote --server asks a serve: the promotion is recorded as the key's and in
+// the audit log; a wrong token is refused.
+func TestSluicePromoteThroughAServe(t *testing.T) {
+	storetest.Real(t)
+	dir := t.TempDir()
+	id, _ := writeExampleFlow(t, dir, "linear", nil)
+	const token = "promote-test-token-8c1"
+	p := start(t, []string{"REDIS_URL=" + storetest.URL(), "SLUICE_TOKEN=" + token}, "serve", "--addr", "127.0.0.1:0", "--flows", dir)
+	base := p.waitLine(t, servingLine, 30*time.Second)[1]
+	env := []string{"REDIS_URL=", "SLUICE_URL=" + base, "SLUICE_TOKEN=" + token}
+
+	out, code := sluiceCmd(t, env, "promote", id, "--to", "prod", "--json")
+	var res promoteResult
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Promotion.Environment != "prod" || res.Promotion.By != "SLUICE_TOKEN" || res.Promotion.From != "dev" {
+		t.Fatalf("promote --server: exit %d\n%s", code, out)
+	}
+	req, _ := http.NewRequest("GET", base+"/api/flows/"+id+"/environments", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var envs struct {
+		Environments []engine.EnvState `json:"environments"`
+	}
+	json.NewDecoder(resp.Body).Decode(&envs)
+	resp.Body.Close()
+	if len(envs.Environments) != 2 || envs.Environments[1].Version != res.Promotion.Version || envs.Environments[0].Version != res.Promotion.Version {
+		t.Errorf("environments after the promotion: %+v", envs.Environments)
+	}
+	if out, code := sluiceCmd(t, []string{"REDIS_URL=", "SLUICE_URL=" + base, "SLUICE_TOKEN=wrong"}, "promote", id, "--to", "prod"); code == 0 || !strings.Contains(out, "401") {
+		t.Errorf("a wrong token: exit %d\n%s", code, out)
+	}
+}
