@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"strings"
 	"time"
 
@@ -78,6 +79,10 @@ func (c *committer) run(ctx context.Context) {
 		case r := <-c.ch:
 			batch = append(batch, r)
 		}
+		// Let the steps that woke this loop (or that its last replies let go on) queue
+		// their commits too: under load the batches grow, and with nothing else to run
+		// this returns at once.
+		runtime.Gosched()
 	fill:
 		for len(batch) < maxCommitBatch {
 			select {

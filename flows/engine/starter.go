@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 
@@ -66,6 +67,9 @@ func (s *starter) run() {
 	spare, args, live := s.spare, s.args, s.live // the last batch's slice: the queue grows into it again
 	s.mu.Unlock()
 	for {
+		// Let the starters this batch's replies woke queue their next starts first:
+		// under load the batches grow, and with nothing else to run this returns at once.
+		runtime.Gosched()
 		s.mu.Lock()
 		batch := s.queue
 		if len(batch) == 0 {
