@@ -219,12 +219,14 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	if err != nil {
 		return "", err
 	}
-	e.tellWorkers(plan.Flow, part)
+	// A state is kept in this process only when a worker here may run the run's steps
+	// (an API process whose workers run elsewhere would only fill its cache).
+	local := e.tellWorkers(plan.Flow, part)
 	traceFields, tp := runTraceFields(ctx, plan.Flow)
 	fields = append(fields, traceFields...)
 	args := store.StartArgs{Flow: plan.Flow, Run: id, Part: part, Version: plan.Version, State: stateJSON,
 		Checkpoint: cp, Entries: []string{entry}, Fields: fields, Trace: tp, Fresh: opts.RunID == ""}
-	if args.Fresh {
+	if args.Fresh && local {
 		// The state is kept under the first checkpoint before the start is sent: a
 		// worker of this process may read the first activation before the reply comes.
 		args.Ckpt = store.FirstCkptID()
@@ -241,7 +243,7 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	if err != nil {
 		return "", err
 	}
-	if ckpt != args.Ckpt {
+	if local && ckpt != args.Ckpt {
 		e.cache.putJSON(id, ckpt, state, stateJSON)
 	}
 	return id, nil

@@ -394,18 +394,23 @@ func (w *Worker) settingsOf(flow string) flows.Settings {
 // that serves the flow and does not read that partition yet loads the flow again at
 // once, instead of at its next refresh (WorkerOptions.Refresh, which other processes
 // still wait for). A flow's first run in `sluice test` or `sluice run` waited for it.
-func (e *Engine) tellWorkers(flow string, part int) {
+// It reports whether any of them serves the flow.
+func (e *Engine) tellWorkers(flow string, part int) (served bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for w := range e.workers {
-		w.changed(flow, part)
+		if w.changed(flow, part) {
+			served = true
+		}
 	}
+	return served
 }
 
 // changed starts a reload of a served flow when this process stored a version of it
 // (part -1) or placed a run on a partition the worker does not read. A reload asked for
 // while one waits to begin is that one.
-func (w *Worker) changed(flow string, part int) {
+// It reports whether the worker serves the flow.
+func (w *Worker) changed(flow string, part int) bool {
 	w.cat.mu.Lock()
 	s := w.cat.served[flow]
 	need := s != nil && !s.reload && (part < 0 || !slices.Contains(s.parts, part))
@@ -414,7 +419,7 @@ func (w *Worker) changed(flow string, part int) {
 	}
 	w.cat.mu.Unlock()
 	if !need {
-		return
+		return s != nil
 	}
 	w.mu.Lock()
 	ctx := w.ctx
@@ -430,6 +435,7 @@ func (w *Worker) changed(flow string, part int) {
 		w.ensureReaders()
 		w.poke() // a reader with nothing to read waits for this
 	}()
+	return true
 }
 
 // attach and detach keep the engine's list of running workers, which Cancel tells.
