@@ -72,7 +72,9 @@ func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.
 			return nil, flows.Permanent(&flows.Error{Code: flows.TooLarge, Node: node.ID, Err: err})
 		}
 	}
-	if res.Output != nil {
+	if m, ok := res.Output.(map[string]any); ok && len(m) == 0 {
+		cp.Output = jsonEmptyObject[:2:2] // a no-op transform's: no encoding
+	} else if res.Output != nil {
 		if cp.Output, err = json.Marshal(flows.JSONValue(res.Output)); err != nil {
 			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Message: "the output is not JSON", Err: err})
 		}
@@ -87,7 +89,7 @@ func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.
 	if res.Final {
 		b.step.Final = cp.Output
 		if b.step.Final == nil {
-			b.step.Final = []byte("null")
+			b.step.Final = jsonNull[:4:4]
 		}
 	}
 	var succ []string
@@ -102,6 +104,13 @@ func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.
 	b.step.Event = stepEvent(cp.Kind, dur, res)
 	return b, nil
 }
+
+// jsonEmptyObject and jsonNull are shared JSON values, never written to (sliced to
+// their length, an append copies them).
+var (
+	jsonEmptyObject = []byte("{}")
+	jsonNull        = []byte("null")
+)
 
 // stepEvent is the live event of a finished step, {"duration_ms", "kind", "status"} and
 // what else the step has to say (usage, a prompt, its ports, a pin), encoded as

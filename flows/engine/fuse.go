@@ -45,6 +45,9 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 		return nil
 	}
 	var fused []fusedStep
+	if n := cap(c.Steps) - 1; n > 0 {
+		fused = make([]fusedStep, 0, n) // sized as the commit's steps (chainLen)
+	}
 	a, state, stateJSON := j.a, b.newState, b.step.State
 	for k := 1; k <= maxFused; k++ {
 		if len(c.Transitions) != 1 {
@@ -60,9 +63,8 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 		}
 		na := store.Activation{Flow: a.Flow, Part: a.Part, Node: act.Node, ID: a.ID, Run: a.Run, Version: a.Version,
 			Tok: act.Tokens, Depth: a.Depth + k, Deliveries: 1, Trace: a.Trace}
-		nj := &job{a: na, plan: j.plan, node: node, state: state, stateJSON: stateJSON, stateChecked: true,
-			step: &flows.Step{Flow: a.Flow, Run: a.Run, Node: act.Node, Version: a.Version, Depth: na.Depth, Attempt: 1, Branch: na.Tok, State: state, Input: state, Tools: node.Tools,
-				Emit: func(kind string, data any) { w.e.events.emit(a.Ref(), act.Node, kind, data) }}}
+		nj := w.e.newJob(na, j.plan, node, state)
+		nj.stateJSON, nj.stateChecked = stateJSON, true
 		if node.Input != nil {
 			in, err := node.Input.First(w.hard, state, state)
 			if err != nil {

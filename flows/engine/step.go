@@ -52,7 +52,8 @@ type job struct {
 	stateJSON    []byte
 	stateChecked bool
 	join         *joined
-	step         *flows.Step
+	step         *flows.Step // &stepv
+	stepv        flows.Step
 	pin          *Pin // the node's output is pinned for this run: the component does not run
 	// emitted is set once the step emitted a live event (withAnnounce): its commit
 	// waits until those are in Redis (eventBatcher.barrier).
@@ -61,6 +62,17 @@ type job struct {
 	// nil while tracing is off.
 	ctx  context.Context
 	span trace.Span
+}
+
+// newJob is the job of activation a of node, reading state: its step (j.step) has the
+// activation's coordinates and emits its node's live events.
+func (e *Engine) newJob(a store.Activation, plan *flows.Plan, node *flows.PlanNode, state map[string]any) *job {
+	j := &job{a: a, plan: plan, node: node, state: state}
+	j.stepv = flows.Step{Flow: a.Flow, Run: a.Run, Node: a.Node, Version: a.Version, Depth: a.Depth, Attempt: a.Deliveries, Branch: a.Tok,
+		State: state, Input: state, Tools: node.Tools}
+	j.stepv.Emit = func(kind string, data any) { e.events.emit(j.a.Ref(), j.a.Node, kind, data) }
+	j.step = &j.stepv
+	return j
 }
 
 // place is where the job's step sits, for routing.
@@ -219,7 +231,9 @@ func (w *Worker) gate(a store.Activation, pre preloaded) gateVerdict {
 		}
 		return fail(plan, node, err)
 	}
-	step := &flows.Step{Flow: a.Flow, Run: a.Run, Node: a.Node, Version: a.Version, Depth: a.Depth, Attempt: a.Deliveries, Branch: a.Tok, State: state, Input: state, Tools: node.Tools}
+	j := e.newJob(a, plan, node, state)
+	j.stateJSON, j.join = stateJSON, join
+	step := j.step
 	step.KeysOf = keysOf
 	if a.Resume != "" {
 		step.Resume = []byte(a.Resume)
@@ -234,13 +248,12 @@ func (w *Worker) gate(a store.Activation, pre preloaded) gateVerdict {
 	if pin != nil && pin.Recorded != nil {
 		pin = pin.reuse(plan, a.Node, step.Input) // nil: the input or the node changed, so it runs
 	}
-	step.Emit = func(kind string, data any) { e.events.emit(a.Ref(), a.Node, kind, data) }
 	step.SaveTurn = func(ctx context.Context, turn any) error {
 		b, err := json.Marshal(flows.RedactData(flows.JSONValue(turn)))
 		if err != nil {
 			return fmt.Errorf("turn is not JSON: %w", err)
 		}
-		_, err = e.rdb.SaveTurn(ctx, a, w.consumer, b)
+		_, err = e.rdb.SaveTurn(ctx, j.a, w.consumer, b)
 		return err
 	}
 	if a.Deliveries > 1 {
@@ -249,7 +262,8 @@ func (w *Worker) gate(a store.Activation, pre preloaded) gateVerdict {
 			return fail(plan, node, err)
 		}
 	}
-	return gateVerdict{job: &job{a: a, plan: plan, node: node, state: state, stateJSON: stateJSON, join: join, step: step, pin: pin}}
+	j.pin = pin
+	return gateVerdict{job: j}
 }
 
 // loadState returns the state an activation reads: its checkpoint's, or for a join the
