@@ -57,19 +57,29 @@ func (rw *runWatcher) register(ctx context.Context, flow, run string) (chan stru
 	rw.mu.Lock()
 	_, watched := rw.after[part]
 	rw.mu.Unlock()
+	id := ""
 	if !watched {
-		id, err := rw.rdb.PartLastEventID(ctx, part)
-		if err != nil {
+		if id, err = rw.rdb.PartLastEventID(ctx, part); err != nil {
 			return nil, nil, err
 		}
-		rw.mu.Lock()
+	}
+	ch := make(chan struct{}, 1)
+	// The partition's position and its waiter are added at once: the loop drops the
+	// position of a partition nobody waits on.
+	rw.mu.Lock()
+	if _, ok := rw.after[part]; !ok {
+		if id == "" {
+			// Watched when looked at, dropped since: from the newest event on.
+			rw.mu.Unlock()
+			if id, err = rw.rdb.PartLastEventID(ctx, part); err != nil {
+				return nil, nil, err
+			}
+			rw.mu.Lock()
+		}
 		if _, ok := rw.after[part]; !ok {
 			rw.after[part] = id
 		}
-		rw.mu.Unlock()
 	}
-	ch := make(chan struct{}, 1)
-	rw.mu.Lock()
 	if rw.waiters[ref] == nil {
 		rw.waiters[ref] = map[chan struct{}]bool{}
 	}
