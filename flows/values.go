@@ -10,6 +10,9 @@ import (
 // DecodeJSON decodes JSON into plain values (map[string]any, []any, json.Number, string,
 // bool, nil), keeping numbers exact. Trailing data is an error.
 func DecodeJSON(b []byte) (any, error) {
+	if v, ok := decodeFast(b); ok {
+		return v, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var v any

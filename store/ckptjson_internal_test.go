@@ -1,8 +1,12 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
+	"math"
+	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -77,5 +81,163 @@ func TestCheckpointBodyTakesTheHandWrittenPath(t *testing.T) {
 		if _, ok := appendBody(nil, &tc.b); ok != tc.hand {
 			t.Errorf("%+v: by hand %v, want %v", tc.b, ok, tc.hand)
 		}
+	}
+}
+
+// TestStepEventsAreWhatEncodingJSONWrites pins the hand-written events array of a commit
+// to encoding/json's bytes, and says which arrays are written by hand.
+func TestStepEventsAreWhatEncodingJSONWrites(t *testing.T) {
+	for _, tc := range []struct {
+		steps []CommitStep
+		hand  bool
+	}{
+		{[]CommitStep{{Node: "a", Event: json.RawMessage(`{"duration_ms":0.012,"kind":"step","status":"done"}`)}}, true},
+		{[]CommitStep{{Node: "a"}, {Node: "b", Event: json.RawMessage(`{"kind":"step"}`)}, {Node: "c", Event: json.RawMessage(`{}`)}}, true},
+		{[]CommitStep{{Node: "node \"q\" <x>", Event: json.RawMessage(`{"usage":{"input_tokens":3}}`)}}, true},
+		{[]CommitStep{{Node: "a", Event: json.RawMessage(`{"prompt":"<b>"}`)}}, false},   // HTML: escaped
+		{[]CommitStep{{Node: "a", Event: json.RawMessage(`{"status": "done"}`)}}, false}, // whitespace: compacted
+	} {
+		events := make([]stepEvent, len(tc.steps))
+		for i, s := range tc.steps {
+			events[i] = stepEvent{Node: s.Node, Data: s.Event}
+			if len(s.Event) == 0 {
+				events[i].Data = json.RawMessage("{}")
+			}
+		}
+		want, _ := json.Marshal(events)
+		if got := stepEventsJSON(tc.steps); string(got) != string(want) {
+			t.Errorf("%+v:\n got %s\nwant %s", tc.steps, got, want)
+		}
+		hand := true
+		for _, s := range tc.steps {
+			if len(s.Event) > 0 && !plainRaw(s.Event) {
+				hand = false
+			}
+		}
+		if hand != tc.hand {
+			t.Errorf("%+v: by hand %v, want %v", tc.steps, hand, tc.hand)
+		}
+	}
+}
+
+// plainByEncodingJSON is what plainRaw must say: encoding/json copies v as it is when v
+// is valid, already compact, and holds none of the characters HTML escaping changes.
+func plainByEncodingJSON(v []byte) bool {
+	var c bytes.Buffer
+	if json.Compact(&c, v) != nil || !bytes.Equal(c.Bytes(), v) {
+		return false
+	}
+	var h bytes.Buffer
+	json.HTMLEscape(&h, v)
+	return bytes.Equal(h.Bytes(), v)
+}
+
+// TestPlainRawIsWhatEncodingJSONCopies checks the one-pass validator against
+// encoding/json: hand-made values at every edge of the grammar, then random mutations of
+// valid JSON and random byte soup over JSON's alphabet.
+func TestPlainRawIsWhatEncodingJSONCopies(t *testing.T) {
+	cases := []string{
+		``, ` `, `{}`, `[]`, `null`, `true`, `false`, `""`, `0`, `-0`, `01`, `-`, `1.`, `1.5`, `1e`, `1e+`, `1E-7`, `-12.5e10`,
+		`{"a":1}`, `{"a":1,}`, `{"a" :1}`, `{"a": 1}`, `{a:1}`, `{"a":1}}`, `{"a":[1,2,{"b":null}]}`, `[1,2`, `[1,,2]`, `[,]`,
+		`"\u00e9"`, `"\u00g9"`, `"\x"`, `"\\"`, `"\"`, `"a b"`, `"<"`, `"&amp;"`, "\"\u2028\"", "\"\u2029x\"", "\"\xe2\x80\"",
+		"\"\xff\xfe\"", "\"\t\"", `"\t"`, `"\/"`, `{"a":"b"}x`, `truex`, `nul`, `[true,false,null]`, `{"":""}`, `[[[[[]]]]]`,
+		`{"a":{"b":{"c":{"d":{"e":{"f":{"g":{"h":{"i":{"j":{"k":{"l":{"m":{"n":{"o":{"p":{"q":{"r":{"s":{"t":{"u":{"v":{"w":{"x":{"y":{"z":{"A":{"B":{"C":{"D":{"E":{"F":{"G":1}}}}}}}}}}}}}}}}}}}}}}}}}}}}}}}}}`,
+		`{"pad":"` + strings.Repeat("x", 244) + `"}`, `{"duration_ms":0.004,"kind":"step","status":"done"}`,
+	}
+	check := func(v []byte) {
+		t.Helper()
+		if got, want := plainRaw(v), plainByEncodingJSON(v); got != want {
+			t.Fatalf("plainRaw(%q) = %v, encoding/json says %v", v, got, want)
+		}
+	}
+	for _, c := range cases {
+		check([]byte(c))
+	}
+	rng := rand.New(rand.NewPCG(29, 2))
+	alphabet := []string{"{", "}", "[", "]", ",", ":", `"`, `\`, " ", "0", "1", "9", "-", "+", ".", "e", "E", "u", "a", "f", "t",
+		"n", "true", "false", "null", "<", "&", "\t", "\x01", "\u2028", "\xe2", "\x80", "\xff", "é", `\u00e9`, `"k":`}
+	for range 100000 {
+		var b []byte
+		for range rng.IntN(12) {
+			b = append(b, alphabet[rng.IntN(len(alphabet))]...)
+		}
+		check(b)
+	}
+	for range 20000 {
+		v := randomJSON(rng, 3)
+		b, _ := json.Marshal(v)
+		check(b)
+		if len(b) > 0 { // a mutation: one byte changed, dropped or doubled
+			m := append([]byte(nil), b...)
+			k := rng.IntN(len(m))
+			switch rng.IntN(3) {
+			case 0:
+				m[k] = alphabet[rng.IntN(len(alphabet))][0]
+			case 1:
+				m = append(m[:k], m[k+1:]...)
+			default:
+				m = append(m[:k+1], m[k:]...)
+			}
+			check(m)
+		}
+	}
+}
+
+// randomJSON is a random JSON value nested at most depth deep.
+func randomJSON(rng *rand.Rand, depth int) any {
+	switch k := rng.IntN(8); {
+	case k == 0 && depth > 0:
+		m := map[string]any{}
+		for range rng.IntN(4) {
+			m[randomString(rng)] = randomJSON(rng, depth-1)
+		}
+		return m
+	case k == 1 && depth > 0:
+		var a []any
+		for range rng.IntN(4) {
+			a = append(a, randomJSON(rng, depth-1))
+		}
+		return a
+	case k == 2:
+		return rng.NormFloat64() * math.Pow(10, float64(rng.IntN(40)-20))
+	case k == 3:
+		return rng.IntN(2) == 0
+	case k == 4:
+		return nil
+	default:
+		return randomString(rng)
+	}
+}
+
+func randomString(rng *rand.Rand) string {
+	const chars = "ab <>&\"\\/\t\n\u00e9\u2028\x01"
+	r := []rune(chars)
+	var b strings.Builder
+	for range rng.IntN(6) {
+		b.WriteRune(r[rng.IntN(len(r))])
+	}
+	return b.String()
+}
+
+// FuzzPlainRaw: go test -fuzz FuzzPlainRaw ./store/ looks for an input on which plainRaw
+// and encoding/json disagree.
+func FuzzPlainRaw(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2.5e-3,"x\u00e9",true,null]}`, `"<"`, "\"\u2028\"", `01`, `[1,]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		if got, want := plainRaw(v), plainByEncodingJSON(v); got != want {
+			t.Fatalf("plainRaw(%q) = %v, encoding/json says %v", v, got, want)
+		}
+	})
+}
+
+// BenchmarkPlainRaw measures the check on a 256-byte state and on a step event.
+func BenchmarkPlainRaw(b *testing.B) {
+	state := []byte(`{"pad":"` + strings.Repeat("x", 244) + `"}`)
+	ev := []byte(`{"duration_ms":0.004,"kind":"step","status":"done"}`)
+	for b.Loop() {
+		plainRaw(state)
+		plainRaw(ev)
 	}
 }

@@ -99,15 +99,10 @@ func (call *commitCall) add(c *Commit, n int) {
 	run := c.Act.Run
 	call.keys = append(call.keys, k.In(c.Act.Node), k.Run(run), k.Ckpt(run), k.State(run), k.Frames(run))
 	var usage flows.Usage
-	events := make([]stepEvent, len(c.Steps))
-	for i, s := range c.Steps {
+	for _, s := range c.Steps {
 		usage = usage.Add(s.Checkpoint.Usage)
-		events[i] = stepEvent{Node: s.Node, Data: s.Event}
-		if len(s.Event) == 0 {
-			events[i].Data = json.RawMessage("{}")
-		}
 	}
-	evs, _ := json.Marshal(events)
+	evs := stepEventsJSON(c.Steps)
 	first, last := c.Steps[0], c.Steps[len(c.Steps)-1]
 	parent := first.Checkpoint.Parent
 	if parent == "" {
@@ -290,10 +285,10 @@ func parseCommitResult(res []any) CommitResult {
 
 // Drop acknowledges an activation without committing a step: its run was cancelled or
 // is gone. When the step was running and the cancel stopped it, interrupted records that
-// in the run's history (a checkpoint of kind "interrupted"). It reports "dropped", or
-// "stale" when the entry is no longer consumer's, or "running" when the run is neither
-// cancelled nor gone (nothing is dropped then).
-func (r *Redis) Drop(ctx context.Context, a Activation, consumer string, interrupted *Checkpoint, ttl time.Duration) (string, error) {
+// in the run's history (a checkpoint of kind "interrupted"). It says what it did
+// (DropStatus): dropped, stale (the entry is no longer consumer's), or nothing when the
+// run is running (neither cancelled nor gone).
+func (r *Redis) Drop(ctx context.Context, a Activation, consumer string, interrupted *Checkpoint, ttl time.Duration) (DropStatus, error) {
 	k := a.keys()
 	body := ""
 	if interrupted != nil {
@@ -302,5 +297,5 @@ func (r *Redis) Drop(ctx context.Context, a Activation, consumer string, interru
 	}
 	res, err := dropScript.Run(ctx, r.Client, []string{k.In(a.Node), k.Run(a.Run), k.Ckpt(a.Run), k.State(a.Run), k.Events(), k.Expiry()},
 		Group, consumer, a.ID, a.Run, a.Node, a.Ckpt, body, strconv.FormatInt(nowMS(), 10), strconv.FormatInt(int64(ttl/time.Second), 10), EventsMaxLen).Text()
-	return res, err
+	return DropStatus(res), err
 }

@@ -193,6 +193,11 @@ type StartArgs struct {
 	// id can exist: the start is then a MULTI of plain commands instead of a script that
 	// first checks (see StartRun).
 	Fresh bool
+	// Ckpt, for a fresh start, is the id of the run's first checkpoint when the caller
+	// chose it (FirstCkptID), so that it can keep the run's state under it before the
+	// start is sent: a worker may read the run's first activation before the start's
+	// reply arrives. Empty: chosen at the start.
+	Ckpt string
 }
 
 // StartRun creates a run and its first activations on its partition. In the same round
@@ -253,59 +258,8 @@ func (r *Redis) StartRun(ctx context.Context, a StartArgs) (string, error) {
 // Redis's, larger. go-redis sends a transaction again only when writing it failed, so
 // Redis never runs it twice.
 func (r *Redis) startFresh(ctx context.Context, a StartArgs) (string, error) {
-	k := PartKeys(a.Flow, a.Part)
-	now := strconv.FormatInt(nowMS(), 10)
-	ckpt := now + "-1"
-	run := []any{"status", StatusQueued, "version", a.Version, "created_at", now, "updated_at", now,
-		"live", strconv.Itoa(len(a.Entries)), "parked", "0", "steps", "0", "last_ckpt", ckpt, "in_tokens", "0", "out_tokens", "0"}
-	for _, f := range a.Fields {
-		run = append(run, f)
-	}
-	// The fields of start.lua's activations, in its order: every entry of a node stream
-	// has the same fields, which Redis keeps once per listpack node.
-	act := []any{"run", a.Run, "v", a.Version, "ckpt", ckpt, "tok", "", "d", "1"}
-	if a.Trace != "" {
-		act = append(act, "tp", a.Trace)
-	}
-	pipe := r.Client.TxPipeline()
-	add := pipe.XAdd(ctx, &redis.XAddArgs{Stream: k.Ckpt(a.Run), ID: ckpt,
-		Values: []any{ckptNode, a.Checkpoint.Node, ckptParent, a.Checkpoint.Parent, ckptBodyF, a.Checkpoint.inputBody(a.Fields), ckptSteps, "1", ckptStep, "0", ckptTime, now}})
-	pipe.HSet(ctx, k.State(a.Run), ckpt, a.State)
-	pipe.HSet(ctx, k.Run(a.Run), run...)
-	for _, n := range a.Entries {
-		pipe.XAdd(ctx, &redis.XAddArgs{Stream: k.In(n), Values: act})
-	}
-	pipe.ZAdd(ctx, k.Runs(), redis.Z{Score: float64(nowMS()), Member: a.Run})
-	pipe.XAdd(ctx, &redis.XAddArgs{Stream: k.Events(), MaxLen: EventsMaxLen, Approx: true,
-		Values: []any{"type", "run", "run", a.Run, "node", "", "data", `{"status":"queued"}`, "ckpt", "", "step", ""}})
-	// The version is a flow-wide key: on a cluster in another slot than the run's, so
-	// not in its transaction but beside it, at the same time.
-	version := FlowKeys(a.Flow).Version(a.Version)
-	var has *redis.IntCmd
-	var checked chan struct{}
-	if _, cluster := r.Client.(*redis.ClusterClient); cluster {
-		checked = make(chan struct{})
-		go func() {
-			defer close(checked)
-			has = r.Client.Exists(ctx, version)
-		}()
-	} else {
-		has = pipe.Exists(ctx, version)
-	}
-	_, err := pipe.Exec(ctx)
-	if checked != nil {
-		<-checked
-	}
-	if err != nil {
-		return "", fmt.Errorf("start run: %w", err)
-	}
-	if err := add.Err(); err != nil {
-		return "", fmt.Errorf("start run: %w", err)
-	}
-	if has.Val() == 0 && has.Err() == nil {
-		return ckpt, &flows.Error{Code: flows.NotFound, Flow: a.Flow, Message: fmt.Sprintf("version %.12s is not stored", a.Version)}
-	}
-	return ckpt, nil
+	ckpts, errs := r.StartRuns(ctx, []StartArgs{a})
+	return ckpts[0], errs[0]
 }
 
 // GetRun reads a run's hash, on whichever partition it lives.

@@ -360,11 +360,10 @@ type Failure struct {
 	Attempt Checkpoint
 }
 
-// Fail records a failed step: "retry" (the entry stays pending), "dead" (moved to the
-// dead letters, the run failed), "dropped" (the run was cancelled or is gone: the entry
-// is acknowledged) or "stale" (the entry is no longer ours). Every attempt but a stale
-// or dropped one leaves a checkpoint of kind "error" in the run's history.
-func (r *Redis) Fail(ctx context.Context, f Failure) (status string, deliveries int, err error) {
+// Fail records a failed step and says what became of it (FailStatus): retried, dead,
+// dropped or stale. Every attempt but a stale or dropped one leaves a checkpoint of kind
+// "error" in the run's history.
+func (r *Redis) Fail(ctx context.Context, f Failure) (status FailStatus, deliveries int, err error) {
 	k := f.Act.keys()
 	perm := "0"
 	if f.Permanent {
@@ -379,7 +378,8 @@ func (r *Redis) Fail(ctx context.Context, f Failure) (status string, deliveries 
 	if err != nil {
 		return "", 0, err
 	}
-	status, _ = res[0].(string)
+	s, _ := res[0].(string)
+	status = FailStatus(s)
 	if len(res) > 1 {
 		n, _ := res[1].(int64)
 		deliveries = int(n)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 
@@ -47,6 +48,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	skipBare := fs.Bool("sluice-only", false, "skip the bare go-redis loop")
 	asJSON := fs.Bool("json", false, "print the figures as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the Sluice side to this file")
+	memProfile := fs.String("memprofile", "", "write a Go allocation profile (go tool pprof -sample_index=alloc_space) to this file after the Sluice side")
 	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL; empty starts the embedded Redis (env REDIS_URL)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sluice bench [flags]\n\nDrives runs through a flow of no-op nodes and, in the same process against the same\n"+
@@ -107,9 +109,17 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
+	if *memProfile != "" {
+		runtime.MemProfileRate = 4096 // every allocation path of a run shows
+	}
 	rep.Sluice, err = bench.Run(ctx, rdb, o)
 	if *cpuProfile != "" {
 		pprof.StopCPUProfile()
+	}
+	if *memProfile != "" && err == nil {
+		if err := writeAllocs(*memProfile); err != nil {
+			return err
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("sluice: %w", err)
@@ -190,9 +200,26 @@ func printBench(w io.Writer, r benchReport) {
 	row("Redis CPU per step (µs)", num(s.CPUPerStep, ""), num(b.CPUPerStep, ""), rt("redis_cpu_per_step"))
 	row("Redis bytes per run", num(s.BytesPerRun, ""), num(b.BytesPerRun, ""), rt("redis_bytes_per_run"))
 	row("Redis bytes per checkpoint", num(s.BytesPerCkpt, ""), "", "")
-	row("Go CPU per run (µs)", num(s.GoCPUPerRun, ""), "", "")
+	if math.IsNaN(float64(s.WorkerCPUPerRun)) {
+		row("Go CPU per run (µs)", num(s.GoCPUPerRun, ""), "", "")
+	} else {
+		row("Go CPU per run, starter (µs)", num(s.GoCPUPerRun, ""), "", "")
+		row("Go CPU per run, workers (µs)", num(s.WorkerCPUPerRun, ""), "", "")
+	}
+	row("Go allocations per run", num(s.GoAllocsPerRun, ""), "", "")
+	row("Go bytes allocated per run", num(s.GoBytesPerRun, ""), "", "")
 	if !math.IsNaN(float64(s.Spread)) {
 		row("busiest / quietest master", num(s.Spread, "×"), "", "")
 	}
 	fmt.Fprintf(w, "steps: %d, failed runs: %d, dead letters: %d, largest pending list: %d, streams drained: %v\n", s.Steps, s.Failed, s.DeadLetters, s.MaxPending, s.Drained)
+}
+
+// writeAllocs writes the allocation profile to path.
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return pprof.Lookup("allocs").WriteTo(f, 0)
 }

@@ -49,6 +49,10 @@ func TestWorkerServesMetricsOnItsOwnPort(t *testing.T) {
 	if st, b := api.json("POST", "/api/flows/"+id+"/runs?wait=30s", map[string]any{"input": map[string]any{"name": "Ada"}}); st != 200 || !strings.Contains(string(b), `"`+store.StatusSucceeded+`"`) {
 		t.Fatalf("run: %d %s", st, b)
 	}
+	// The worker counts a step when its commit's reply comes back, which may be a moment
+	// after the run's waiter saw the run finish.
+	steps := `sluice_steps_total{flow="` + id + `",node="greet"} 1`
+	waitUntil(t, "the worker to count the run's steps", 30*time.Second, func() bool { _, m := get("/metrics"); return strings.Contains(m, steps) })
 	_, m := get("/metrics")
 	for _, want := range []string{
 		`sluice_steps_total{flow="` + id + `",node="greet"} 1`,

@@ -114,10 +114,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return runUntilSettled(ctx, e, plan, files[0], id, rdb.Embedded(), stdout, stderr)
 }
 
+// cliBlock is how long a read of the worker of `sluice run` and `sluice test` blocks:
+// the command stops its worker when its runs are done, and a worker stops once its
+// blocking read returns (the default second was the longest part of a short test).
+const cliBlock = 100 * time.Millisecond
+
 // runUntilSettled works on the plan's flow until run id finishes or waits, then reports.
 func runUntilSettled(ctx context.Context, e *engine.Engine, plan *flows.Plan, flowFile, id string, embedded bool, stdout, stderr io.Writer) error {
 	wctx, stopWorker := context.WithCancel(ctx)
-	w := e.NewWorker(engine.WorkerOptions{Flows: []string{plan.Flow}, Grace: 5 * time.Second})
+	w := e.NewWorker(engine.WorkerOptions{Flows: []string{plan.Flow}, Grace: 5 * time.Second, Block: cliBlock})
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
 	run, err := e.Wait(ctx, plan.Flow, id)

@@ -100,7 +100,7 @@ func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return nil
 	}
 	wctx, stopWorker := context.WithCancel(ctx)
-	w := e.NewWorker(engine.WorkerOptions{Flows: flowIDs, Grace: 5 * time.Second})
+	w := e.NewWorker(engine.WorkerOptions{Flows: flowIDs, Grace: 5 * time.Second, Block: cliBlock})
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
 	defer func() { stopWorker(); <-done }()

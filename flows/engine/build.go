@@ -16,6 +16,7 @@ type built struct {
 	step     store.CommitStep
 	trans    []store.Transition
 	newState map[string]any
+	newJSON  []byte        // newState's JSON
 	dur      time.Duration // the component's run time
 	usage    flows.Usage
 	comp     string // the node's component type, for the observer
@@ -31,13 +32,17 @@ func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.
 	if err != nil {
 		return nil, err
 	}
-	stateJSON := j.stateJSON
+	stateJSON, checked := j.stateJSON, j.stateChecked
 	if len(update) > 0 || stateJSON == nil {
-		// A step that changes nothing keeps the state it read: within a fused chain its
-		// JSON, encoded and checked against this plan's limits, is at hand.
+		// A step that changes nothing keeps the state it read, whose JSON is usually at
+		// hand: within a fused chain encoded and checked, or as it was committed, started
+		// or loaded.
 		if stateJSON, err = json.Marshal(newState); err != nil {
 			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Message: "the state is not JSON", Err: err})
 		}
+		checked = false
+	}
+	if !checked {
 		if err := flows.CheckJSON("the state after this step", stateJSON, plan.Settings.MaxStateBytes); err != nil {
 			return nil, flows.Permanent(&flows.Error{Code: flows.TooLarge, Node: node.ID, Err: err})
 		}
@@ -67,7 +72,9 @@ func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.
 			return nil, flows.Permanent(&flows.Error{Code: flows.TooLarge, Node: node.ID, Err: err})
 		}
 	}
-	if res.Output != nil {
+	if m, ok := res.Output.(map[string]any); ok && len(m) == 0 {
+		cp.Output = jsonEmptyObject[:2:2] // a no-op transform's: no encoding
+	} else if res.Output != nil {
 		if cp.Output, err = json.Marshal(flows.JSONValue(res.Output)); err != nil {
 			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Message: "the output is not JSON", Err: err})
 		}
@@ -77,12 +84,12 @@ func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.
 			return nil, flows.Permanent(&flows.Error{Code: flows.TooLarge, Node: node.ID, Err: err})
 		}
 	}
-	b := &built{newState: newState, dur: dur, usage: res.Usage, comp: componentOf(node),
+	b := &built{newState: newState, newJSON: stateJSON, dur: dur, usage: res.Usage, comp: componentOf(node),
 		step: store.CommitStep{Node: node.ID, Checkpoint: cp, State: stateJSON}}
 	if res.Final {
 		b.step.Final = cp.Output
 		if b.step.Final == nil {
-			b.step.Final = []byte("null")
+			b.step.Final = jsonNull[:4:4]
 		}
 	}
 	var succ []string
@@ -97,6 +104,13 @@ func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.
 	b.step.Event = stepEvent(cp.Kind, dur, res)
 	return b, nil
 }
+
+// jsonEmptyObject and jsonNull are shared JSON values, never written to (sliced to
+// their length, an append copies them).
+var (
+	jsonEmptyObject = []byte("{}")
+	jsonNull        = []byte("null")
+)
 
 // stepEvent is the live event of a finished step, {"duration_ms", "kind", "status"} and
 // what else the step has to say (usage, a prompt, its ports, a pin), encoded as
@@ -174,6 +188,12 @@ func stepUpdate(ctx context.Context, plan *flows.Plan, node *flows.PlanNode, sta
 // newCommit is the commit of a built step (and of the steps fused after it).
 func (w *Worker) newCommit(j *job, b *built) *store.Commit {
 	s := j.plan.Settings
+	n := 1
+	if !w.e.opts.NoFuse {
+		n = chainLen(j.plan, j.node)
+	}
+	steps := make([]store.CommitStep, 1, n) // a step is large: grown, a chain's cost 3× its size
+	steps[0] = b.step
 	return &store.Commit{Act: j.a, Consumer: w.consumer, MaxSteps: s.MaxSteps, TTL: s.CheckpointTTL.D(), KeepLast: s.KeepLast,
-		Steps: []store.CommitStep{b.step}, Transitions: b.trans}
+		Steps: steps, Transitions: b.trans}
 }

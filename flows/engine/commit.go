@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"strings"
 	"time"
 
@@ -22,6 +23,9 @@ type committer struct {
 type commitReq struct {
 	c    *store.Commit
 	done chan commitResp
+	// then, when set, is called on the committer's goroutine with the result instead
+	// of sending it on done: it must not block.
+	then func(commitResp)
 }
 
 type commitResp struct {
@@ -52,6 +56,17 @@ func (c *committer) commit(ctx context.Context, cm *store.Commit) (store.CommitR
 	}
 }
 
+// submit queues c; then gets its result on the committer's goroutine. It reports false,
+// without queueing, when ctx ends first.
+func (c *committer) submit(ctx context.Context, cm *store.Commit, then func(commitResp)) bool {
+	select {
+	case c.ch <- &commitReq{c: cm, then: then}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // run sends batches until ctx ends. Several workers of one engine share it.
 func (c *committer) run(ctx context.Context) {
 	batch := make([]*commitReq, 0, maxCommitBatch)
@@ -64,6 +79,10 @@ func (c *committer) run(ctx context.Context) {
 		case r := <-c.ch:
 			batch = append(batch, r)
 		}
+		// Let the steps that woke this loop (or that its last replies let go on) queue
+		// their commits too: under load the batches grow, and with nothing else to run
+		// this returns at once.
+		runtime.Gosched()
 	fill:
 		for len(batch) < maxCommitBatch {
 			select {
@@ -82,7 +101,12 @@ func (c *committer) run(ctx context.Context) {
 		cancel()
 		d := time.Since(start)
 		for i, r := range batch {
-			r.done <- commitResp{res: results[i], err: errs[i], dur: d}
+			resp := commitResp{res: results[i], err: errs[i], dur: d}
+			if r.then != nil {
+				r.then(resp)
+			} else {
+				r.done <- resp
+			}
 		}
 	}
 }
@@ -115,7 +139,7 @@ func (w *Worker) commit(plan *flows.Plan, c *store.Commit, b *built, fused []fus
 func (w *Worker) committed(a store.Activation, b *built, trans []store.Transition, fused []fusedStep, res store.CommitResult, cdur time.Duration, received time.Time) stepOutcome {
 	switch res.Status {
 	case store.CommitOK:
-		w.e.cache.put(a.Run, res.Ckpt, b.newState)
+		w.e.cache.putJSON(a.Run, res.Ckpt, b.newState, b.newJSON)
 		for _, t := range trans {
 			if p, ok := t.(store.Park); ok && p.Deadline > 0 {
 				w.parked(a.Flow, p.Deadline)
@@ -152,7 +176,7 @@ func (w *Worker) drop(a store.Activation, plan *flows.Plan, interrupted *store.C
 	case err != nil:
 		w.e.log.Warn("cannot drop the step of a cancelled or lost run; it stays pending", "flow", a.Flow, "run", a.Run, "node", a.Node, "error", err)
 		return outcomeLeft
-	case st == "running":
+	case st == store.DropRunning:
 		// The run is not cancelled after all (a retried dead letter reopened it): the
 		// step stays pending and is taken again after claim_after.
 		return outcomeLeft
@@ -184,14 +208,14 @@ func (w *Worker) fail(a store.Activation, plan *flows.Plan, node *flows.PlanNode
 		w.e.log.Warn("cannot record a failed step; it stays pending", "flow", a.Flow, "run", a.Run, "node", a.Node, "error", err, "step_error", firstLine(msg))
 		return outcomeLeft
 	}
-	if o := w.e.opts.Observer; o != nil && (status == "retry" || status == "dead") {
-		o.StepFailed(a.Flow, a.Node, status == "dead")
+	if o := w.e.opts.Observer; o != nil && (status == store.FailRetry || status == store.FailDead) {
+		o.StepFailed(a.Flow, a.Node, status == store.FailDead)
 	}
 	switch status {
-	case "retry":
+	case store.FailRetry:
 		w.e.log.Info("step failed; will retry", "flow", a.Flow, "run", a.Run, "node", a.Node, "attempt", deliveries, "error", firstLine(msg))
 		return outcomeRetry
-	case "dead":
+	case store.FailDead:
 		w.e.log.Warn("step moved to the dead letters", "flow", a.Flow, "run", a.Run, "node", a.Node, "attempts", deliveries, "error", firstLine(msg))
 		return outcomeDead
 	}

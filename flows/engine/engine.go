@@ -81,6 +81,8 @@ type Engine struct {
 	seq      atomic.Int64
 
 	commits *committer
+	starts  *starter
+	chains  boundedChains
 	events  *eventBatcher
 	watch   *runWatcher
 	// cancelled are runs this process saw cancelled: the gate drops their pure steps.
@@ -119,6 +121,7 @@ func New(rdb *store.Redis, reg *flows.Registry, opts Options) *Engine {
 	e := &Engine{rdb: rdb, reg: reg, log: opts.Logger, opts: opts, cache: newStateCache(opts.StateCacheBytes),
 		versions: newVersionCache(), prefix: opts.ConsumerPrefix, workers: map[*Worker]bool{}, cancelled: newCancelledRuns()}
 	e.commits = newCommitter(rdb, e.log)
+	e.starts = &starter{rdb: rdb}
 	e.events = newEventBatcher(rdb, e.log)
 	e.watch = newRunWatcher(rdb, e.log)
 	return e

@@ -10,6 +10,20 @@ import (
 // maxFused bounds how many steps one commit carries.
 const maxFused = 16
 
+// chainLen is how many steps a commit of a step of n carries at most when every step of
+// its chain fuses: n and the pure nodes after it, each the only successor of the one
+// before (a bound for sizing, not a promise: fuse decides).
+func chainLen(plan *flows.Plan, n *flows.PlanNode) int {
+	k := 1
+	for k <= maxFused && pure(n) && len(n.Edges) == 1 {
+		if n = plan.Nodes[n.Edges[0].To]; !pure(n) {
+			break
+		}
+		k++
+	}
+	return k
+}
+
 // fusedStep is what the observer hears of a step fused into another's commit.
 type fusedStep struct {
 	node      string
@@ -31,6 +45,9 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 		return nil
 	}
 	var fused []fusedStep
+	if n := cap(c.Steps) - 1; n > 0 {
+		fused = make([]fusedStep, 0, n) // sized as the commit's steps (chainLen)
+	}
 	a, state, stateJSON := j.a, b.newState, b.step.State
 	for k := 1; k <= maxFused; k++ {
 		if len(c.Transitions) != 1 {
@@ -46,9 +63,8 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 		}
 		na := store.Activation{Flow: a.Flow, Part: a.Part, Node: act.Node, ID: a.ID, Run: a.Run, Version: a.Version,
 			Tok: act.Tokens, Depth: a.Depth + k, Deliveries: 1, Trace: a.Trace}
-		nj := &job{a: na, plan: j.plan, node: node, state: state, stateJSON: stateJSON,
-			step: &flows.Step{Flow: a.Flow, Run: a.Run, Node: act.Node, Version: a.Version, Depth: na.Depth, Attempt: 1, Branch: na.Tok, State: state, Input: state, Tools: node.Tools,
-				Emit: func(kind string, data any) { w.e.events.emit(a.Ref(), act.Node, kind, data) }}}
+		nj := w.e.newJob(na, j.plan, node, state)
+		nj.stateJSON, nj.stateChecked = stateJSON, true
 		if node.Input != nil {
 			in, err := node.Input.First(w.hard, state, state)
 			if err != nil {
@@ -67,7 +83,7 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 		c.Steps = append(c.Steps, nb.step)
 		c.Transitions = nb.trans
 		state = nb.newState
-		b.newState = nb.newState
+		b.newState, b.newJSON = nb.newState, nb.step.State
 		stateJSON = nb.step.State
 		fused = append(fused, fusedStep{node: act.Node, component: componentOf(node), dur: nb.dur, usage: nb.usage})
 	}

@@ -61,6 +61,21 @@ func (v *versionCache) get(key string) *versionEntry {
 	return el.Value.(*versionEntry)
 }
 
+// version is get(versionKey(flow, version)) without building the key on the heap: it
+// is looked up several times per step.
+func (v *versionCache) version(flow, version string) *versionEntry {
+	var buf [192]byte
+	k := append(append(append(append(buf[:0], "v\x00"...), flow...), 0), version...)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	el, ok := v.items[string(k)]
+	if !ok {
+		return nil
+	}
+	v.ll.MoveToFront(el)
+	return el.Value.(*versionEntry)
+}
+
 // put keeps an entry; v.mu is not held.
 func (v *versionCache) put(e *versionEntry) *versionEntry {
 	v.mu.Lock()
@@ -105,7 +120,10 @@ func (e *Engine) Compile(doc []byte) (*flows.Plan, flows.Problems, error) {
 // StoreVersion stores the plan's version in Redis, so that any worker can load it, and
 // creates its consumer groups. It does not make the version current. It is idempotent.
 func (e *Engine) StoreVersion(ctx context.Context, p *flows.Plan) error {
-	c := e.versions.put(&versionEntry{key: versionKey(p.Flow, p.Version), plan: p})
+	c := e.versions.version(p.Flow, p.Version)
+	if c == nil {
+		c = e.versions.put(&versionEntry{key: versionKey(p.Flow, p.Version), plan: p})
+	}
 	e.versions.mu.Lock()
 	stored := c.stored
 	e.versions.mu.Unlock()
@@ -118,6 +136,7 @@ func (e *Engine) StoreVersion(ctx context.Context, p *flows.Plan) error {
 	e.versions.mu.Lock()
 	c.stored = true
 	e.versions.mu.Unlock()
+	e.tellWorkers(p.Flow, -1)
 	return nil
 }
 
@@ -141,7 +160,7 @@ func (e *Engine) forgetStored(p *flows.Plan) {
 // Plan returns the plan of a flow version, compiling the JSON stored in Redis the first
 // time. Runs continue on the version they started with.
 func (e *Engine) Plan(ctx context.Context, flow, version string) (*flows.Plan, error) {
-	if c := e.versions.get(versionKey(flow, version)); c != nil {
+	if c := e.versions.version(flow, version); c != nil {
 		return c.plan, nil
 	}
 	doc, err := e.rdb.VersionDoc(ctx, flow, version)
@@ -161,7 +180,7 @@ func (e *Engine) Plan(ctx context.Context, flow, version string) (*flows.Plan, e
 
 // cachedPlan returns a plan already compiled in this process, or nil.
 func (e *Engine) cachedPlan(flow, version string) *flows.Plan {
-	if c := e.versions.get(versionKey(flow, version)); c != nil {
+	if c := e.versions.version(flow, version); c != nil {
 		return c.plan
 	}
 	return nil

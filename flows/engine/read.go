@@ -259,8 +259,8 @@ func (w *Worker) preload(acts []store.Activation) []preloaded {
 	var ks []int
 	for k, a := range acts {
 		if a.Join == "" {
-			if s, ok := w.e.cache.get(a.Run, a.Ckpt); ok {
-				out[k].state = s
+			if s, raw, ok := w.e.cache.get(a.Run, a.Ckpt); ok {
+				out[k].state, out[k].raw = s, raw
 			}
 		}
 		needState := a.Join == "" && out[k].state == nil
@@ -283,8 +283,8 @@ func (w *Worker) preload(acts []store.Activation) []preloaded {
 		for i, k := range ks {
 			if b := got[i].State; b != nil {
 				if s, err := flows.DecodeState(b); err == nil {
-					out[k].state = s
-					w.e.cache.put(acts[k].Run, acts[k].Ckpt, s)
+					out[k].state, out[k].raw = s, b
+					w.e.cache.putJSON(acts[k].Run, acts[k].Ckpt, s, b)
 				}
 			}
 			out[k].status, out[k].pins, out[k].keysOf, out[k].known = got[i].Status, got[i].Pins, got[i].KeysOf, true
@@ -301,8 +301,9 @@ func (w *Worker) planNode(a store.Activation) *flows.PlanNode {
 	return nil
 }
 
-// start runs an activation's step in a goroutine of its own, counted against its
-// node's limit, and retries it as its node's policy says.
+// start runs an activation's step, counted against its node's limit, in a goroutine of
+// its own — or, for a bounded pure step, on the calling goroutine up to its commit
+// (inline.go) — and retries it as its node's policy says.
 func (w *Worker) start(a store.Activation, pre preloaded) {
 	n := w.planNode(a)
 	timeout := flows.DefaultSettings.StepTimeout.D()
@@ -319,19 +320,24 @@ func (w *Worker) start(a store.Activation, pre preloaded) {
 		w.pureSem <- struct{}{} // the executor's bound: the reader waits for room
 	}
 	w.steps.Add(1)
-	go func() {
-		defer w.steps.Done()
-		defer w.poke()
-		defer w.inflight.remove(a)
-		if isPure {
-			defer func() { <-w.pureSem }()
-		}
-		if w.withRetries(a, pre, time.Now()) == outcomeLeft && w.ctx.Err() == nil {
+	release := func(out stepOutcome) {
+		if out == outcomeLeft && w.ctx.Err() == nil {
 			// Redis could not take its commit or failure: the sweeper takes it back
 			// once it has been idle for claim_after.
 			w.left()
 		}
-	}()
+		w.inflight.remove(a)
+		if isPure {
+			<-w.pureSem
+		}
+		w.poke()
+		w.steps.Done()
+	}
+	if w.inlines(a, pre) {
+		w.runInline(a, pre, release)
+		return
+	}
+	go func() { release(w.withRetries(a, pre, time.Now())) }()
 }
 
 // left records that an entry may be pending for this worker while it does not run it

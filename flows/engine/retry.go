@@ -16,11 +16,14 @@ import (
 // worker's sweeper takes it after claim_after. A run cancelled during the backoff is not
 // retried: its entry is dropped.
 func (w *Worker) withRetries(a store.Activation, pre preloaded, received time.Time) stepOutcome {
-	for {
-		out, policy := w.process(a, pre, received)
-		if out != outcomeRetry {
-			return out
-		}
+	out, policy := w.process(a, pre, received)
+	return w.retrying(a, out, policy)
+}
+
+// retrying runs a step again, after its policy's backoff, while its last attempt came
+// back outcomeRetry (see withRetries).
+func (w *Worker) retrying(a store.Activation, out stepOutcome, policy flows.Retry) stepOutcome {
+	for out == outcomeRetry {
 		d := backoff(policy, a.Deliveries, rand.Float64())
 		select {
 		case <-w.hard.Done():
@@ -37,8 +40,10 @@ func (w *Worker) withRetries(a store.Activation, pre preloaded, received time.Ti
 			return outcomeStale
 		}
 		w.inflight.update(next)
-		a, pre, received = next, preloaded{}, time.Now()
+		a = next
+		out, policy = w.process(a, preloaded{}, time.Now())
 	}
+	return out
 }
 
 // backoff is the wait before the attempt after delivery n (1 for the first): initial,
@@ -64,20 +69,26 @@ func (w *Worker) process(a store.Activation, pre preloaded, received time.Time) 
 	return out, j.node.Retry
 }
 
+// failed records a job whose component failed: left pending when the worker stops,
+// dropped when its run was cancelled meanwhile, else a failed attempt.
+func (w *Worker) failed(j *job, err error, started time.Time) stepOutcome {
+	a := j.a
+	if w.hard.Err() != nil {
+		return outcomeLeft
+	}
+	if w.inflight.wasCancelled(a) {
+		// The run was cancelled while the step ran: record it and let go.
+		return w.drop(a, j.plan, &store.Checkpoint{Node: a.Node, Attempt: a.Attempt(), Duration: time.Since(started), Worker: w.consumer})
+	}
+	return w.fail(a, j.plan, j.node, err, time.Since(started))
+}
+
 // runJob runs a job that passed the gate: its component, then its commit or failure.
 func (w *Worker) runJob(j *job, received time.Time) (stepOutcome, flows.Usage, error) {
-	a := j.a
 	started := time.Now()
 	b, err := w.execute(j)
 	if err != nil {
-		if w.hard.Err() != nil {
-			return outcomeLeft, flows.Usage{}, err
-		}
-		if w.inflight.wasCancelled(a) {
-			// The run was cancelled while the step ran: record it and let go.
-			return w.drop(a, j.plan, &store.Checkpoint{Node: a.Node, Attempt: a.Attempt(), Duration: time.Since(started), Worker: w.consumer}), flows.Usage{}, err
-		}
-		return w.fail(a, j.plan, j.node, err, time.Since(started)), flows.Usage{}, err
+		return w.failed(j, err, started), flows.Usage{}, err
 	}
 	c := w.newCommit(j, b)
 	var fused []fusedStep

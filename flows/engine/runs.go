@@ -225,11 +225,20 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	if err != nil {
 		return "", err
 	}
+	// A state is kept in this process only when a worker here may run the run's steps
+	// (an API process whose workers run elsewhere would only fill its cache).
+	local := e.tellWorkers(plan.Flow, part)
 	traceFields, tp := runTraceFields(ctx, plan.Flow)
 	fields = append(fields, traceFields...)
 	args := store.StartArgs{Flow: plan.Flow, Run: id, Part: part, Version: plan.Version, State: stateJSON,
 		Checkpoint: cp, Entries: []string{entry}, Fields: fields, Trace: tp, Fresh: opts.RunID == ""}
-	ckpt, err := e.rdb.StartRun(ctx, args)
+	if args.Fresh && local {
+		// The state is kept under the first checkpoint before the start is sent: a
+		// worker of this process may read the first activation before the reply comes.
+		args.Ckpt = store.FirstCkptID()
+		e.cache.putJSON(id, args.Ckpt, state, stateJSON)
+	}
+	ckpt, err := e.starts.start(ctx, args)
 	if flows.ErrorCode(err) == flows.NotFound {
 		// The run is created, but the version this process stored is gone (Redis
 		// restarted empty): store it again; workers retry the run's first step until
@@ -240,7 +249,9 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	if err != nil {
 		return "", err
 	}
-	e.cache.put(id, ckpt, state)
+	if local && ckpt != args.Ckpt {
+		e.cache.putJSON(id, ckpt, state, stateJSON)
+	}
 	return id, nil
 }
 
@@ -328,6 +339,7 @@ func (e *Engine) waitUntil(ctx context.Context, flow, run string, done func(*sto
 		return nil, err
 	}
 	defer stop()
+	safety := e.watch.safetyTick()
 	for {
 		r, err := e.Get(ctx, flow, run)
 		if err != nil {
@@ -340,7 +352,7 @@ func (e *Engine) waitUntil(ctx context.Context, flow, run string, done func(*sto
 		case <-ctx.Done():
 			return r, ctx.Err()
 		case <-wake:
-		case <-time.After(waitSafety):
+		case <-time.After(safety):
 		}
 	}
 }

@@ -6,10 +6,11 @@ import (
 	"sync"
 )
 
-// stateCache keeps recently committed or loaded states, decoded, by run and checkpoint.
-// Checkpoints are immutable, so an entry never goes stale; when the process that
-// committed a step also runs the next one, the next step needs no read from Redis.
-// Cached states are shared: nothing may modify them.
+// stateCache keeps recently committed or loaded states, decoded, by run and checkpoint,
+// with their JSON when it is at hand. Checkpoints are immutable, so an entry never goes
+// stale; when the process that committed a step (or started the run) also runs the next
+// one, the next step needs no read from Redis, and a step that changes nothing needs no
+// encoding of the state it keeps. Cached states are shared: nothing may modify them.
 //
 // It is bounded by an estimate of the heap its decoded states take (heapSize), not by
 // their JSON size: a decoded state costs about ten times its JSON.
@@ -24,6 +25,7 @@ type stateCache struct {
 type cacheEntry struct {
 	key   string
 	state map[string]any
+	raw   []byte // state's JSON, or nil
 	size  int
 }
 
@@ -31,18 +33,24 @@ func newStateCache(maxBytes int) *stateCache {
 	return &stateCache{max: maxBytes, ll: list.New(), items: map[string]*list.Element{}}
 }
 
-func (c *stateCache) get(run, ckpt string) (map[string]any, bool) {
+// get returns a cached state and its JSON (nil when not kept).
+func (c *stateCache) get(run, ckpt string) (map[string]any, []byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.items[run+"/"+ckpt]
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
 	c.ll.MoveToFront(el)
-	return el.Value.(*cacheEntry).state, true
+	e := el.Value.(*cacheEntry)
+	return e.state, e.raw, true
 }
 
-func (c *stateCache) put(run, ckpt string, state map[string]any) {
+// put keeps a state.
+func (c *stateCache) put(run, ckpt string, state map[string]any) { c.putJSON(run, ckpt, state, nil) }
+
+// putJSON keeps a state and, when not nil, its JSON (which must decode to state).
+func (c *stateCache) putJSON(run, ckpt string, state map[string]any, raw []byte) {
 	key := run + "/" + ckpt
 	c.mu.Lock()
 	_, ok := c.items[key]
@@ -50,7 +58,7 @@ func (c *stateCache) put(run, ckpt string, state map[string]any) {
 	if ok {
 		return
 	}
-	size := heapSize(state) + len(key) + 64
+	size := heapSize(state) + roundAlloc(len(raw)) + len(key) + 64
 	if size > c.max/4 {
 		return
 	}
@@ -59,7 +67,7 @@ func (c *stateCache) put(run, ckpt string, state map[string]any) {
 	if _, ok := c.items[key]; ok {
 		return
 	}
-	c.items[key] = c.ll.PushFront(&cacheEntry{key: key, state: state, size: size})
+	c.items[key] = c.ll.PushFront(&cacheEntry{key: key, state: state, raw: raw, size: size})
 	c.size += size
 	for c.size > c.max {
 		last := c.ll.Back()

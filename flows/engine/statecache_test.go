@@ -74,7 +74,7 @@ func TestStateCacheStaysWithinItsBound(t *testing.T) {
 	if size > 1<<20 || n == 0 || n == 1000 {
 		t.Errorf("%d entries, %d bytes: want some evicted and at most 1 MiB", n, size)
 	}
-	if _, ok := c.get("r", "999"); !ok {
+	if _, _, ok := c.get("r", "999"); !ok {
 		t.Error("the newest entry was evicted")
 	}
 }

@@ -46,12 +46,15 @@ type job struct {
 	plan  *flows.Plan
 	node  *flows.PlanNode
 	state map[string]any
-	// stateJSON is state's JSON, checked against the plan's limits, when it is at hand
-	// (a step fused after another); nil otherwise.
-	stateJSON []byte
-	join      *joined
-	step      *flows.Step
-	pin       *Pin // the node's output is pinned for this run: the component does not run
+	// stateJSON is state's JSON when it is at hand (a step fused after another, a state
+	// this process committed, started or loaded); nil otherwise. stateChecked says it
+	// was checked against this plan's limits (a fused step's is).
+	stateJSON    []byte
+	stateChecked bool
+	join         *joined
+	step         *flows.Step // &stepv
+	stepv        flows.Step
+	pin          *Pin // the node's output is pinned for this run: the component does not run
 	// emitted is set once the step emitted a live event (withAnnounce): its commit
 	// waits until those are in Redis (eventBatcher.barrier).
 	emitted atomic.Bool
@@ -59,6 +62,17 @@ type job struct {
 	// nil while tracing is off.
 	ctx  context.Context
 	span trace.Span
+}
+
+// newJob is the job of activation a of node, reading state: its step (j.step) has the
+// activation's coordinates and emits its node's live events.
+func (e *Engine) newJob(a store.Activation, plan *flows.Plan, node *flows.PlanNode, state map[string]any) *job {
+	j := &job{a: a, plan: plan, node: node, state: state}
+	j.stepv = flows.Step{Flow: a.Flow, Run: a.Run, Node: a.Node, Version: a.Version, Depth: a.Depth, Attempt: a.Deliveries, Branch: a.Tok,
+		State: state, Input: state, Tools: node.Tools}
+	j.stepv.Emit = func(kind string, data any) { e.events.emit(j.a.Ref(), j.a.Node, kind, data) }
+	j.step = &j.stepv
+	return j
 }
 
 // place is where the job's step sits, for routing.
@@ -89,6 +103,7 @@ func bounded(n *flows.PlanNode) bool {
 // preloaded is what the reader fetched for an activation in its batch round trip.
 type preloaded struct {
 	state  map[string]any // nil: not loaded (a join, a cache miss that failed)
+	raw    []byte         // state's JSON, when at hand
 	status string         // the run's status; "" unknown or gone
 	pins   string         // the run's pins (JSON), when status was read
 	keysOf string         // the run whose idempotency keys it sends, when status was read
@@ -199,7 +214,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) gateVerdict {
 		}
 	}
 	var join *joined
-	state := pre.state
+	state, stateJSON := pre.state, pre.raw
 	if state == nil {
 		join, state, err = e.loadState(ctx, plan, a)
 	}
@@ -216,7 +231,9 @@ func (w *Worker) gate(a store.Activation, pre preloaded) gateVerdict {
 		}
 		return fail(plan, node, err)
 	}
-	step := &flows.Step{Flow: a.Flow, Run: a.Run, Node: a.Node, Version: a.Version, Depth: a.Depth, Attempt: a.Deliveries, Branch: a.Tok, State: state, Input: state, Tools: node.Tools}
+	j := e.newJob(a, plan, node, state)
+	j.stateJSON, j.join = stateJSON, join
+	step := j.step
 	step.KeysOf = keysOf
 	if a.Resume != "" {
 		step.Resume = []byte(a.Resume)
@@ -231,13 +248,12 @@ func (w *Worker) gate(a store.Activation, pre preloaded) gateVerdict {
 	if pin != nil && pin.Recorded != nil {
 		pin = pin.reuse(plan, a.Node, step.Input) // nil: the input or the node changed, so it runs
 	}
-	step.Emit = func(kind string, data any) { e.events.emit(a.Ref(), a.Node, kind, data) }
 	step.SaveTurn = func(ctx context.Context, turn any) error {
 		b, err := json.Marshal(flows.RedactData(flows.JSONValue(turn)))
 		if err != nil {
 			return fmt.Errorf("turn is not JSON: %w", err)
 		}
-		_, err = e.rdb.SaveTurn(ctx, a, w.consumer, b)
+		_, err = e.rdb.SaveTurn(ctx, j.a, w.consumer, b)
 		return err
 	}
 	if a.Deliveries > 1 {
@@ -246,7 +262,8 @@ func (w *Worker) gate(a store.Activation, pre preloaded) gateVerdict {
 			return fail(plan, node, err)
 		}
 	}
-	return gateVerdict{job: &job{a: a, plan: plan, node: node, state: state, join: join, step: step, pin: pin}}
+	j.pin = pin
+	return gateVerdict{job: j}
 }
 
 // loadState returns the state an activation reads: its checkpoint's, or for a join the
@@ -273,7 +290,7 @@ type joined struct {
 }
 
 func (e *Engine) stateAt(ctx context.Context, ref store.RunRef, ckpt string) (map[string]any, error) {
-	if s, ok := e.cache.get(ref.Run, ckpt); ok {
+	if s, _, ok := e.cache.get(ref.Run, ckpt); ok {
 		return s, nil
 	}
 	b, err := e.rdb.LoadState(ctx, ref, ckpt)
@@ -284,7 +301,7 @@ func (e *Engine) stateAt(ctx context.Context, ref store.RunRef, ckpt string) (ma
 	if err != nil {
 		return nil, flows.Permanent(fmt.Errorf("checkpoint %s: %w", ckpt, err))
 	}
-	e.cache.put(ref.Run, ckpt, s)
+	e.cache.putJSON(ref.Run, ckpt, s, b)
 	return s, nil
 }
 

@@ -31,7 +31,11 @@ func (e *Engine) PublishWithMessage(ctx context.Context, p *flows.Plan, message 
 	if err := e.StoreVersion(ctx, p); err != nil {
 		return err
 	}
-	return e.makeCurrent(ctx, p, message)
+	if err := e.makeCurrent(ctx, p, message); err != nil {
+		return err
+	}
+	e.tellWorkers(p.Flow, -1) // the new current version's limits
+	return nil
 }
 
 // VersionRuns are figures of one version's runs, from the flow's newest runs.

@@ -9,31 +9,41 @@ import (
 	"github.com/sluicehq/sluice/store"
 )
 
-// runWatcher wakes whoever waits for a run to settle (the API's ?wait, `sluice run`, a
-// subflow's parent step) when the run's status changes, instead of each of them reading
-// the run hash every few milliseconds. One goroutine per engine tails the events streams
-// of the partitions that hold runs with waiters, while there are any.
+// runWatcher wakes whoever waits for a run to settle (the API's ?wait, `sluice run`,
+// `sluice test`, a subflow's parent step) when the run's status changes, instead of each
+// of them reading the run hash every few milliseconds. One goroutine per engine tails
+// the events streams of the partitions that hold runs with waiters, while there are any.
+//
+// A blocking read cannot be told that a partition was added to the watch: a waiter whose
+// partition the loop's read in flight does not cover gets a catch-up read of that
+// partition alone, until the loop's next read covers it. Without it a wait on a new
+// partition woke one block late (a Redis Cluster spreads a flow's runs over 16 or more
+// partitions, so nearly every wait).
 type runWatcher struct {
 	rdb *store.Redis
 	log *slog.Logger
+	// block is how long one read of the events streams waits; safety how often a waiter
+	// reads its run anyway, in case a wake-up was lost (the events stream is capped,
+	// Redis restarted). watchBlock and waitSafety; tests set them.
+	block, safety time.Duration
 
-	mu      sync.Mutex
-	waiters map[store.RunRef]map[chan struct{}]bool // channels to wake
-	after   map[store.PartRef]string                // the event id read up to
-	running bool
+	mu       sync.Mutex
+	waiters  map[store.RunRef]map[chan struct{}]bool // channels to wake
+	after    map[store.PartRef]string                // the event id read up to
+	reading  map[store.PartRef]bool                  // what the loop's read in flight covers
+	catching map[store.PartRef]bool                  // partitions with a catch-up read
+	running  bool
 }
 
-// watchBlock is how long one read of the events streams waits; a partition that gets
-// its first waiter joins the read within this time (its events from the moment it was
-// added are not missed).
-const watchBlock = 250 * time.Millisecond
-
-// waitSafety is how often a waiter reads its run anyway, in case a wake-up was lost
-// (the events stream is capped, Redis restarted).
-const waitSafety = 2 * time.Second
+const (
+	watchBlock = 250 * time.Millisecond
+	waitSafety = 2 * time.Second
+)
 
 func newRunWatcher(rdb *store.Redis, log *slog.Logger) *runWatcher {
-	return &runWatcher{rdb: rdb, log: log, waiters: map[store.RunRef]map[chan struct{}]bool{}, after: map[store.PartRef]string{}}
+	return &runWatcher{rdb: rdb, log: log, block: watchBlock, safety: waitSafety,
+		waiters: map[store.RunRef]map[chan struct{}]bool{}, after: map[store.PartRef]string{},
+		reading: map[store.PartRef]bool{}, catching: map[store.PartRef]bool{}}
 }
 
 // register returns a channel that receives when run's status may have changed, and a
@@ -47,26 +57,40 @@ func (rw *runWatcher) register(ctx context.Context, flow, run string) (chan stru
 	rw.mu.Lock()
 	_, watched := rw.after[part]
 	rw.mu.Unlock()
+	id := ""
 	if !watched {
-		id, err := rw.rdb.PartLastEventID(ctx, part)
-		if err != nil {
+		if id, err = rw.rdb.PartLastEventID(ctx, part); err != nil {
 			return nil, nil, err
 		}
-		rw.mu.Lock()
+	}
+	ch := make(chan struct{}, 1)
+	// The partition's position and its waiter are added at once: the loop drops the
+	// position of a partition nobody waits on.
+	rw.mu.Lock()
+	if _, ok := rw.after[part]; !ok {
+		if id == "" {
+			// Watched when looked at, dropped since: from the newest event on.
+			rw.mu.Unlock()
+			if id, err = rw.rdb.PartLastEventID(ctx, part); err != nil {
+				return nil, nil, err
+			}
+			rw.mu.Lock()
+		}
 		if _, ok := rw.after[part]; !ok {
 			rw.after[part] = id
 		}
-		rw.mu.Unlock()
 	}
-	ch := make(chan struct{}, 1)
-	rw.mu.Lock()
 	if rw.waiters[ref] == nil {
 		rw.waiters[ref] = map[chan struct{}]bool{}
 	}
 	rw.waiters[ref][ch] = true
-	if !rw.running {
+	switch {
+	case !rw.running:
 		rw.running = true
-		go rw.loop()
+		go rw.loop() // its first read covers the partition
+	case !rw.reading[part] && !rw.catching[part]:
+		rw.catching[part] = true
+		go rw.catchUp(part)
 	}
 	rw.mu.Unlock()
 	return ch, func() {
@@ -79,12 +103,20 @@ func (rw *runWatcher) register(ctx context.Context, flow, run string) (chan stru
 	}, nil
 }
 
+// safetyTick is how often a waiter reads its run anyway.
+func (rw *runWatcher) safetyTick() time.Duration {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	return rw.safety
+}
+
 // loop reads the watched partitions' events while anyone waits, and wakes the waiters
 // of runs whose status changed.
 func (rw *runWatcher) loop() {
 	backoff := 50 * time.Millisecond
 	for {
 		rw.mu.Lock()
+		clear(rw.reading)
 		if len(rw.waiters) == 0 {
 			rw.running = false
 			rw.after = map[store.PartRef]string{}
@@ -103,15 +135,18 @@ func (rw *runWatcher) loop() {
 				continue
 			}
 			parts, after = append(parts, p), append(after, id)
+			rw.reading[p] = true
 		}
+		block := rw.block
 		rw.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), watchBlock+5*time.Second)
-		evs, err := rw.rdb.ReadRunsEvents(ctx, parts, after, 1000, watchBlock)
+		ctx, cancel := context.WithTimeout(context.Background(), block+5*time.Second)
+		evs, err := rw.rdb.ReadRunsEvents(ctx, parts, after, 1000, block)
 		cancel()
 		if store.IsClosed(err) {
 			// The engine's Redis was closed: waiters learn it from their next read.
 			rw.mu.Lock()
 			rw.running = false
+			clear(rw.reading)
 			rw.mu.Unlock()
 			return
 		}
@@ -122,22 +157,66 @@ func (rw *runWatcher) loop() {
 			continue
 		}
 		backoff = 50 * time.Millisecond
+		rw.deliver(evs)
+	}
+}
+
+// catchUp reads partition p alone, from where the watch is, until the loop's read
+// covers it or nobody waits on it any more.
+func (rw *runWatcher) catchUp(p store.PartRef) {
+	defer func() {
 		rw.mu.Lock()
-		for _, ev := range evs {
-			p := store.PartRef{Flow: ev.Flow, Part: ev.Part}
-			if last, ok := rw.after[p]; ok && store.CompareStreamIDs(ev.ID, last) > 0 {
-				rw.after[p] = ev.ID
-			}
-			if ev.Type != "run" {
-				continue
-			}
-			for ch := range rw.waiters[store.RunRef{Flow: ev.Flow, Run: ev.Run, Part: ev.Part}] {
-				select {
-				case ch <- struct{}{}:
-				default:
-				}
+		delete(rw.catching, p)
+		rw.mu.Unlock()
+	}()
+	for {
+		rw.mu.Lock()
+		after, watched := rw.after[p]
+		done := !watched || !rw.running || rw.reading[p] || !rw.waitedOn(p)
+		block := rw.block
+		rw.mu.Unlock()
+		if done {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), block+5*time.Second)
+		evs, err := rw.rdb.ReadRunsEvents(ctx, []store.PartRef{p}, []string{after}, 1000, block)
+		cancel()
+		if err != nil {
+			return // the loop's next read covers p
+		}
+		rw.deliver(evs)
+	}
+}
+
+// waitedOn reports whether anyone waits on a run of partition p (rw.mu held).
+func (rw *runWatcher) waitedOn(p store.PartRef) bool {
+	for ref := range rw.waiters {
+		if ref.Flow == p.Flow && ref.Part == p.Part {
+			return true
+		}
+	}
+	return false
+}
+
+// deliver moves the watch past evs and wakes the waiters of the runs whose status they
+// change. The loop and a catch-up read may both deliver an event: a second wake-up only
+// makes a waiter read its run once more.
+func (rw *runWatcher) deliver(evs []store.Event) {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	for _, ev := range evs {
+		p := store.PartRef{Flow: ev.Flow, Part: ev.Part}
+		if last, ok := rw.after[p]; ok && store.CompareStreamIDs(ev.ID, last) > 0 {
+			rw.after[p] = ev.ID
+		}
+		if ev.Type != "run" {
+			continue
+		}
+		for ch := range rw.waiters[store.RunRef{Flow: ev.Flow, Run: ev.Run, Part: ev.Part}] {
+			select {
+			case ch <- struct{}{}:
+			default:
 			}
 		}
-		rw.mu.Unlock()
 	}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -101,10 +102,13 @@ func (l *leftMark) clear(t time.Time) {
 	l.mu.Unlock()
 }
 
-// maxPureSteps bounds the pure steps (jq, templates) a worker runs at once: they run on
-// goroutines beside the reader, so a slow one delays only itself, and this many of them
-// use every core.
-const maxPureSteps = 256
+// maxPureSteps bounds the pure steps (jq, templates) a worker has in flight, per node
+// and in all: those that run on goroutines of their own (so a slow one delays only
+// itself) and, most of them under load, those that wait for their commit. A reader
+// reads a node when half its limit is free, and otherwise comes back after busyBlock:
+// with 256, a node's steps could not pass 128 per 20 ms, which held one worker process
+// near 7k fused runs/s on a box where two did 11k (docs/benchmarks.md, issue 29).
+const maxPureSteps = 1024
 
 // served is what a worker knows of one flow it serves.
 type served struct {
@@ -114,6 +118,8 @@ type served struct {
 	limits   map[string]int
 	settings flows.Settings
 	janitor  janitor
+	// reload is set while a reload this process asked for (changed) has not begun.
+	reload bool
 }
 
 // NewWorker returns a worker for the given flows.
@@ -339,6 +345,7 @@ func (w *Worker) refreshLoop(ctx context.Context) {
 		if changed {
 			w.load(ctx, nil)
 			w.ensureReaders()
+			w.poke() // a reader with nothing to read waits for this
 		}
 	}
 }
@@ -386,6 +393,55 @@ func (w *Worker) settingsOf(flow string) flows.Settings {
 		return s.settings
 	}
 	return flows.DefaultSettings
+}
+
+// tellWorkers tells this process's running workers that it stored a version of flow,
+// made one current, or placed a run on partition part of it (-1: a version): a worker
+// that serves the flow and does not read that partition yet loads the flow again at
+// once, instead of at its next refresh (WorkerOptions.Refresh, which other processes
+// still wait for). A flow's first run in `sluice test` or `sluice run` waited for it.
+// It reports whether any of them serves the flow.
+func (e *Engine) tellWorkers(flow string, part int) (served bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for w := range e.workers {
+		if w.changed(flow, part) {
+			served = true
+		}
+	}
+	return served
+}
+
+// changed starts a reload of a served flow when this process stored a version of it
+// (part -1) or placed a run on a partition the worker does not read. A reload asked for
+// while one waits to begin is that one.
+// It reports whether the worker serves the flow.
+func (w *Worker) changed(flow string, part int) bool {
+	w.cat.mu.Lock()
+	s := w.cat.served[flow]
+	need := s != nil && !s.reload && (part < 0 || !slices.Contains(s.parts, part))
+	if need {
+		s.reload = true
+	}
+	w.cat.mu.Unlock()
+	if !need {
+		return s != nil
+	}
+	w.mu.Lock()
+	ctx := w.ctx
+	w.mu.Unlock()
+	go func() {
+		w.cat.mu.Lock()
+		s.reload = false // a change from now on is read by this load, or starts another
+		w.cat.mu.Unlock()
+		if ctx == nil || ctx.Err() != nil {
+			return
+		}
+		w.load(ctx, []string{flow})
+		w.ensureReaders()
+		w.poke() // a reader with nothing to read waits for this
+	}()
+	return true
 }
 
 // attach and detach keep the engine's list of running workers, which Cancel tells.

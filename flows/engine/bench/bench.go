@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,15 +57,23 @@ type Figures struct {
 	// Spread is, on a Redis Cluster, the busiest master's commands over the quietest's.
 	Spread store.Figure `json:"master_spread"`
 	// GoCPUPerRun is this process's CPU time (user and system, every goroutine: the
-	// starters, the worker, the bench's own result reader) per run, in µs; NaN when
-	// worker processes did the work (--procs).
+	// starters, the worker, the bench's own result reader) per run, in µs; with --procs
+	// the starters and the result reader only.
 	GoCPUPerRun store.Figure `json:"go_cpu_us_per_run"`
-	Steps       int          `json:"steps"`
-	Failed      int          `json:"failed_runs"`
-	Drained     bool         `json:"drained"`
-	MaxPending  int64        `json:"max_pending"` // the largest pending list seen while running
-	DeadLetters int64        `json:"dead_letters"`
-	Leftover    string       `json:"leftover,omitempty"`
+	// WorkerCPUPerRun is, with --procs, the worker processes' CPU time per run, in µs:
+	// their whole lives, start-up and the warm-up run included; NaN without --procs.
+	WorkerCPUPerRun store.Figure `json:"worker_cpu_us_per_run"`
+	// GoAllocsPerRun and GoBytesPerRun are the heap allocations of this process per run
+	// (objects and bytes; NaN with --procs): unlike CPU time they do not move with the
+	// machine's load, and every one of them is garbage to collect.
+	GoAllocsPerRun store.Figure `json:"go_allocs_per_run"`
+	GoBytesPerRun  store.Figure `json:"go_alloc_bytes_per_run"`
+	Steps          int          `json:"steps"`
+	Failed         int          `json:"failed_runs"`
+	Drained        bool         `json:"drained"`
+	MaxPending     int64        `json:"max_pending"` // the largest pending list seen while running
+	DeadLetters    int64        `json:"dead_letters"`
+	Leftover       string       `json:"leftover,omitempty"`
 }
 
 // Flow returns the benchmark's flow document: k no-op transforms in a row, a fork of k
@@ -172,6 +181,7 @@ func Run(ctx context.Context, rdb *store.Redis, o Options) (*Figures, error) {
 	wctx, stopWorkers := context.WithCancel(ctx)
 	defer stopWorkers()
 	var wg sync.WaitGroup
+	var procs []*exec.Cmd
 	if o.Procs == 0 {
 		w := e.NewWorker(engine.WorkerOptions{Flows: []string{id}, Grace: time.Second})
 		wg.Add(1)
@@ -200,6 +210,7 @@ func Run(ctx context.Context, rdb *store.Redis, o Options) (*Figures, error) {
 			if err := cmd.Start(); err != nil {
 				return nil, err
 			}
+			procs = append(procs, cmd)
 			wg.Add(1)
 			go func() { defer wg.Done(); _ = cmd.Wait() }()
 		}
@@ -225,6 +236,8 @@ func Run(ctx context.Context, rdb *store.Redis, o Options) (*Figures, error) {
 
 	before := rdb.Stats(ctx)
 	cpuBefore := processCPU()
+	var memBefore runtime.MemStats
+	runtime.ReadMemStats(&memBefore)
 	var e2e store.Latencies
 	var mu sync.Mutex
 	submitted := map[string]time.Time{}
@@ -324,6 +337,8 @@ func Run(ctx context.Context, rdb *store.Redis, o Options) (*Figures, error) {
 	}
 	elapsed := time.Since(start)
 	cpuUsed := processCPU() - cpuBefore
+	var memAfter runtime.MemStats
+	runtime.ReadMemStats(&memAfter)
 	after := rdb.Stats(ctx)
 	stopWorkers()
 	wg.Wait()
@@ -332,9 +347,24 @@ func Run(ctx context.Context, rdb *store.Redis, o Options) (*Figures, error) {
 	f := &Figures{Seconds: elapsed.Seconds(), RunsPerSec: float64(o.Runs) / elapsed.Seconds(), EndToEnd: e2e.Percentiles(),
 		Step: obs.step.Percentiles(), Commit: obs.commit.Percentiles(), Steps: o.Runs * stepsPerRun, Failed: failed,
 		CPUPerStep: store.Figure(math.NaN()), BytesPerRun: store.Figure(math.NaN()), BytesPerCkpt: store.Figure(math.NaN()),
-		Spread: store.Figure(store.Spread(before, after)), GoCPUPerRun: store.Figure(math.NaN())}
+		Spread: store.Figure(store.Spread(before, after)), WorkerCPUPerRun: store.Figure(math.NaN()),
+		GoAllocsPerRun: store.Figure(math.NaN()), GoBytesPerRun: store.Figure(math.NaN())}
+	f.GoCPUPerRun = store.Figure(float64(cpuUsed.Microseconds()) / float64(o.Runs))
+	if len(procs) > 0 {
+		var used time.Duration
+		for _, cmd := range procs {
+			if cmd.ProcessState == nil {
+				continue
+			}
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+				used += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+			}
+		}
+		f.WorkerCPUPerRun = store.Figure(float64(used.Microseconds()) / float64(o.Runs))
+	}
 	if o.Procs == 0 {
-		f.GoCPUPerRun = store.Figure(float64(cpuUsed.Microseconds()) / float64(o.Runs))
+		f.GoAllocsPerRun = store.Figure(float64(memAfter.Mallocs-memBefore.Mallocs) / float64(o.Runs))
+		f.GoBytesPerRun = store.Figure(float64(memAfter.TotalAlloc-memBefore.TotalAlloc) / float64(o.Runs))
 	}
 	if !math.IsNaN(before.CPU) && !math.IsNaN(after.CPU) {
 		f.CPUPerStep = store.Figure((after.CPU - before.CPU) * 1e6 / float64(f.Steps))
