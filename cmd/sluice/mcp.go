@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sluicehq/sluice/flows/engine"
@@ -80,6 +81,9 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		bg.Add(1)
 		go func() { defer bg.Done(); _ = w.Run(wctx) }()
 	}
+	firstSync, cancelFirst := context.WithTimeout(wctx, 30*time.Second)
+	syncLibrary(firstSync, libSync, log) // the tools are listed from what is published
+	cancelFirst()
 	bg.Add(1)
 	go func() { defer bg.Done(); watchLibrary(wctx, libSync, log) }()
 	hub := live.NewHub(rdb, log)

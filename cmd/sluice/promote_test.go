@@ -101,9 +101,10 @@ func TestSluicePromoteOnRedisRunsTheGate(t *testing.T) {
 // sluice promote --server asks a serve: the promotion is recorded as the key's and in
 // the audit log; a wrong token is refused.
 func TestSluicePromoteThroughAServe(t *testing.T) {
-	storetest.Real(t)
+	r := storetest.Real(t)
 	dir := t.TempDir()
 	id, _ := writeExampleFlow(t, dir, "linear", nil)
+	storetest.DeleteFlowKeys(t, r, id)
 	const token = "promote-test-token-8c1"
 	p := start(t, []string{"REDIS_URL=" + storetest.URL(), "SLUICE_TOKEN=" + token}, "serve", "--addr", "127.0.0.1:0", "--flows", dir)
 	base := p.waitLine(t, servingLine, 30*time.Second)[1]
@@ -130,5 +131,36 @@ func TestSluicePromoteThroughAServe(t *testing.T) {
 	}
 	if out, code := sluiceCmd(t, []string{"REDIS_URL=", "SLUICE_URL=" + base, "SLUICE_TOKEN=wrong"}, "promote", id, "--to", "prod"); code == 0 || !strings.Contains(out, "401") {
 		t.Errorf("a wrong token: exit %d\n%s", code, out)
+	}
+}
+
+// A serve publishes its folder's flows before it says it serves: every flow of a
+// folder of many has a version in dev as soon as the serving line is out, so a run
+// or a promotion sent at once finds it (it published them in the background, and a
+// promotion right after start-up was refused: "no version in environment dev yet").
+func TestServePublishesItsFlowsBeforeItServes(t *testing.T) {
+	r := storetest.Real(t)
+	dir := t.TempDir()
+	var ids []string
+	for range 400 {
+		id, _ := writeExampleFlow(t, dir, "linear", nil)
+		storetest.DeleteFlowKeys(t, r, id)
+		ids = append(ids, id)
+	}
+	p := start(t, []string{"REDIS_URL=" + storetest.URL()}, "serve", "--addr", "127.0.0.1:0", "--flows", dir)
+	base := p.waitLine(t, servingLine, 60*time.Second)[1]
+	for i := len(ids) - 1; i >= 0; i-- { // the last written first: the likeliest to be late
+		resp, err := http.Get(base + "/api/flows/" + ids[i] + "/environments")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var envs struct {
+			Environments []engine.EnvState `json:"environments"`
+		}
+		json.NewDecoder(resp.Body).Decode(&envs)
+		resp.Body.Close()
+		if len(envs.Environments) == 0 || envs.Environments[0].Version == "" {
+			t.Fatalf("flow %d of %d has no version in dev right after the serving line: %+v", i+1, len(ids), envs.Environments)
+		}
 	}
 }

@@ -162,6 +162,11 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		bg.Add(1)
 		go func() { defer bg.Done(); _ = w.Run(ctx) }()
 	}
+	// The folder's flows are published before the server says it serves, so that a
+	// request sent at once (a run, a promotion) finds them; then every two seconds.
+	firstSync, cancelFirst := context.WithTimeout(ctx, 30*time.Second)
+	syncLibrary(firstSync, libSync, log)
+	cancelFirst()
 	bg.Add(1)
 	go func() { defer bg.Done(); watchLibrary(ctx, libSync, log) }()
 
@@ -220,21 +225,27 @@ func followRef(repo *store.GitRepo, ref, dir, last string, log *slog.Logger) (st
 	return commit, nil
 }
 
-// watchLibrary publishes new and changed flow files every two seconds.
+// watchLibrary publishes new and changed flow files every two seconds (the first
+// sync is the caller's).
 func watchLibrary(ctx context.Context, s *engine.LibrarySync, log *slog.Logger) {
 	for {
-		bad, err := s.Sync(ctx)
-		if err != nil && ctx.Err() == nil {
-			log.Warn("cannot publish the flow library", "error", err)
-		}
-		for id, probs := range bad { // reported once per content of the file
-			log.Warn("flow file has problems; its last good version keeps running", "flow", id, "problems", len(probs.Errors()), "first", probs.Errors()[0].String())
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(2 * time.Second):
 		}
+		syncLibrary(ctx, s, log)
+	}
+}
+
+// syncLibrary publishes the flow files that are new or changed since the last sync.
+func syncLibrary(ctx context.Context, s *engine.LibrarySync, log *slog.Logger) {
+	bad, err := s.Sync(ctx)
+	if err != nil && ctx.Err() == nil {
+		log.Warn("cannot publish the flow library", "error", err)
+	}
+	for id, probs := range bad { // reported once per content of the file
+		log.Warn("flow file has problems; its last good version keeps running", "flow", id, "problems", len(probs.Errors()), "first", probs.Errors()[0].String())
 	}
 }
 
