@@ -240,7 +240,7 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	if err != nil {
 		return "", err
 	}
-	e.cache.put(id, ckpt, state)
+	e.cache.put(plan.Flow, id, ckpt, state)
 	return id, nil
 }
 

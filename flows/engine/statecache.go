@@ -6,8 +6,11 @@ import (
 	"sync"
 )
 
-// stateCache keeps recently committed or loaded states, decoded, by run and checkpoint.
-// Checkpoints are immutable, so an entry never goes stale; when the process that
+// stateCache keeps recently committed or loaded states, decoded, by flow, run and
+// checkpoint: a run id is unique within its flow only (a caller may choose it: two
+// workspaces' flows may both have a run "order-42"), and a checkpoint id is a time
+// within its run's stream, so two runs' checkpoints may have the same one. Checkpoints
+// are immutable, so an entry never goes stale; when the process that
 // committed a step also runs the next one, the next step needs no read from Redis.
 // Cached states are shared: nothing may modify them.
 //
@@ -31,10 +34,13 @@ func newStateCache(maxBytes int) *stateCache {
 	return &stateCache{max: maxBytes, ll: list.New(), items: map[string]*list.Element{}}
 }
 
-func (c *stateCache) get(run, ckpt string) (map[string]any, bool) {
+// stateKey names a state in the cache; ids hold no NUL.
+func stateKey(flow, run, ckpt string) string { return flow + "\x00" + run + "\x00" + ckpt }
+
+func (c *stateCache) get(flow, run, ckpt string) (map[string]any, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.items[run+"/"+ckpt]
+	el, ok := c.items[stateKey(flow, run, ckpt)]
 	if !ok {
 		return nil, false
 	}
@@ -42,8 +48,8 @@ func (c *stateCache) get(run, ckpt string) (map[string]any, bool) {
 	return el.Value.(*cacheEntry).state, true
 }
 
-func (c *stateCache) put(run, ckpt string, state map[string]any) {
-	key := run + "/" + ckpt
+func (c *stateCache) put(flow, run, ckpt string, state map[string]any) {
+	key := stateKey(flow, run, ckpt)
 	c.mu.Lock()
 	_, ok := c.items[key]
 	c.mu.Unlock()

@@ -68,13 +68,13 @@ func TestStateCacheStaysWithinItsBound(t *testing.T) {
 	c := newStateCache(1 << 20)
 	s, _ := flows.DecodeState([]byte(`{"messages": [` + strings.Repeat(`{"role": "user", "content": "hello there"},`, 100) + `{}]}`))
 	for i := 0; i < 1000; i++ {
-		c.put("r", fmt.Sprint(i), s)
+		c.put("f", "r", fmt.Sprint(i), s)
 	}
 	n, size := c.stats()
 	if size > 1<<20 || n == 0 || n == 1000 {
 		t.Errorf("%d entries, %d bytes: want some evicted and at most 1 MiB", n, size)
 	}
-	if _, ok := c.get("r", "999"); !ok {
+	if _, ok := c.get("f", "r", "999"); !ok {
 		t.Error("the newest entry was evicted")
 	}
 }

@@ -273,7 +273,7 @@ type joined struct {
 }
 
 func (e *Engine) stateAt(ctx context.Context, ref store.RunRef, ckpt string) (map[string]any, error) {
-	if s, ok := e.cache.get(ref.Run, ckpt); ok {
+	if s, ok := e.cache.get(ref.Flow, ref.Run, ckpt); ok {
 		return s, nil
 	}
 	b, err := e.rdb.LoadState(ctx, ref, ckpt)
@@ -284,7 +284,7 @@ func (e *Engine) stateAt(ctx context.Context, ref store.RunRef, ckpt string) (ma
 	if err != nil {
 		return nil, flows.Permanent(fmt.Errorf("checkpoint %s: %w", ckpt, err))
 	}
-	e.cache.put(ref.Run, ckpt, s)
+	e.cache.put(ref.Flow, ref.Run, ckpt, s)
 	return s, nil
 }
 
