@@ -223,7 +223,8 @@ func (k Keys) Dedupe(hash string) string { return k.fwide + "dedupe:" + hash }
 // session's history, a store scope, a file, a vector collection. What one operation
 // changes shares its tag (one atomic script or transaction on one slot), and a
 // deployment's sessions, files and collections spread over a cluster's shards. A scope is
-// "f:FLOW" (the flow's own) or "s:NAME" (shared by every flow that names it); labels that
+// "f:FLOW" (the flow's own) or "s:NAME" (shared by every flow of the default workspace
+// that names it; "s:WS.NAME" in workspace WS: docs/teams.md); labels that
 // come from users (session ids, collection names, file ids) are path-escaped, so no brace
 // of theirs can change a tag.
 
