@@ -21,26 +21,26 @@ type stateCache struct {
 	max   int
 	size  int
 	ll    *list.List
-	items map[string]*list.Element
+	items map[stateKey]*list.Element
 }
 
 type cacheEntry struct {
-	key   string
+	key   stateKey
 	state map[string]any
 	size  int
 }
 
 func newStateCache(maxBytes int) *stateCache {
-	return &stateCache{max: maxBytes, ll: list.New(), items: map[string]*list.Element{}}
+	return &stateCache{max: maxBytes, ll: list.New(), items: map[stateKey]*list.Element{}}
 }
 
-// stateKey names a state in the cache; ids hold no NUL.
-func stateKey(flow, run, ckpt string) string { return flow + "\x00" + run + "\x00" + ckpt }
+// stateKey names a state in the cache (a struct: a lookup builds no string).
+type stateKey struct{ flow, run, ckpt string }
 
 func (c *stateCache) get(flow, run, ckpt string) (map[string]any, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.items[stateKey(flow, run, ckpt)]
+	el, ok := c.items[stateKey{flow, run, ckpt}]
 	if !ok {
 		return nil, false
 	}
@@ -49,14 +49,14 @@ func (c *stateCache) get(flow, run, ckpt string) (map[string]any, bool) {
 }
 
 func (c *stateCache) put(flow, run, ckpt string, state map[string]any) {
-	key := stateKey(flow, run, ckpt)
+	key := stateKey{flow, run, ckpt}
 	c.mu.Lock()
 	_, ok := c.items[key]
 	c.mu.Unlock()
 	if ok {
 		return
 	}
-	size := heapSize(state) + len(key) + 64
+	size := heapSize(state) + len(flow) + len(run) + len(ckpt) + 64
 	if size > c.max/4 {
 		return
 	}

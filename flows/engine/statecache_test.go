@@ -78,3 +78,17 @@ func TestStateCacheStaysWithinItsBound(t *testing.T) {
 		t.Error("the newest entry was evicted")
 	}
 }
+
+// BenchmarkStateCacheGet is a cached state's lookup on the hot path of every step (a
+// flow id of 40 bytes, a run id and a checkpoint id as Sluice makes them).
+func BenchmarkStateCacheGet(b *testing.B) {
+	c := newStateCache(64 << 20)
+	flow, run, ckpt := "t-some-flow-id-of-forty-characters-abcd", "r06h3c6bwqza594p5n2v2g", "1796203460002-0"
+	c.put(flow, run, ckpt, map[string]any{"a": 1})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := c.get(flow, run, ckpt); !ok {
+			b.Fatal("not cached")
+		}
+	}
+}
