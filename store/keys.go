@@ -79,10 +79,12 @@ func (k Keys) Prefix() string { return k.prefix }
 // too).
 func (k Keys) FlowPrefix() string { return k.fwide }
 
-// KeyPatterns are SCAN patterns that together match every key of flow: its partitions'
-// and its cached results'.
+// KeyPatterns are SCAN patterns that together match every key of flow: its partitions',
+// its cached results' and what its building blocks keep in its own scope (memory
+// sessions, the long-term store, vector collections, files).
 func KeyPatterns(flow string) []string {
-	return []string{"sluice:{f:" + flow + "}:*", "sluice:{p:*}:" + flow + ":*", "sluice:{c:" + flow + ":*"}
+	return []string{"sluice:{f:" + flow + "}:*", "sluice:{p:*}:" + flow + ":*", "sluice:{c:" + flow + ":*",
+		"sluice:{m:f:" + flow + ":*", "sluice:{st:f:" + flow + "}:*", "sluice:{v:f:" + flow + ":*", "sluice:{file:" + flow + ":*"}
 }
 
 // In is the stream of NODE's activations (group "sluice").
