@@ -22,7 +22,7 @@ func TestGroupLagIsUnknownAfterAnOutOfOrderCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := redis.NewClient(opt)
-	defer c.Close()
+	t.Cleanup(func() { c.Close() }) // after the key is deleted with it
 	key := "sluicetest:{" + storetest.FlowID(t) + "}:in:node"
 	t.Cleanup(func() { c.Del(context.Background(), key) })
 	if err := c.XGroupCreateMkStream(ctx, key, "g", "0").Err(); err != nil {

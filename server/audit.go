@@ -33,6 +33,10 @@ var auditActions = map[string]string{
 	"POST /api/flows/:flow/deliveries/:id/retry":  "delivery.retry",
 }
 
+// auditTarget names what a route that has no :flow changed (an import: the flow the
+// document made), for auditRoute.
+func auditTarget(c echo.Context, target string) { c.Set("audit_target", target) }
+
 // auditRoute records a route's success, if it is one the log keeps.
 func (s *Server) auditRoute(c echo.Context, route string) {
 	action, ok := auditActions[route]
@@ -40,6 +44,9 @@ func (s *Server) auditRoute(c echo.Context, route string) {
 		return
 	}
 	target := c.Param("flow")
+	if target == "" {
+		target, _ = c.Get("audit_target").(string)
+	}
 	if r := c.Param("run"); r != "" {
 		target += "/" + r
 	}

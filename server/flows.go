@@ -333,6 +333,7 @@ func (s *Server) importFlow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	auditTarget(c, plan.Flow)
 	c.Response().Header().Set(echo.HeaderLocation, "/api/flows/"+plan.Flow)
 	return c.JSON(http.StatusCreated, saved)
 }
@@ -464,6 +465,7 @@ func (s *Server) importLangflow(c echo.Context, export []byte) error {
 		saved = &SavedFlow{ID: head.ID, Problems: probs}
 	}
 	saved.Import = report
+	auditTarget(c, head.ID)
 	c.Response().Header().Set(echo.HeaderLocation, "/api/flows/"+head.ID)
 	return c.JSON(http.StatusCreated, saved)
 }

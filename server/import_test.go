@@ -138,3 +138,25 @@ func TestImportNeverCopiesACredential(t *testing.T) {
 		t.Errorf("no placeholder in %s", file)
 	}
 }
+
+// The audit log names the flow an import made: a Sluice document's and a Langflow
+// export's (the route has no flow in its path).
+func TestAnImportIsAuditedWithTheFlowItMade(t *testing.T) {
+	a := newAPI(t, storetest.Embedded(t))
+	plain, doc := a.flowDoc("linear", nil)
+	a.must(http.StatusCreated, "POST", "/api/flows", doc)
+	converted := storetest.FlowID(t) + "-lf"
+	a.must(http.StatusCreated, "POST", "/api/flows?id="+converted, langflowFixture(t, "basic_prompting"))
+	log := a.must(http.StatusOK, "GET", "/api/audit?action=flow.import&format=jsonl", nil).String()
+	var targets []string
+	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+		var e struct{ Action, Target string }
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		targets = append(targets, e.Target)
+	}
+	if got := strings.Join(targets, " "); !strings.Contains(got, plain) || !strings.Contains(got, converted) {
+		t.Errorf("the imports' audit entries name %q, want %s and %s:\n%s", targets, plain, converted, log)
+	}
+}

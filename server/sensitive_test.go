@@ -195,3 +195,65 @@ func TestAViewerOfASensitiveWorkspaceSeesStatusesNotState(t *testing.T) {
 		t.Errorf("the dead letters as the operator sees them: %s", dl)
 	}
 }
+
+// A sensitive workspace's test cases hold runs' inputs and outputs ("Save as test case"
+// copies them) and their results the outputs of the cases' runs: its viewers read
+// neither, only each version's pass and fail counts and which cases failed; its
+// operators read everything, as any run's state.
+func TestAViewerOfASensitiveWorkspaceCannotReadItsTestCases(t *testing.T) {
+	a := newAPI(t, storetest.Real(t))
+	a.workspace("sens")
+	in := []string{server.WorkspaceHeader, "sens"}
+	a.must(http.StatusOK, "PUT", "/api/settings", `{"sensitive": true}`, in...)
+	const secret = "Zed-secret-9"
+	id, doc := a.flowDoc(`{"sluice": 1, "id": "x", "nodes": [{"id": "in", "type": "input"}, {"id": "out", "type": "output"}],
+		"edges": [{"from": "in", "to": "out"}]}`, nil)
+	storetest.DeleteFlowKeys(t, a.r, "sens."+id)
+	a.must(http.StatusCreated, "PUT", "/api/flows/"+id, doc, in...)
+	viewer, operator, editor := a.serviceKey("sens", teams.Viewer), a.serviceKey("sens", teams.Operator), a.serviceKey("sens", teams.Editor)
+	as := func(key string) []string { return []string{"Authorization", "Bearer " + key} }
+
+	var started run
+	a.must(http.StatusOK, "POST", "/api/flows/"+id+"/runs?wait=20s", map[string]any{"input": map[string]any{"customer": secret}}, as(operator)...).into(t, &started)
+	if started.Status != "succeeded" {
+		t.Fatalf("run %+v, want succeeded", started)
+	}
+	a.must(http.StatusCreated, "POST", "/api/flows/"+id+"/cases", map[string]any{"run": started.ID, "id": "saved"}, as(editor)...)
+	// A second case that fails: its why quotes the output.
+	var cv server.CasesView
+	a.must(http.StatusOK, "GET", "/api/flows/"+id+"/cases", nil, as(operator)...).into(t, &cv)
+	if !strings.Contains(string(cv.File), secret) {
+		t.Fatalf("the cases as the operator sees them lack the saved run's input: %s", cv.File)
+	}
+	var file map[string]any
+	json.Unmarshal(cv.File, &file)
+	file["cases"] = append(file["cases"].([]any), map[string]any{"id": "fails", "input": map[string]any{"customer": secret}, "expect": []any{map[string]any{"equals": "something else"}}})
+	a.must(http.StatusOK, "PUT", "/api/flows/"+id+"/cases", file, as(editor)...)
+	var rep struct {
+		Version string
+		Failed  int
+	}
+	a.must(http.StatusOK, "POST", "/api/flows/"+id+"/cases/run", map[string]any{}, as(editor)...).into(t, &rep)
+	if rep.Failed != 1 {
+		t.Fatalf("the cases' report: %+v, want one failed", rep)
+	}
+
+	for _, p := range []string{"/cases", "/tests/" + rep.Version} {
+		r := a.do("GET", "/api/flows/"+id+p, nil, as(viewer)...)
+		if r.status != http.StatusForbidden || r.header.Get("Sluice-Required-Role") != "operator" || strings.Contains(r.String(), secret) {
+			t.Errorf("%s as the viewer: %d %s, want 403 needing the operator role", p, r.status, r)
+		}
+		if o := a.must(http.StatusOK, "GET", "/api/flows/"+id+p, nil, as(operator)...); !strings.Contains(o.String(), secret) {
+			t.Errorf("%s as the operator: %s, want the cases' inputs and outputs", p, o)
+		}
+	}
+	var sums server.TestSummaries
+	l := a.must(http.StatusOK, "GET", "/api/flows/"+id+"/tests", nil, as(viewer)...)
+	l.into(t, &sums)
+	if last := sums.Versions[rep.Version]; last.Cases != 2 || last.Failed != 1 || len(last.Verdicts) != 2 || strings.Contains(l.String(), secret) {
+		t.Errorf("each version's last test as the viewer sees it: %s, want the counts and verdicts without why", l)
+	}
+	if o := a.must(http.StatusOK, "GET", "/api/flows/"+id+"/tests", nil, as(operator)...); !strings.Contains(o.String(), secret) {
+		t.Errorf("each version's last test as the operator sees it: %s, want the why of the failed case", o)
+	}
+}

@@ -21,6 +21,7 @@ func TestFilesKeepSmallInRedisAndLargeInTheObjectStore(t *testing.T) {
 		ctx := context.Background()
 		s3 := storetest.StartS3(t)
 		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
 		files, err := store.NewFiles(r, store.FilesOptions{MaxBytes: 4 << 20, InlineMax: 1000, TTL: time.Hour, ObjectStore: s3.ObjectStore("runs/")})
 		if err != nil {
 			t.Fatal(err)

@@ -79,10 +79,12 @@ func (k Keys) Prefix() string { return k.prefix }
 // too).
 func (k Keys) FlowPrefix() string { return k.fwide }
 
-// KeyPatterns are SCAN patterns that together match every key of flow: its partitions'
-// and its cached results'.
+// KeyPatterns are SCAN patterns that together match every key of flow: its partitions',
+// its cached results' and what its building blocks keep in its own scope (memory
+// sessions, the long-term store, vector collections, files).
 func KeyPatterns(flow string) []string {
-	return []string{"sluice:{f:" + flow + "}:*", "sluice:{p:*}:" + flow + ":*", "sluice:{c:" + flow + ":*"}
+	return []string{"sluice:{f:" + flow + "}:*", "sluice:{p:*}:" + flow + ":*", "sluice:{c:" + flow + ":*",
+		"sluice:{m:f:" + flow + ":*", "sluice:{st:f:" + flow + "}:*", "sluice:{v:f:" + flow + ":*", "sluice:{file:" + flow + ":*"}
 }
 
 // In is the stream of NODE's activations (group "sluice").
@@ -223,7 +225,8 @@ func (k Keys) Dedupe(hash string) string { return k.fwide + "dedupe:" + hash }
 // session's history, a store scope, a file, a vector collection. What one operation
 // changes shares its tag (one atomic script or transaction on one slot), and a
 // deployment's sessions, files and collections spread over a cluster's shards. A scope is
-// "f:FLOW" (the flow's own) or "s:NAME" (shared by every flow that names it); labels that
+// "f:FLOW" (the flow's own) or "s:NAME" (shared by every flow of the default workspace
+// that names it; "s:WS.NAME" in workspace WS: docs/teams.md); labels that
 // come from users (session ids, collection names, file ids) are path-escaped, so no brace
 // of theirs can change a tag.
 

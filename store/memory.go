@@ -30,7 +30,8 @@ const MaxStoreScan = 2000
 
 // Memory keeps what the memory components remember, in Redis: conversations by session
 // (memory) and the long-term store's items by namespace and key (memory_store). A scope
-// is "f:FLOW" (one flow's) or "s:NAME" (shared by the flows that name it).
+// is "f:FLOW" (one flow's) or "s:NAME" (shared by the flows that name it; "s:WS.NAME"
+// in workspace WS).
 type Memory struct{ r *Redis }
 
 // NewMemory returns the memory on r.

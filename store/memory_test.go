@@ -16,7 +16,9 @@ func TestHistorySummaryIsStoredOnceAndKeepsNewerMessages(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, r *store.Redis) {
 		ctx := context.Background()
 		m := store.NewMemory(r)
-		scope, session := "f:"+storetest.FlowID(t), "a{b}c" // braces cannot break the hash tag
+		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
+		scope, session := "f:"+flow, "a{b}c" // braces cannot break the hash tag
 		var msgs []flows.HistoryMessage
 		for _, c := range []string{"one", "two", "three"} {
 			msgs = append(msgs, flows.HistoryMessage{Role: "user", Content: c})

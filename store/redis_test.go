@@ -65,7 +65,7 @@ func TestWaitReplicasFromTheURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	t.Cleanup(func() { r.Close() }) // after the flow's keys are deleted with it
 	flow := storetest.FlowID(t)
 	storetest.DeleteFlowKeys(t, r, flow)
 	_, err = r.StartRun(context.Background(), store.StartArgs{Flow: flow, Run: "r1", Version: "v", State: []byte(`{}`), Entries: []string{"a"}})

@@ -44,7 +44,9 @@ func ids(hits []flows.VectorHit) string {
 func TestVectorCollectionsAreSharedByWorkers(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, r *store.Redis) {
 		ctx := context.Background()
-		scope, coll := "f:"+storetest.FlowID(t), "docs"
+		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
+		scope, coll := "f:"+flow, "docs"
 		a, b := store.NewVectors(r), worker(t, r)
 		if hits, err := b.Search(ctx, scope, coll, flows.VectorQuery{Vector: vec(1, 0, 0), K: 3}); err != nil || len(hits) != 0 {
 			t.Fatalf("a search of a collection that does not exist: %v, %v", hits, err)
@@ -117,7 +119,9 @@ func TestVectorCollectionsAreSharedByWorkers(t *testing.T) {
 func TestVectorIndexBehindAPruneReloads(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, r *store.Redis) {
 		ctx := context.Background()
-		scope, coll := "f:"+storetest.FlowID(t), "c"
+		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
+		scope, coll := "f:"+flow, "c"
 		a, b := store.NewVectors(r), worker(t, r)
 		var docs []flows.VectorDoc
 		for i := 0; i < 1200; i++ {

@@ -58,7 +58,8 @@ const (
 	Self Perm = "self"
 	// Read: flows, versions, runs' statuses, queues, dead letters, schedules.
 	Read Perm = "read"
-	// ReadState: a run's state, checkpoints and files. A workspace marked sensitive
+	// ReadState: a run's state, checkpoints and files; test cases (runs' inputs and
+	// outputs) and test results (their runs' outputs). A workspace marked sensitive
 	// gives it to operators and up only.
 	ReadState Perm = "read_state"
 	// ReadRun: a run and its live events, as anyone who may read sees them: whoever
@@ -110,7 +111,7 @@ func AllowsAs(r Role, p Perm, need Role) (bool, string) {
 	if r == "" {
 		return false, "you are not a member of this workspace"
 	}
-	what := map[Perm]string{Read: "read", ReadRun: "read runs", ReadState: "see run states (this workspace marks them sensitive)", Run: "run flows",
+	what := map[Perm]string{Read: "read", ReadRun: "read runs", ReadState: "see run states or test cases (this workspace marks them sensitive)", Run: "run flows",
 		Edit: "change flows", Promote: "promote flows to this environment", Admin: "manage members, keys and secrets"}[p]
 	return false, fmt.Sprintf("a %s may not %s: that needs the %s role", r, what, need)
 }

@@ -115,13 +115,14 @@ var Routes = map[string]Perm{
 	"POST /api/flows/:flow/deliveries/:id/retry": Run,
 	"DELETE /api/flows/:flow/deliveries/:id":     Run,
 
-	// Fixing forward (docs/replay.md) and test cases (docs/testing-flows.md).
-	"GET /api/flows/:flow/cases":                Read,
+	// Fixing forward (docs/replay.md) and test cases (docs/testing-flows.md). Cases hold
+	// runs' inputs and outputs, and a test's result its runs' outputs: run state.
+	"GET /api/flows/:flow/cases":                ReadState,
 	"PUT /api/flows/:flow/cases":                Edit,
 	"POST /api/flows/:flow/cases":               Edit,
 	"POST /api/flows/:flow/cases/run":           Edit,
 	"GET /api/flows/:flow/tests":                Read,
-	"GET /api/flows/:flow/tests/:version":       Read,
+	"GET /api/flows/:flow/tests/:version":       ReadState,
 	"GET /api/flows/:flow/replays":              Read,
 	"GET /api/flows/:flow/replays/:job":         Read,
 	"POST /api/flows/:flow/replays":             Run,

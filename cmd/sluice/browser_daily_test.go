@@ -60,10 +60,11 @@ func (b *browser) badResponses() func() []string {
 // Bug 10: the editor's bundle under a hashed name, gzipped and cached for good, with no
 // source map beside it. Bug 8: the page has an icon, and saving a new flow answers no 404.
 func TestBrowserAssetsAreHashedCompressedCachedAndQuiet(t *testing.T) {
+	name, flowID := namedFlow(t, "Quiet")
+	storetest.DeleteFlowKeys(t, storetest.Real(t), flowID)
 	base := serveForBrowser(t, t.TempDir())
 	b := newBrowser(t, base)
 	bad := b.badResponses()
-	name, flowID := namedFlow(t, "Quiet")
 	b.open("/flows/new?name=" + strings.ReplaceAll(name, " ", "+"))
 	b.waitFor("the palette", `document.querySelectorAll(".palette-item").length > 0`)
 

@@ -177,6 +177,7 @@ func TestBrowserImportsALangflowExportWithPlaceholders(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "docs-qa.json")
 	raw := mustRead(t, filepath.Join("..", "..", "flows", "langflow", "testdata", "unmapped.json"))
 	flowID := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, storetest.Real(t), flowID)
 	// The flow id comes from the export's name.
 	raw = strings.Replace(raw, `"name": "Docs Q&A with memory"`, fmt.Sprintf(`"name": %q`, flowID), 1)
 	if err := os.WriteFile(file, []byte(raw), 0o644); err != nil {

@@ -542,7 +542,10 @@ func TestBrowserAnswerAnApprovalFromTheEditor(t *testing.T) {
 }
 
 func TestBrowserImportDuplicateExportDeleteAndTheUnsavedChangesGuard(t *testing.T) {
+	rdb := storetest.Real(t)
 	flowID := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, rdb, flowID)
+	storetest.DeleteFlowKeys(t, rdb, flowID+"-copy")
 	doc := strings.Replace(mustRead(t, filepath.Join("..", "..", "flows", "examples", "linear.json")), `"id": "linear"`, `"id": "`+flowID+`"`, 1)
 	file := filepath.Join(t.TempDir(), "linear.json")
 	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {

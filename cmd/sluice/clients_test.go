@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/flows/examples"
 	"github.com/sluicehq/sluice/flows/nodes/llmtest"
+	"github.com/sluicehq/sluice/store/storetest"
 )
 
 // shortID is a flow id prefix of this test's own, short enough for the suffixes added
@@ -124,9 +125,13 @@ func TestPublishedOpenAIClientsMakeOneRunPerCall(t *testing.T) {
 	sdks := map[string][]string{ // script -> the flow prefixes it uses
 		"openai.mjs": {id + "-oai-7-", id + "-oai-6-"}, "vercel.mjs": {id + "-vercel-"}, "langchain.mjs": {id + "-lc-"},
 	}
+	rdb := storetest.Real(t)
 	for _, prefixes := range sdks {
 		for _, p := range prefixes {
 			clientFlows(t, dir, p)
+			for _, kind := range []string{"fail", "stream", "wait"} {
+				storetest.DeleteFlowKeys(t, rdb, p+kind)
+			}
 		}
 	}
 	const token = "clients-test-token-3c9a71"
@@ -177,6 +182,7 @@ func TestPublishedMCPClientListsAndCallsToolsOnBothTransports(t *testing.T) {
 	var d map[string]any
 	json.Unmarshal(b, &d)
 	tool := shortID(t) + "-greet"
+	storetest.DeleteFlowKeys(t, storetest.Real(t), tool)
 	d["id"], d["settings"] = tool, map[string]any{"mcp": true}
 	b, _ = json.Marshal(d)
 	if err := os.WriteFile(filepath.Join(dir, tool+".json"), b, 0o644); err != nil {

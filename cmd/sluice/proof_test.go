@@ -104,11 +104,25 @@ func serveFor(t *testing.T, dir string, extraEnv ...string) (*apiClient, *proces
 func TestBadInputCorpus(t *testing.T) {
 	r := storetest.Real(t)
 	dir := t.TempDir()
-	api, _ := serveFor(t, dir)
-
+	// Flow documents.
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "bad", "flows", "*.json"))
+	if len(files) < 10 {
+		t.Fatalf("only %d bad flow documents", len(files))
+	}
+	// The flows that fail only when they run are saved and run (their ids are the
+	// corpus's own): their keys and audit entries go once the server has stopped.
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		var head struct{ ID, Description string }
+		json.Unmarshal(data, &head)
+		if strings.TrimSpace(strings.TrimPrefix(head.Description, "expect:")) == "runtime" {
+			storetest.DeleteFlowKeys(t, r, head.ID)
+		}
+	}
 	// Something accepted before the bad input: a flow and a run that waits for a person.
 	good, goodPath := writeExampleFlow(t, t.TempDir(), "approval", nil)
 	storetest.DeleteFlowKeys(t, r, good)
+	api, _ := serveFor(t, dir)
 	gb, _ := os.ReadFile(goodPath)
 	if st, b := api.do("PUT", "/api/flows/"+good, "application/json", bytes.NewReader(gb), ""); st/100 != 2 {
 		t.Fatalf("saving a good flow: %d %s", st, b)
@@ -120,11 +134,6 @@ func TestBadInputCorpus(t *testing.T) {
 		t.Fatalf("a run that waits: %d %s", st, b)
 	}
 
-	// Flow documents.
-	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "bad", "flows", "*.json"))
-	if len(files) < 10 {
-		t.Fatalf("only %d bad flow documents", len(files))
-	}
 	var runtimeFailures []string
 	for _, f := range files {
 		data, _ := os.ReadFile(f)
@@ -137,7 +146,6 @@ func TestBadInputCorpus(t *testing.T) {
 				if st != 200 {
 					t.Fatalf("validate: %d %s, want it valid (it fails only when it runs)", st, body)
 				}
-				storetest.DeleteFlowKeys(t, r, head.ID)
 				if st, body := api.do("PUT", "/api/flows/"+head.ID, "application/json", bytes.NewReader(data), ""); st/100 != 2 {
 					t.Fatalf("save: %d %s", st, body)
 				}

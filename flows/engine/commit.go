@@ -139,7 +139,7 @@ func (w *Worker) commit(plan *flows.Plan, c *store.Commit, b *built, fused []fus
 func (w *Worker) committed(a store.Activation, b *built, trans []store.Transition, fused []fusedStep, res store.CommitResult, cdur time.Duration, received time.Time) stepOutcome {
 	switch res.Status {
 	case store.CommitOK:
-		w.e.cache.putJSON(a.Run, res.Ckpt, b.newState, b.newJSON)
+		w.e.cache.putJSON(a.Flow, a.Run, res.Ckpt, b.newState, b.newJSON)
 		for _, t := range trans {
 			if p, ok := t.(store.Park); ok && p.Deadline > 0 {
 				w.parked(a.Flow, p.Deadline)

@@ -117,7 +117,7 @@ func (e *Engine) Fork(ctx context.Context, flow, run, ckpt string, patch json.Ra
 	if err != nil {
 		return "", err
 	}
-	e.cache.put(id, newCkpt, state)
+	e.cache.put(flow, id, newCkpt, state)
 	return id, nil
 }
 

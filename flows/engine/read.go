@@ -259,7 +259,7 @@ func (w *Worker) preload(acts []store.Activation) []preloaded {
 	var ks []int
 	for k, a := range acts {
 		if a.Join == "" {
-			if s, raw, ok := w.e.cache.get(a.Run, a.Ckpt); ok {
+			if s, raw, ok := w.e.cache.get(a.Flow, a.Run, a.Ckpt); ok {
 				out[k].state, out[k].raw = s, raw
 			}
 		}
@@ -284,7 +284,7 @@ func (w *Worker) preload(acts []store.Activation) []preloaded {
 			if b := got[i].State; b != nil {
 				if s, err := flows.DecodeState(b); err == nil {
 					out[k].state, out[k].raw = s, b
-					w.e.cache.putJSON(acts[k].Run, acts[k].Ckpt, s, b)
+					w.e.cache.putJSON(acts[k].Flow, acts[k].Run, acts[k].Ckpt, s, b)
 				}
 			}
 			out[k].status, out[k].pins, out[k].keysOf, out[k].known = got[i].Status, got[i].Pins, got[i].KeysOf, true

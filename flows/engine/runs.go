@@ -236,7 +236,7 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 		// The state is kept under the first checkpoint before the start is sent: a
 		// worker of this process may read the first activation before the reply comes.
 		args.Ckpt = store.FirstCkptID()
-		e.cache.putJSON(id, args.Ckpt, state, stateJSON)
+		e.cache.putJSON(plan.Flow, id, args.Ckpt, state, stateJSON)
 	}
 	ckpt, err := e.starts.start(ctx, args)
 	if flows.ErrorCode(err) == flows.NotFound {
@@ -250,7 +250,7 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 		return "", err
 	}
 	if local && ckpt != args.Ckpt {
-		e.cache.putJSON(id, ckpt, state, stateJSON)
+		e.cache.putJSON(plan.Flow, id, ckpt, state, stateJSON)
 	}
 	return id, nil
 }

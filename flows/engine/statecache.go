@@ -6,11 +6,14 @@ import (
 	"sync"
 )
 
-// stateCache keeps recently committed or loaded states, decoded, by run and checkpoint,
-// with their JSON when it is at hand. Checkpoints are immutable, so an entry never goes
-// stale; when the process that committed a step (or started the run) also runs the next
-// one, the next step needs no read from Redis, and a step that changes nothing needs no
-// encoding of the state it keeps. Cached states are shared: nothing may modify them.
+// stateCache keeps recently committed or loaded states, decoded, by flow, run and
+// checkpoint, with their JSON when it is at hand: a run id is unique within its flow
+// only (a caller may choose it: two workspaces' flows may both have a run "order-42"),
+// and a checkpoint id is a time within its run's stream, so two runs' checkpoints may
+// have the same one. Checkpoints are immutable, so an entry never goes stale; when the
+// process that committed a step (or started the run) also runs the next one, the next
+// step needs no read from Redis, and a step that changes nothing needs no encoding of
+// the state it keeps. Cached states are shared: nothing may modify them.
 //
 // It is bounded by an estimate of the heap its decoded states take (heapSize), not by
 // their JSON size: a decoded state costs about ten times its JSON.
@@ -19,25 +22,28 @@ type stateCache struct {
 	max   int
 	size  int
 	ll    *list.List
-	items map[string]*list.Element
+	items map[stateKey]*list.Element
 }
 
 type cacheEntry struct {
-	key   string
+	key   stateKey
 	state map[string]any
 	raw   []byte // state's JSON, or nil
 	size  int
 }
 
 func newStateCache(maxBytes int) *stateCache {
-	return &stateCache{max: maxBytes, ll: list.New(), items: map[string]*list.Element{}}
+	return &stateCache{max: maxBytes, ll: list.New(), items: map[stateKey]*list.Element{}}
 }
 
+// stateKey names a state in the cache (a struct: a lookup builds no string).
+type stateKey struct{ flow, run, ckpt string }
+
 // get returns a cached state and its JSON (nil when not kept).
-func (c *stateCache) get(run, ckpt string) (map[string]any, []byte, bool) {
+func (c *stateCache) get(flow, run, ckpt string) (map[string]any, []byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.items[run+"/"+ckpt]
+	el, ok := c.items[stateKey{flow, run, ckpt}]
 	if !ok {
 		return nil, nil, false
 	}
@@ -47,18 +53,20 @@ func (c *stateCache) get(run, ckpt string) (map[string]any, []byte, bool) {
 }
 
 // put keeps a state.
-func (c *stateCache) put(run, ckpt string, state map[string]any) { c.putJSON(run, ckpt, state, nil) }
+func (c *stateCache) put(flow, run, ckpt string, state map[string]any) {
+	c.putJSON(flow, run, ckpt, state, nil)
+}
 
 // putJSON keeps a state and, when not nil, its JSON (which must decode to state).
-func (c *stateCache) putJSON(run, ckpt string, state map[string]any, raw []byte) {
-	key := run + "/" + ckpt
+func (c *stateCache) putJSON(flow, run, ckpt string, state map[string]any, raw []byte) {
+	key := stateKey{flow, run, ckpt}
 	c.mu.Lock()
 	_, ok := c.items[key]
 	c.mu.Unlock()
 	if ok {
 		return
 	}
-	size := heapSize(state) + roundAlloc(len(raw)) + len(key) + 64
+	size := heapSize(state) + roundAlloc(len(raw)) + len(flow) + len(run) + len(ckpt) + 64
 	if size > c.max/4 {
 		return
 	}

@@ -68,13 +68,27 @@ func TestStateCacheStaysWithinItsBound(t *testing.T) {
 	c := newStateCache(1 << 20)
 	s, _ := flows.DecodeState([]byte(`{"messages": [` + strings.Repeat(`{"role": "user", "content": "hello there"},`, 100) + `{}]}`))
 	for i := 0; i < 1000; i++ {
-		c.put("r", fmt.Sprint(i), s)
+		c.put("f", "r", fmt.Sprint(i), s)
 	}
 	n, size := c.stats()
 	if size > 1<<20 || n == 0 || n == 1000 {
 		t.Errorf("%d entries, %d bytes: want some evicted and at most 1 MiB", n, size)
 	}
-	if _, _, ok := c.get("r", "999"); !ok {
+	if _, _, ok := c.get("f", "r", "999"); !ok {
 		t.Error("the newest entry was evicted")
+	}
+}
+
+// BenchmarkStateCacheGet is a cached state's lookup on the hot path of every step (a
+// flow id of 40 bytes, a run id and a checkpoint id as Sluice makes them).
+func BenchmarkStateCacheGet(b *testing.B) {
+	c := newStateCache(64 << 20)
+	flow, run, ckpt := "t-some-flow-id-of-forty-characters-abcd", "r06h3c6bwqza594p5n2v2g", "1796203460002-0"
+	c.put(flow, run, ckpt, map[string]any{"a": 1})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, ok := c.get(flow, run, ckpt); !ok {
+			b.Fatal("not cached")
+		}
 	}
 }

@@ -290,7 +290,7 @@ type joined struct {
 }
 
 func (e *Engine) stateAt(ctx context.Context, ref store.RunRef, ckpt string) (map[string]any, error) {
-	if s, _, ok := e.cache.get(ref.Run, ckpt); ok {
+	if s, _, ok := e.cache.get(ref.Flow, ref.Run, ckpt); ok {
 		return s, nil
 	}
 	b, err := e.rdb.LoadState(ctx, ref, ckpt)
@@ -301,7 +301,7 @@ func (e *Engine) stateAt(ctx context.Context, ref store.RunRef, ckpt string) (ma
 	if err != nil {
 		return nil, flows.Permanent(fmt.Errorf("checkpoint %s: %w", ckpt, err))
 	}
-	e.cache.putJSON(ref.Run, ckpt, s, b)
+	e.cache.putJSON(ref.Flow, ref.Run, ckpt, s, b)
 	return s, nil
 }
 

@@ -86,6 +86,7 @@ func TestFileReadsTheTextOfEveryFormat(t *testing.T) {
 			t.Fatal(err)
 		}
 		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
 		env := &nodes.Env{Files: files}
 		cases := []struct {
 			name, ctype string

@@ -13,7 +13,8 @@ import (
 
 // Memory keeps what the memory components remember between runs: conversations by
 // session and the long-term store's items. store.Memory implements it on Redis. A scope
-// is "f:FLOW" (a flow's own) or "s:NAME" (shared by every flow naming it).
+// is "f:FLOW" (a flow's own) or "s:NAME" (shared by every flow of its workspace naming
+// it: scopeOf).
 type Memory interface {
 	// AppendHistory appends messages to a session and keeps it ttl (0: for ever).
 	AppendHistory(ctx context.Context, scope, session string, msgs []flows.HistoryMessage, ttl time.Duration) error
@@ -38,12 +39,16 @@ type Memory interface {
 
 // sharedParam names a scope shared between flows, for the components that keep data.
 const sharedParam = `
-	"shared": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$", "description": "Keep the data in this shared scope, which every flow naming it reads and writes; left out, the data is this flow's own."}`
+	"shared": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$", "description": "Keep the data in this shared scope, which every flow of this workspace naming it reads and writes; left out, the data is this flow's own."}`
 
-// scopeOf is where a node's data lives: the flow's own scope, or the shared one it names.
+// scopeOf is where a node's data lives: the flow's own scope, or the shared one it
+// names. A shared scope is its workspace's: "s:NAME" in the default workspace (as before
+// workspaces), "s:WS.NAME" in workspace WS, so the flows of one workspace share it and
+// another's naming the same scope see none of it (docs/teams.md). A name holds no '.',
+// so the two never meet.
 func scopeOf(flow, shared string) string {
 	if shared != "" {
-		return "s:" + shared
+		return "s:" + flows.InWorkspace(flows.WorkspaceOf(flow), shared)
 	}
 	return "f:" + flow
 }

@@ -19,7 +19,7 @@ func memoryStoreSpec(env *Env) flows.Spec {
 		Category: "data",
 		Description: "A long-term store in the manner of LangGraph's: JSON values under keys in namespaces (a path of " +
 			"labels, templates over the state such as [\"users\", \"{{.user_id}}\", \"memories\"]), kept in Redis with an " +
-			"optional ttl, read across runs and, with shared, across flows. As a step it puts (the value jq makes, under " +
+			"optional ttl, read across runs and, with shared, across the flows of its workspace. As a step it puts (the value jq makes, under " +
 			"key), gets (the value under key, null when there is none), searches (the items under the namespace and the " +
 			"namespaces below it whose value matches filter, ranked by the words of query they contain) or deletes; the " +
 			"result is stored under \"as\". Attached to an agent's tools port it offers the model the operations in tools " +

@@ -19,6 +19,7 @@ import (
 func TestMemoryStorePutsGetsSearchesAndDeletes(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, r *store.Redis) {
 		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
 		env := &nodes.Env{Memory: store.NewMemory(r)}
 		put := buildIn(t, env, "memory_store", `{"operation": "put", "namespace": ["users", "{{.user}}", "{{.kind}}"], "key": "{{.key}}", "value": ".value", "ttl": "1h"}`)
 		for _, st := range []string{
@@ -75,6 +76,7 @@ func TestMemoryStorePutsGetsSearchesAndDeletes(t *testing.T) {
 func TestMemoryStoreForgetsExpiredItems(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, r *store.Redis) {
 		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
 		m := store.NewMemory(r)
 		ctx := context.Background()
 		scope := "f:" + flow
@@ -99,6 +101,7 @@ func TestMemoryStoreForgetsExpiredItems(t *testing.T) {
 func TestMemoryStoreToolsLetAnAgentRememberAndRecall(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, r *store.Redis) {
 		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
 		srv := llmtest.New(t)
 		env := srv.Env(0)
 		env.Memory = store.NewMemory(r)

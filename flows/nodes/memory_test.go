@@ -43,6 +43,7 @@ func asJSON(v any) string {
 func TestMemoryContinuesAConversationAcrossRuns(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, r *store.Redis) {
 		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
 		env := &nodes.Env{Memory: store.NewMemory(r)}
 		appendTurn := buildIn(t, env, "memory", `{"operation": "append", "session": "{{.session_id}}",
 			"messages": "[{role: \"user\", content: .message}, {role: \"assistant\", content: .reply}]"}`)
@@ -63,8 +64,10 @@ func TestMemoryContinuesAConversationAcrossRuns(t *testing.T) {
 			t.Errorf("another flow loaded %s of this flow's session, want nothing", got)
 		}
 
+		storetest.DeleteFlowKeys(t, r, flow+"-other")
 		shared := strings.TrimPrefix(flow, "t-")
 		shared = shared[max(0, len(shared)-60):]
+		t.Cleanup(func() { r.DeleteKeys(context.Background(), "sluice:{m:s:"+shared+":*") })
 		put := buildIn(t, env, "memory", `{"operation": "append", "session": "s1", "shared": "`+shared+`", "messages": "{role: \"user\", content: \"hi\"}"}`)
 		get := buildIn(t, env, "memory", `{"session": "s1", "shared": "`+shared+`"}`)
 		runStep(t, put, memoryStep(t, flow, `{}`))
@@ -91,6 +94,7 @@ func TestMemoryContinuesAConversationAcrossRuns(t *testing.T) {
 func TestMemoryWindowByTokensKeepsTheNewestMessagesThatFit(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, r *store.Redis) {
 		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
 		env := &nodes.Env{Memory: store.NewMemory(r)}
 		add := buildIn(t, env, "memory", `{"operation": "append", "session": "s", "messages": ".m"}`)
 		long := strings.Repeat("word ", 100)
@@ -110,6 +114,7 @@ func TestMemoryWindowByTokensKeepsTheNewestMessagesThatFit(t *testing.T) {
 func TestMemorySummarisesOlderMessagesWithTheNamedModel(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, r *store.Redis) {
 		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
 		srv := llmtest.New(t)
 		env := srv.Env(0)
 		env.Memory = store.NewMemory(r)
@@ -183,6 +188,7 @@ func TestLLMSendsTheHistoryBetweenSystemAndUser(t *testing.T) {
 func TestMemoryAsAToolSearchesTheSession(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, r *store.Redis) {
 		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
 		env := &nodes.Env{Memory: store.NewMemory(r)}
 		add := buildIn(t, env, "memory", `{"operation": "append", "session": "{{.sid}}", "messages": ".m"}`)
 		runStep(t, add, memoryStep(t, flow, `{"sid": "a", "m": [{"role": "user", "content": "My cat is Tom."}, {"role": "user", "content": "I live in Paris."}]}`))

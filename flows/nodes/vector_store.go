@@ -40,7 +40,7 @@ func vectorStoreSpec(env *Env) flows.Spec {
 			"that ingesting a document again replaces it: with replace_source, the chunks of a source that are no longer " +
 			"in it go too); search embeds the query and returns the k most similar chunks {id, text, metadata, score} " +
 			"(cosine similarity) that match filter and reach score_threshold, under \"as\"; delete removes chunks by ids or " +
-			"filter, or all of them. A collection is the flow's own unless shared names a scope other flows share. " +
+			"filter, or all of them. A collection is the flow's own unless shared names a scope other flows of its workspace share. " +
 			"Attached to an agent's tools port it is a search tool: the model gives the query (and k, filter).",
 		Ports: []flows.Port{inPort, outPort, toolPort},
 		Params: json.RawMessage(`{

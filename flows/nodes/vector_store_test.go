@@ -22,6 +22,7 @@ func TestEmbedBatchesAndCaches(t *testing.T) {
 		env := srv.Env(0)
 		env.Cache = store.NewCache(r)
 		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
 		e := buildCached(t, env, "embed", `{"model": "emb", "dimensions": 16, "batch_size": 2, "texts": ".texts"}`, "1h")
 		st := `{"texts": ["red apple", "green pear", "red cherry", {"text": "blue sky"}, "warm sun"]}`
 		res := runStep(t, e, memoryStep(t, flow, st))
@@ -71,6 +72,7 @@ func TestVectorStoreIngestsAndRetrieves(t *testing.T) {
 		env := srv.Env(0)
 		env.Vectors = store.NewVectors(r)
 		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
 		up := buildIn(t, env, "vector_store", `{"operation": "upsert", "collection": "kb", "model": "emb", "dimensions": 256}`)
 		res := runStep(t, up, memoryStep(t, flow, `{"chunks": [
 			{"text": "Redis streams keep messages in order with consumer groups.", "metadata": {"source": "streams.md"}},
@@ -130,6 +132,7 @@ func TestVectorStoreAsAToolRetrievesForAnAgent(t *testing.T) {
 		env := srv.Env(0)
 		env.Vectors = store.NewVectors(r)
 		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
 		up := buildIn(t, env, "vector_store", `{"operation": "upsert", "collection": "kb", "model": "emb", "dimensions": 128}`)
 		runStep(t, up, memoryStep(t, flow, `{"chunks": [{"text": "The office opens at nine.", "metadata": {"source": "hours.md", "team": "a"}}, {"text": "The office opens at ten.", "metadata": {"source": "hours-b.md", "team": "b"}}]}`))
 		tool := buildIn(t, env, "vector_store", `{"collection": "kb", "model": "emb", "dimensions": 128, "tool_name": "search_docs", "filter": {"team": "a"}}`).(flows.Tool)
