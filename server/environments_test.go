@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/openai/openai-go/v3"
@@ -400,6 +401,57 @@ func TestForkReplayAndDiffOnCurrentFollowTheEnvironment(t *testing.T) {
 		a.must(http.StatusOK, "GET", "/api/flows/"+id+"/versions/"+v1.Version+"/diff", nil).into(t, &diff)
 		if diff.To != v2.Version {
 			t.Errorf("a diff with the current version compares with %.12s, want the saved %.12s", diff.To, v2.Version)
+		}
+	})
+}
+
+// A bulk replay on "current" through prod runs prod's version and each replay records
+// prod, as a single replay does (the job's replays recorded none); one made without an
+// environment runs the saved version and records none.
+func TestABulkReplayOnCurrentThroughAnEnvironmentRecordsIt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		a := newAPI(t, r)
+		id, v1doc := a.flowDoc("linear", nil)
+		var v1, v2 server.SavedFlow
+		a.must(http.StatusCreated, "PUT", "/api/flows/"+id, v1doc).into(t, &v1)
+		a.must(http.StatusOK, "POST", "/api/flows/"+id+"/environments/prod/promote", map[string]any{})
+		a.must(http.StatusOK, "PUT", "/api/flows/"+id, strings.Replace(string(v1doc), "Hello, ", "Hi, ", 1)).into(t, &v2)
+		orig := a.start(id, map[string]any{"input": map[string]any{"name": "Ada"}})
+		a.settle(id, orig)
+
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		go func() {
+			_ = a.e.NewBulkRunner(engine.BulkRunnerOptions{Every: 50 * time.Millisecond, Flows: func(context.Context) ([]string, error) { return []string{id}, nil }}).Run(ctx)
+		}()
+		body := map[string]any{"query": map[string]any{"since": "1h"}, "version": "current", "rate": 100}
+		for _, c := range []struct {
+			what, path string
+			header     []string
+			version    string
+			env        string
+		}{
+			{"through ?env=prod", "/api/flows/" + id + "/replays?env=prod", nil, v1.Version, "prod"},
+			{"through /env/prod", "/env/prod/api/flows/" + id + "/replays", nil, v1.Version, "prod"},
+			{"through the header", "/api/flows/" + id + "/replays", []string{server.EnvironmentHeader, "prod"}, v1.Version, "prod"},
+			{"without an environment", "/api/flows/" + id + "/replays", nil, v2.Version, ""},
+		} {
+			var made server.BulkCreated
+			a.must(http.StatusAccepted, "POST", c.path, body, c.header...).into(t, &made)
+			var rep engine.BulkReport
+			eventually(t, 30*time.Second, func() string {
+				a.must(http.StatusOK, "GET", "/api/flows/"+id+"/replays/"+made.Job, nil).into(t, &rep)
+				if rep.Status != store.JobDone {
+					return fmt.Sprintf("%s: job %s: %d of %d done", c.what, rep.Status, rep.Done, rep.Total)
+				}
+				return ""
+			})
+			if len(rep.Results) != 1 || rep.Results[0].Run != orig || rep.Results[0].Outcome != "done" {
+				t.Fatalf("%s: the job's report is %+v, want the one run replayed", c.what, rep.Results)
+			}
+			if got := a.getRun(id, rep.Results[0].Replay); got.Version != c.version || got.Environment != c.env {
+				t.Errorf("%s: the replay ran version %.12s in %q, want %.12s in %q", c.what, got.Version, got.Environment, c.version, c.env)
+			}
 		}
 	})
 }
