@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"strings"
 	"testing"
@@ -452,6 +453,60 @@ func TestABulkReplayOnCurrentThroughAnEnvironmentRecordsIt(t *testing.T) {
 			if got := a.getRun(id, rep.Results[0].Replay); got.Version != c.version || got.Environment != c.env {
 				t.Errorf("%s: the replay ran version %.12s in %q, want %.12s in %q", c.what, got.Version, got.Environment, c.version, c.env)
 			}
+		}
+	})
+}
+
+// The queues page's notes on where the steps of nodes no worker reads run are from the
+// version the workers take their limits from (prod's, once promoted), not the saved
+// one in dev, and the page says which version that is; a node only dev's version has
+// takes dev's note, as it takes dev's limit.
+func TestTheQueuesPageNotesAreForTheVersionTheWorkersServe(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		a := newAPI(t, r)
+		transform := func(id string) map[string]any {
+			return map[string]any{"id": id, "type": "transform", "params": map[string]any{"expr": "{}"}}
+		}
+		node := func(id, typ string) map[string]any { return map[string]any{"id": id, "type": typ} }
+		edge := func(from, to string) map[string]any { return map[string]any{"from": from, "to": to} }
+		doc := func(id string, nodes []map[string]any, edges []map[string]any) []byte {
+			b, _ := json.Marshal(map[string]any{"sluice": 1, "id": id, "nodes": nodes, "edges": edges})
+			return b
+		}
+		// prod: in → t → out, t fused into in's step. dev: in starts t and u, each read
+		// from its stream, and u → v, v fused into u's step.
+		id, _ := a.flowDoc("linear", nil)
+		var v1 server.SavedFlow
+		a.must(http.StatusCreated, "PUT", "/api/flows/"+id, doc(id,
+			[]map[string]any{node("in", "input"), transform("t"), node("out", "output")},
+			[]map[string]any{edge("in", "t"), edge("t", "out")})).into(t, &v1)
+		a.must(http.StatusOK, "POST", "/api/flows/"+id+"/environments/prod/promote", map[string]any{})
+		a.must(http.StatusOK, "PUT", "/api/flows/"+id, doc(id,
+			[]map[string]any{node("in", "input"), transform("t"), transform("u"), transform("v"), node("out", "output")},
+			[]map[string]any{edge("in", "t"), edge("in", "u"), edge("u", "v"), edge("t", "out"), edge("v", "out")}))
+
+		page := a.must(http.StatusOK, "GET", "/queues?flow="+id, nil, "Accept", "text/html").String()
+		_, rest, ok := strings.Cut(page, `data-notes="`)
+		if !ok {
+			t.Fatalf("the queues page has no notes")
+		}
+		attr, _, _ := strings.Cut(rest, `"`)
+		var notes map[string]string
+		if err := json.Unmarshal([]byte(html.UnescapeString(attr)), &notes); err != nil {
+			t.Fatalf("the notes are not JSON: %v: %s", err, attr)
+		}
+		if got := notes["t"]; !strings.HasPrefix(got, "runs inline after in:") {
+			t.Errorf("t's note is %q, want prod's: it runs inline after in", got)
+		}
+		if got := notes["v"]; !strings.HasPrefix(got, "runs inline after u:") {
+			t.Errorf("v (only dev's version has it) has the note %q, want dev's: it runs inline after u", got)
+		}
+		if _, ok := notes["u"]; ok {
+			t.Errorf("u (only dev's version has it, read from its stream) has the note %q", notes["u"])
+		}
+		want := "Notes on nodes no worker reads are from version " + v1.Version[:12] + " (prod’s)"
+		if !strings.Contains(page, want) {
+			t.Errorf("the queues page does not say which version its notes are for (%q)", want)
 		}
 	})
 }
