@@ -141,7 +141,8 @@ func (s *Server) replayRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	job, est, err := s.bulk().CreateBulk(ctx, flow, engine.BulkSpec{Query: q, Reuse: req.Reuse, SameKeys: req.SameKeys, Rate: req.Rate, Concurrency: req.Concurrency, By: byOf(req.By)}, target)
+	job, est, err := s.bulk().CreateBulk(ctx, flow, engine.BulkSpec{Query: q, Reuse: req.Reuse, SameKeys: req.SameKeys, Rate: req.Rate, Concurrency: req.Concurrency, By: byOf(req.By),
+		Environment: targetEnvironment(ctx, req.Version)}, target)
 	if err != nil {
 		return err
 	}

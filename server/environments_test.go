@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/openai/openai-go/v3"
@@ -400,6 +402,111 @@ func TestForkReplayAndDiffOnCurrentFollowTheEnvironment(t *testing.T) {
 		a.must(http.StatusOK, "GET", "/api/flows/"+id+"/versions/"+v1.Version+"/diff", nil).into(t, &diff)
 		if diff.To != v2.Version {
 			t.Errorf("a diff with the current version compares with %.12s, want the saved %.12s", diff.To, v2.Version)
+		}
+	})
+}
+
+// A bulk replay on "current" through prod runs prod's version and each replay records
+// prod, as a single replay does (the job's replays recorded none); one made without an
+// environment runs the saved version and records none.
+func TestABulkReplayOnCurrentThroughAnEnvironmentRecordsIt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		a := newAPI(t, r)
+		id, v1doc := a.flowDoc("linear", nil)
+		var v1, v2 server.SavedFlow
+		a.must(http.StatusCreated, "PUT", "/api/flows/"+id, v1doc).into(t, &v1)
+		a.must(http.StatusOK, "POST", "/api/flows/"+id+"/environments/prod/promote", map[string]any{})
+		a.must(http.StatusOK, "PUT", "/api/flows/"+id, strings.Replace(string(v1doc), "Hello, ", "Hi, ", 1)).into(t, &v2)
+		orig := a.start(id, map[string]any{"input": map[string]any{"name": "Ada"}})
+		a.settle(id, orig)
+
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		go func() {
+			_ = a.e.NewBulkRunner(engine.BulkRunnerOptions{Every: 50 * time.Millisecond, Flows: func(context.Context) ([]string, error) { return []string{id}, nil }}).Run(ctx)
+		}()
+		body := map[string]any{"query": map[string]any{"since": "1h"}, "version": "current", "rate": 100}
+		for _, c := range []struct {
+			what, path string
+			header     []string
+			version    string
+			env        string
+		}{
+			{"through ?env=prod", "/api/flows/" + id + "/replays?env=prod", nil, v1.Version, "prod"},
+			{"through /env/prod", "/env/prod/api/flows/" + id + "/replays", nil, v1.Version, "prod"},
+			{"through the header", "/api/flows/" + id + "/replays", []string{server.EnvironmentHeader, "prod"}, v1.Version, "prod"},
+			{"without an environment", "/api/flows/" + id + "/replays", nil, v2.Version, ""},
+		} {
+			var made server.BulkCreated
+			a.must(http.StatusAccepted, "POST", c.path, body, c.header...).into(t, &made)
+			var rep engine.BulkReport
+			eventually(t, 30*time.Second, func() string {
+				a.must(http.StatusOK, "GET", "/api/flows/"+id+"/replays/"+made.Job, nil).into(t, &rep)
+				if rep.Status != store.JobDone {
+					return fmt.Sprintf("%s: job %s: %d of %d done", c.what, rep.Status, rep.Done, rep.Total)
+				}
+				return ""
+			})
+			if len(rep.Results) != 1 || rep.Results[0].Run != orig || rep.Results[0].Outcome != "done" {
+				t.Fatalf("%s: the job's report is %+v, want the one run replayed", c.what, rep.Results)
+			}
+			if got := a.getRun(id, rep.Results[0].Replay); got.Version != c.version || got.Environment != c.env {
+				t.Errorf("%s: the replay ran version %.12s in %q, want %.12s in %q", c.what, got.Version, got.Environment, c.version, c.env)
+			}
+		}
+	})
+}
+
+// The queues page's notes on where the steps of nodes no worker reads run are from the
+// version the workers take their limits from (prod's, once promoted), not the saved
+// one in dev, and the page says which version that is; a node only dev's version has
+// takes dev's note, as it takes dev's limit.
+func TestTheQueuesPageNotesAreForTheVersionTheWorkersServe(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		a := newAPI(t, r)
+		transform := func(id string) map[string]any {
+			return map[string]any{"id": id, "type": "transform", "params": map[string]any{"expr": "{}"}}
+		}
+		node := func(id, typ string) map[string]any { return map[string]any{"id": id, "type": typ} }
+		edge := func(from, to string) map[string]any { return map[string]any{"from": from, "to": to} }
+		doc := func(id string, nodes []map[string]any, edges []map[string]any) []byte {
+			b, _ := json.Marshal(map[string]any{"sluice": 1, "id": id, "nodes": nodes, "edges": edges})
+			return b
+		}
+		// prod: in → t → out, t fused into in's step. dev: in starts t and u, each read
+		// from its stream, and u → v, v fused into u's step.
+		id, _ := a.flowDoc("linear", nil)
+		var v1 server.SavedFlow
+		a.must(http.StatusCreated, "PUT", "/api/flows/"+id, doc(id,
+			[]map[string]any{node("in", "input"), transform("t"), node("out", "output")},
+			[]map[string]any{edge("in", "t"), edge("t", "out")})).into(t, &v1)
+		a.must(http.StatusOK, "POST", "/api/flows/"+id+"/environments/prod/promote", map[string]any{})
+		a.must(http.StatusOK, "PUT", "/api/flows/"+id, doc(id,
+			[]map[string]any{node("in", "input"), transform("t"), transform("u"), transform("v"), node("out", "output")},
+			[]map[string]any{edge("in", "t"), edge("in", "u"), edge("u", "v"), edge("t", "out"), edge("v", "out")}))
+
+		page := a.must(http.StatusOK, "GET", "/queues?flow="+id, nil, "Accept", "text/html").String()
+		_, rest, ok := strings.Cut(page, `data-notes="`)
+		if !ok {
+			t.Fatalf("the queues page has no notes")
+		}
+		attr, _, _ := strings.Cut(rest, `"`)
+		var notes map[string]string
+		if err := json.Unmarshal([]byte(html.UnescapeString(attr)), &notes); err != nil {
+			t.Fatalf("the notes are not JSON: %v: %s", err, attr)
+		}
+		if got := notes["t"]; !strings.HasPrefix(got, "runs inline after in:") {
+			t.Errorf("t's note is %q, want prod's: it runs inline after in", got)
+		}
+		if got := notes["v"]; !strings.HasPrefix(got, "runs inline after u:") {
+			t.Errorf("v (only dev's version has it) has the note %q, want dev's: it runs inline after u", got)
+		}
+		if _, ok := notes["u"]; ok {
+			t.Errorf("u (only dev's version has it, read from its stream) has the note %q", notes["u"])
+		}
+		want := "Notes on nodes no worker reads are from version " + v1.Version[:12] + " (prod’s)"
+		if !strings.Contains(page, want) {
+			t.Errorf("the queues page does not say which version its notes are for (%q)", want)
 		}
 	})
 }

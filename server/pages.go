@@ -36,6 +36,7 @@ type pageEngine interface {
 	Checkpoint(ctx context.Context, flow, run, id string) (*store.Checkpoint, error)
 	Diff(ctx context.Context, flow, run, a, b string) ([]engine.Change, error)
 	Versions(ctx context.Context, flow string) (*engine.VersionHistory, error)
+	CatalogPlans(ctx context.Context, flow string) ([]*flows.Plan, string)
 }
 
 // pageStore is what the queues page reads of Redis.
@@ -568,8 +569,10 @@ func (s *Server) queuesPage(c echo.Context) error {
 		if !flows.ValidFlowID(q.Flow) {
 			return &flows.Error{Code: flows.NotFound, Message: fmt.Sprintf("no flow %q", q.Flow)}
 		}
-		if plan, err := s.runs().CurrentPlan(ctx, q.Flow); err == nil {
-			q.Notes = queueNotes(plan)
+		plans, env := s.pageEngine().CatalogPlans(ctx, q.Flow)
+		q.Notes = workerNotes(plans)
+		if len(q.Notes) > 0 {
+			q.NotesVersion, q.NotesEnvironment = plans[0].Version, env
 		}
 		fq, err := ps.Queues(ctx, q.Flow)
 		if err != nil {

@@ -38,6 +38,29 @@ func (s *Server) flowQueues(c echo.Context) error {
 	return c.JSON(http.StatusOK, q)
 }
 
+// workerNotes are the queue notes of the versions the workers serve
+// (engine.CatalogPlans, the deciding one first): a node's note is the deciding
+// version's — prod's once a version was promoted there, not the saved one in dev — and
+// a node only an earlier environment's version has takes that version's, as its limit
+// does.
+func workerNotes(plans []*flows.Plan) map[string]string {
+	notes := map[string]string{}
+	seen := map[string]bool{}
+	for _, p := range plans {
+		pn := queueNotes(p)
+		for id := range p.Nodes {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			if n, ok := pn[id]; ok {
+				notes[id] = n
+			}
+		}
+	}
+	return notes
+}
+
 // queueNotes says, for the nodes whose streams a worker may never read, where their
 // steps run instead: a tool runs within the steps of the agents it is attached to; a
 // pure step right after a pure step that started it and no other node is fused into

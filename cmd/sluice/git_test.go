@@ -178,3 +178,50 @@ func TestBrowserASaveNotCommittedToGitIsShown(t *testing.T) {
 		t.Errorf("the last commit is %q, want the copy's save", got)
 	}
 }
+
+// serve --git-ref publishes the ref's flows before it says it serves, as a serve of a
+// folder does (TestServePublishesItsFlowsBeforeItServes): as soon as the serving line
+// is out, every flow of a ref with many has the ref's version in dev — not the disk's,
+// which nobody committed — so a promotion or a run sent at once finds it.
+func TestServeOfAGitRefPublishesItsFlowsBeforeItServes(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git binary to set up the repository with")
+	}
+	r := storetest.Real(t)
+	root := t.TempDir()
+	gitRun(t, root, "init", "-q", "-b", "main")
+	e := engine.New(r, registry(nil), engine.Options{})
+	ids, paths := make([]string, 300), make([]string, 300)
+	for i := range ids {
+		ids[i], paths[i] = writeExampleFlow(t, root, "linear", nil)
+		storetest.DeleteFlowKeys(t, r, ids[i])
+	}
+	gitRun(t, root, "add", "-A")
+	gitRun(t, root, "commit", "-q", "-m", "the flows")
+	want := map[string]string{}
+	for i, p := range paths {
+		b, _ := os.ReadFile(p)
+		plan, _, err := e.Compile(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[ids[i]] = plan.Version
+		os.WriteFile(p, bytes.Replace(b, []byte("Hello, "), []byte("Uncommitted, "), 1), 0o644)
+	}
+	p := start(t, []string{"REDIS_URL=" + storetest.URL()}, "serve", "--addr", "127.0.0.1:0", "--flows", root, "--git-ref", "main", "--workers", "0")
+	base := p.waitLine(t, servingLine, 60*time.Second)[1]
+	for i := len(ids) - 1; i >= 0; i-- { // the last written first: the likeliest to be late
+		resp, err := http.Get(base + "/api/flows/" + ids[i] + "/environments")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var envs struct {
+			Environments []engine.EnvState `json:"environments"`
+		}
+		json.NewDecoder(resp.Body).Decode(&envs)
+		resp.Body.Close()
+		if len(envs.Environments) == 0 || envs.Environments[0].Version != want[ids[i]] {
+			t.Fatalf("flow %d of %d right after the serving line: %+v, want main's version %.12s in dev", i+1, len(ids), envs.Environments, want[ids[i]])
+		}
+	}
+}

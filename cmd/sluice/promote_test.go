@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/storetest"
 )
 
@@ -161,6 +163,111 @@ func TestServePublishesItsFlowsBeforeItServes(t *testing.T) {
 		resp.Body.Close()
 		if len(envs.Environments) == 0 || envs.Environments[0].Version == "" {
 			t.Fatalf("flow %d of %d has no version in dev right after the serving line: %+v", i+1, len(ids), envs.Environments)
+		}
+	}
+}
+
+// "current" in the CLI is the version of --env's environment (or SLUICE_ENV's), as a
+// request's environment is in the API: `sluice test --version current --env prod`
+// tests prod's version, `sluice versions F V current --env prod` compares with it and
+// `sluice replay … --version current --env prod --yes` replays on it, each replay
+// recording prod. Without an environment "current" is dev's version, as before.
+func TestTheCLIResolvesCurrentThroughAnEnvironment(t *testing.T) {
+	r := storetest.Real(t)
+	dir := t.TempDir()
+	id, path := writeExampleFlow(t, dir, "linear", nil)
+	storetest.DeleteFlowKeys(t, r, id)
+	os.WriteFile(filepath.Join(dir, id+".cases.json"), []byte(`{"sluice_cases": 1, "cases": [
+	  {"id": "ada-shouted", "input": {"name": "Ada"}, "expect": [{"path": ".greeting", "equals": "HELLO, ADA!"}]}]}`), 0o644)
+	e := engine.New(r, registry(nil), engine.Options{})
+	ctx := context.Background()
+	publish := func() *flows.Plan {
+		b, _ := os.ReadFile(path)
+		p, _, err := e.Compile(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Publish(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	v1 := publish()
+	if _, err := e.Promote(ctx, id, "prod", engine.PromoteOptions{Test: &store.PromotionTest{Gate: "passed", Cases: 1, Passed: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	os.WriteFile(path, bytes.Replace(b, []byte("Hello, "), []byte("Hi, "), 1), 0o644)
+	v2 := publish() // dev's: its case fails
+	env := []string{"REDIS_URL=" + storetest.URL(), "SLUICE_ENV="}
+
+	if out, code := sluiceCmd(t, env, "test", path, "--version", "current"); code != 1 || !strings.Contains(out, "version "+v2.Version[:12]+")") {
+		t.Errorf("test --version current: exit %d, want 1 (dev's version fails)\n%s", code, out)
+	}
+	if out, code := sluiceCmd(t, env, "test", path, "--version", "current", "--env", "prod"); code != 0 || !strings.Contains(out, "version "+v1.Version[:12]+" in prod)") {
+		t.Errorf("test --version current --env prod: exit %d, want 0 on prod's version\n%s", code, out)
+	}
+	if out, code := sluiceCmd(t, append(env, "SLUICE_ENV=prod"), "test", path, "--version", "current"); code != 0 || !strings.Contains(out, v1.Version[:12]) {
+		t.Errorf("test --version current with SLUICE_ENV=prod: exit %d, want 0 on prod's version\n%s", code, out)
+	}
+	if out, code := sluiceCmd(t, env, "test", path, "--version", v1.Version[:9], "--compare", "current", "--env", "prod"); code != 0 || !strings.Contains(out, "against "+v1.Version[:12]) {
+		t.Errorf("test --compare current --env prod: exit %d, want prod's version as B\n%s", code, out)
+	}
+	if out, code := sluiceCmd(t, env, "test", path, "--version", "current", "--env", "staging"); code != 2 || !strings.Contains(out, `no environment "staging"`) {
+		t.Errorf("test --env staging (the workspace has none): exit %d, want 2 naming it\n%s", code, out)
+	}
+	if out, code := sluiceCmd(t, env, "test", path, "--version", "current", "--env", "Prod!"); code != 2 || !strings.Contains(out, `"Prod!" is not an environment name`) {
+		t.Errorf("test --env Prod!: exit %d, want 2\n%s", code, out)
+	}
+
+	if out, code := sluiceCmd(t, env, "versions", id, v2.Version[:9], "current", "--env", "prod"); code != 0 || !strings.Contains(out, "from "+v2.Version[:12]+" to "+v1.Version[:12]) {
+		t.Errorf("versions V current --env prod: exit %d, want a diff to prod's version\n%s", code, out)
+	}
+	if out, code := sluiceCmd(t, env, "versions", id, v1.Version[:9], "current"); code != 0 || !strings.Contains(out, "to "+v2.Version[:12]) {
+		t.Errorf("versions V current: exit %d, want a diff to dev's version\n%s", code, out)
+	}
+
+	// A run to replay, on dev's version; a worker runs it and the replays.
+	w := start(t, env, "worker", "--grace", "1s", "--dispatch=false", "--schedule=false", path)
+	w.waitLine(t, regexp.MustCompile(`msg="serving flow"`), 20*time.Second)
+	orig, err := e.Start(ctx, v2, []byte(`{"name": "Ada"}`), engine.StartOptions{Trigger: "api"}) // not the cases' runs
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if _, err := e.Wait(wctx, id, orig); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what    string
+		env     []string
+		args    []string
+		version string
+		inEnv   string
+	}{
+		{"--env prod", env, []string{"--env", "prod"}, v1.Version, "prod"},
+		{"SLUICE_ENV=prod", append(env, "SLUICE_ENV=prod"), nil, v1.Version, "prod"},
+		{"no environment", env, nil, v2.Version, ""},
+	} {
+		args := append([]string{"replay", id, "--trigger", "api", "--version", "current", "--rate", "100", "--yes"}, c.args...)
+		cmd := exec.Command(binary, args...)
+		cmd.Env = append(os.Environ(), c.env...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("replay %s: %v\n%s%s", c.what, err, stdout.String(), stderr.String())
+		}
+		fields := strings.Fields(stdout.String())
+		if len(fields) < 3 || fields[0] != orig || fields[2] != "done" {
+			t.Fatalf("replay %s: the report is %q, want the run replayed", c.what, stdout.String())
+		}
+		got, err := e.Get(ctx, id, fields[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Version != c.version || got.Environment != c.inEnv {
+			t.Errorf("replay %s: the replay ran version %.12s in %q, want %.12s in %q\n%s", c.what, got.Version, got.Environment, c.version, c.inEnv, stderr.String())
 		}
 	}
 }

@@ -29,6 +29,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	since := fs.String("since", "", "replay runs started since: a duration back (24h) or an RFC 3339 time")
 	until := fs.String("until", "", "replay runs started until: a duration back or an RFC 3339 time")
 	version := fs.String("version", "original", `the version the replays run on: "current", a version, or "original" (each run's own)`)
+	envName := addEnvFlag(fs)
 	reuse := fs.Bool("reuse", false, "give back the recorded output of nodes whose definition and input are unchanged")
 	sameKeys := fs.Bool("same-keys", false, "send each original's idempotency keys with its replay's calls (receivers then do them once)")
 	rate := fs.Float64("rate", 10, "replays started per second at most")
@@ -46,6 +47,7 @@ worker) run the replays. Without --yes it only says how many runs it would repla
 what they spent. See docs/replay.md.
 
   sluice replay FLOW --status failed --since 24h --version current --yes
+  sluice replay FLOW --status failed --since 24h --version current --env prod --yes
 
 Flags:
 `)
@@ -58,6 +60,9 @@ Flags:
 	if len(pos) != 1 {
 		fs.Usage()
 		return &exitError{code: 2, err: errors.New("replay: give a flow id")}
+	}
+	if err := checkEnv(*envName); err != nil {
+		return err
 	}
 	flow := pos[0]
 	e, closeRedis, err := openShared(ctx, "replay", *redisURL, cf)
@@ -86,14 +91,17 @@ Flags:
 			}
 			return nil
 		}
-		target, err := replayTarget(ctx, e, flow, *version)
+		target, inEnv, err := replayTarget(ctx, e, flow, *version, *envName)
 		if err != nil {
 			return err
 		}
-		if id, _, err = e.CreateBulk(ctx, flow, engine.BulkSpec{Query: q, Reuse: *reuse, SameKeys: *sameKeys, Rate: *rate, Concurrency: *conc, By: "cli"}, target); err != nil {
+		if id, _, err = e.CreateBulk(ctx, flow, engine.BulkSpec{Query: q, Reuse: *reuse, SameKeys: *sameKeys, Rate: *rate, Concurrency: *conc, By: "cli", Environment: inEnv}, target); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "bulk replay job %s\n", id)
+		if target != nil {
+			fmt.Fprintf(stderr, "the replays run on version %.12s%s\n", target.Version, envSuffix(inEnv))
+		}
 	}
 	done := make(chan error, 1)
 	go func() {
@@ -153,19 +161,30 @@ Flags:
 }
 
 // replayTarget is the plan a replay runs on from the CLI: "original" none (each run's
-// own), "current" the flow's current version, else that version.
-func replayTarget(ctx context.Context, e *engine.Engine, flow, v string) (*flows.Plan, error) {
+// own), "current" the version of environment env (none: the flow's current version),
+// else that version; and the environment the replays record (env, for "current").
+func replayTarget(ctx context.Context, e *engine.Engine, flow, v, env string) (*flows.Plan, string, error) {
 	switch v {
 	case "", "original":
-		return nil, nil
+		return nil, "", nil
 	case "current":
-		return e.CurrentPlan(ctx, flow)
+		p, err := currentPlan(ctx, e, flow, env)
+		return p, env, err
 	}
 	full, err := e.ResolveVersion(ctx, flow, v)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return e.Plan(ctx, flow, full)
+	p, err := e.Plan(ctx, flow, full)
+	return p, "", err
+}
+
+// envSuffix is " in ENV", or nothing for no environment.
+func envSuffix(env string) string {
+	if env == "" {
+		return ""
+	}
+	return " in " + env
 }
 
 func pluralRuns(n int) string {

@@ -24,6 +24,7 @@ import (
 type testTarget struct {
 	file    string
 	plan    *flows.Plan // the version tested
+	env     string      // the environment whose version plan is ("current" with --env)
 	other   *flows.Plan // --compare's, or nil
 	cases   *cases.File
 	results []cases.Result
@@ -35,6 +36,7 @@ func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.SetOutput(stderr)
 	version := fs.String("version", "", "test this version of each flow (64 hex digits, a prefix of 7 or more, or current) from its history in Redis instead of the file")
 	compare := fs.String("compare", "", "also run the cases on this version (as --version, or another flow file) and compare")
+	envName := addEnvFlag(fs)
 	junit := fs.String("junit", "", "write the results as JUnit XML to this file, for CI systems")
 	parallel := fs.Int("parallel", 4, "how many cases run at once")
 	only := fs.String("case", "", "run only these cases, comma-separated ids")
@@ -59,6 +61,9 @@ func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *parallel < 1 {
 		return &exitError{code: 2, err: fmt.Errorf("--parallel %d: want 1 or more", *parallel)}
+	}
+	if err := checkEnv(*envName); err != nil {
+		return err
 	}
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {
@@ -85,7 +90,7 @@ func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var targets []*testTarget
 	var flowIDs []string
 	for _, file := range files {
-		t, err := loadTarget(ctx, e, file, *version, *compare, stderr)
+		t, err := loadTarget(ctx, e, file, *version, *compare, *envName, stderr)
 		if err != nil {
 			return err
 		}
@@ -140,8 +145,9 @@ func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 // loadTarget reads a flow file, the version its cases run on and its cases file; nil
-// when the flow has no cases file.
-func loadTarget(ctx context.Context, e *engine.Engine, file, version, compare string, stderr io.Writer) (*testTarget, error) {
+// when the flow has no cases file. "current" is environment env's version ("" none:
+// the flow's current version).
+func loadTarget(ctx context.Context, e *engine.Engine, file, version, compare, env string, stderr io.Writer) (*testTarget, error) {
 	if cases.IsCasesFile(file) {
 		return nil, nil // a glob such as flows/*.json matches the cases files too
 	}
@@ -151,12 +157,15 @@ func loadTarget(ctx context.Context, e *engine.Engine, file, version, compare st
 	}
 	t := &testTarget{file: file, plan: filePlan}
 	if version != "" {
-		if t.plan, err = versionPlan(ctx, e, filePlan.Flow, version, stderr); err != nil {
+		if t.plan, err = versionPlan(ctx, e, filePlan.Flow, version, env, stderr); err != nil {
 			return nil, badVersion(file+" --version", err)
+		}
+		if version == "current" {
+			t.env = env
 		}
 	}
 	if compare != "" {
-		if t.other, err = versionPlan(ctx, e, filePlan.Flow, compare, stderr); err != nil {
+		if t.other, err = versionPlan(ctx, e, filePlan.Flow, compare, env, stderr); err != nil {
 			return nil, badVersion(file+" --compare", err)
 		}
 	}
@@ -200,8 +209,9 @@ func badVersion(what string, err error) error {
 }
 
 // versionPlan is the plan of v: another flow file (a path ending in .json), the flow's
-// current version, or a version of its history (all of it or a prefix).
-func versionPlan(ctx context.Context, e *engine.Engine, flow, v string, stderr io.Writer) (*flows.Plan, error) {
+// current version (environment env's, when env is not ""), or a version of its history
+// (all of it or a prefix).
+func versionPlan(ctx context.Context, e *engine.Engine, flow, v, env string, stderr io.Writer) (*flows.Plan, error) {
 	if strings.HasSuffix(v, ".json") {
 		p, err := loadPlan(e, v, stderr)
 		if err == nil && p.Flow != flow {
@@ -210,7 +220,7 @@ func versionPlan(ctx context.Context, e *engine.Engine, flow, v string, stderr i
 		return p, err
 	}
 	if v == "current" {
-		return e.CurrentPlan(ctx, flow)
+		return currentPlan(ctx, e, flow, env)
 	}
 	full, err := e.ResolveVersion(ctx, flow, v)
 	if err != nil {
@@ -237,7 +247,7 @@ func short12(v string) string { return v[:min(12, len(v))] }
 
 // printResults prints a flow's table: case, result, why, tokens, cost, ms; then totals.
 func printResults(w io.Writer, t *testTarget) {
-	fmt.Fprintf(w, "%s (flow %s, version %s)\n", t.file, t.plan.Flow, short12(t.plan.Version))
+	fmt.Fprintf(w, "%s (flow %s, version %s%s)\n", t.file, t.plan.Flow, short12(t.plan.Version), envSuffix(t.env))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CASE\tRESULT\tWHY\tTOKENS\tCOST\tMS")
 	for _, r := range t.results {

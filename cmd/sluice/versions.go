@@ -34,11 +34,37 @@ func openShared(ctx context.Context, cmd, url string, cf *componentFlags) (e *en
 	return newEngine(rdb, env, engine.Options{Logger: discardLog()}), func() { rdb.Close() }, nil
 }
 
+// addEnvFlag registers --env: the environment whose version "current" names, as a
+// request's environment does in the API (docs/environments.md). SLUICE_ENV sets it as
+// SLUICE_URL and SLUICE_WORKSPACE set the others.
+func addEnvFlag(fs *flag.FlagSet) *string {
+	return fs.String("env", envOr("SLUICE_ENV", ""), `the environment whose version "current" names, e.g. prod (env SLUICE_ENV); empty: the flow's current version, dev's (where saving lands)`)
+}
+
+// checkEnv refuses what cannot be an environment's name (exit 2).
+func checkEnv(env string) error {
+	if env != "" && !flows.ValidID(env) {
+		return &exitError{code: 2, err: fmt.Errorf("--env %q is not an environment name", env)}
+	}
+	return nil
+}
+
+// currentPlan is the plan "current" names: environment env's version of flow, or, with
+// no environment, the flow's current version (the first environment's), as before
+// environments.
+func currentPlan(ctx context.Context, e *engine.Engine, flow, env string) (*flows.Plan, error) {
+	if env == "" {
+		return e.CurrentPlan(ctx, flow)
+	}
+	return e.EnvPlan(ctx, flow, env)
+}
+
 func cmdVersions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("versions", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	redisURL := fs.String("redis", envOr("REDIS_URL", ""), "Redis URL (required; env REDIS_URL)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	envName := addEnvFlag(fs)
 	cf := addComponentFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: sluice versions [flags] FLOW [VERSION [OTHER]]
@@ -46,7 +72,8 @@ func cmdVersions(ctx context.Context, args []string, stdout, stderr io.Writer) e
   sluice versions FLOW               lists the flow's versions, newest first
   sluice versions FLOW VERSION       prints that version's flow document
   sluice versions FLOW VERSION OTHER prints what changed from VERSION to OTHER
-                                     ("current" names the current version)
+                                     ("current" names the current version; with
+                                     --env prod, prod's)
 
 A version is its 64 hex digits or a unique prefix of at least 7. See docs/versions.md.
 
@@ -61,6 +88,9 @@ Flags:
 	if len(pos) < 1 || len(pos) > 3 {
 		fs.Usage()
 		return &exitError{code: 2, err: errors.New("versions: give a flow id")}
+	}
+	if err := checkEnv(*envName); err != nil {
+		return err
 	}
 	e, closeRedis, err := openShared(ctx, "versions", *redisURL, cf)
 	if err != nil {
@@ -105,7 +135,7 @@ Flags:
 	}
 	from, to := pos[1], pos[2]
 	if to == "current" {
-		p, err := e.CurrentPlan(ctx, flow)
+		p, err := currentPlan(ctx, e, flow, *envName)
 		if err != nil {
 			return err
 		}

@@ -39,7 +39,10 @@ type BulkSpec struct {
 	Query BulkQuery `json:"query"`
 	// Target is the version the replays run on (a full hash); "" each run's own.
 	Target string `json:"target,omitempty"`
-	Reuse  bool   `json:"reuse,omitempty"`
+	// Environment names the environment whose version Target is, when the job was made
+	// on "current" through one: each replay records it, as a single replay does.
+	Environment string `json:"environment,omitempty"`
+	Reuse       bool   `json:"reuse,omitempty"`
 	// SameKeys sends each original's idempotency keys with its replay's calls.
 	SameKeys bool `json:"same_keys,omitempty"`
 	// Rate is how many replays start per second at most (default 10); Concurrency how
@@ -316,7 +319,7 @@ func (e *Engine) RunBulk(ctx context.Context, flow, job string) (bool, error) {
 func (e *Engine) replayOne(ctx context.Context, flow, job, run string, spec BulkSpec, target *flows.Plan) BulkResult {
 	id := bulkRunID(job, run)
 	res := BulkResult{Run: run, Replay: id}
-	_, err := e.Replay(ctx, flow, run, ReplayOptions{Target: target, Reuse: spec.Reuse, RunID: id, SameKeys: spec.SameKeys})
+	_, err := e.Replay(ctx, flow, run, ReplayOptions{Target: target, Reuse: spec.Reuse, RunID: id, SameKeys: spec.SameKeys, Environment: spec.Environment})
 	if err != nil {
 		if _, gerr := e.Get(ctx, flow, id); gerr != nil { // not started before either
 			if ctx.Err() != nil {

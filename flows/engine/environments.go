@@ -106,15 +106,16 @@ func (e *Engine) SchedulePlan(ctx context.Context, flow string) (*flows.Plan, st
 	return nil, "", &flows.Error{Code: flows.NotFound, Flow: flow, Message: "flow has no published version"}
 }
 
-// catalogPlans are the plans a worker takes flow's settings and its nodes' concurrency
-// from, the deciding one first: the version of the last environment (in the
-// workspace's order) that has one, as for schedules — prod's once a version was
-// promoted there, the current version before — then the earlier environments'
-// versions, for the nodes only they have. A worker reads one stream per node whatever
-// version an activation comes from, so one limit per node applies to all of them, and
-// what was not promoted yet does not change what prod's runs get. Without the
-// environments readable, the current version alone.
-func (e *Engine) catalogPlans(ctx context.Context, flow string) []*flows.Plan {
+// CatalogPlans are the plans a worker takes flow's settings and its nodes' concurrency
+// from, the deciding one first, and the environment whose version that one is: the
+// version of the last environment (in the workspace's order) that has one, as for
+// schedules — prod's once a version was promoted there, the current version before —
+// then the earlier environments' versions, for the nodes only they have. A worker reads
+// one stream per node whatever version an activation comes from, so one limit per node
+// applies to all of them, and what was not promoted yet does not change what prod's
+// runs get. Without the environments readable, the current version alone (and no
+// environment). The queues page reads them too, to say what the workers serve.
+func (e *Engine) CatalogPlans(ctx context.Context, flow string) ([]*flows.Plan, string) {
 	var out []*flows.Plan
 	envs, err := e.rdb.Environments(ctx, store.WorkspaceOf(flow))
 	var vs map[string]string
@@ -125,9 +126,10 @@ func (e *Engine) catalogPlans(ctx context.Context, flow string) []*flows.Plan {
 		if p, err := e.CurrentPlan(ctx, flow); err == nil {
 			out = append(out, p)
 		}
-		return out
+		return out, ""
 	}
 	seen := map[string]bool{}
+	deciding := ""
 	for i := len(envs) - 1; i >= 0; i-- {
 		v, ok := vs[envs[i].Name]
 		if !ok || seen[v] {
@@ -135,10 +137,13 @@ func (e *Engine) catalogPlans(ctx context.Context, flow string) []*flows.Plan {
 		}
 		seen[v] = true
 		if p, err := e.Plan(ctx, flow, v); err == nil {
+			if len(out) == 0 {
+				deciding = envs[i].Name
+			}
 			out = append(out, p)
 		}
 	}
-	return out
+	return out, deciding
 }
 
 // scheduled reports whether the scheduler must look at flow: whether plan, or the

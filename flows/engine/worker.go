@@ -284,7 +284,8 @@ func (w *Worker) load(ctx context.Context, ids []string) {
 		limits := map[string]int{}
 		settings := flows.DefaultSettings
 		// Which versions decide: the last environment's first (environments.go).
-		for i, p := range w.e.catalogPlans(ctx, id) {
+		plans, _ := w.e.CatalogPlans(ctx, id)
+		for i, p := range plans {
 			if i == 0 {
 				settings = p.Settings
 			}
