@@ -26,6 +26,7 @@ type envRun struct {
 	run
 	Version     string `json:"version"`
 	Environment string `json:"environment"`
+	By          string `json:"by"`
 }
 
 func (a *api) getRun(flow, id string) envRun {
@@ -425,7 +426,7 @@ func TestABulkReplayOnCurrentThroughAnEnvironmentRecordsIt(t *testing.T) {
 		go func() {
 			_ = a.e.NewBulkRunner(engine.BulkRunnerOptions{Every: 50 * time.Millisecond, Flows: func(context.Context) ([]string, error) { return []string{id}, nil }}).Run(ctx)
 		}()
-		body := map[string]any{"query": map[string]any{"since": "1h"}, "version": "current", "rate": 100}
+		body := map[string]any{"query": map[string]any{"since": "1h"}, "version": "current", "rate": 100, "by": "bulk-tester"}
 		for _, c := range []struct {
 			what, path string
 			header     []string
@@ -452,6 +453,8 @@ func TestABulkReplayOnCurrentThroughAnEnvironmentRecordsIt(t *testing.T) {
 			}
 			if got := a.getRun(id, rep.Results[0].Replay); got.Version != c.version || got.Environment != c.env {
 				t.Errorf("%s: the replay ran version %.12s in %q, want %.12s in %q", c.what, got.Version, got.Environment, c.version, c.env)
+			} else if got.By != "bulk-tester" {
+				t.Errorf("%s: the replay says it was started by %q, want who made the job", c.what, got.By)
 			}
 		}
 	})

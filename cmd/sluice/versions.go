@@ -281,8 +281,10 @@ func cmdSchedules(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: sluice schedules [flags] FLOW [pause|resume N]
 
-  sluice schedules FLOW            lists the schedules of the flow's current version:
-                                   next fire times, paused or not, recent runs
+  sluice schedules FLOW            lists the schedules that run: those of the last
+                                   environment with a version of the flow (prod's once
+                                   promoted, else dev's): next fire times, paused or
+                                   not, recent runs
   sluice schedules FLOW pause N    pauses schedule N (0 is the first) in every process
   sluice schedules FLOW resume N   resumes it; ticks that passed meanwhile do not run
 

@@ -319,7 +319,7 @@ func (e *Engine) RunBulk(ctx context.Context, flow, job string) (bool, error) {
 func (e *Engine) replayOne(ctx context.Context, flow, job, run string, spec BulkSpec, target *flows.Plan) BulkResult {
 	id := bulkRunID(job, run)
 	res := BulkResult{Run: run, Replay: id}
-	_, err := e.Replay(ctx, flow, run, ReplayOptions{Target: target, Reuse: spec.Reuse, RunID: id, SameKeys: spec.SameKeys, Environment: spec.Environment})
+	_, err := e.Replay(ctx, flow, run, ReplayOptions{Target: target, Reuse: spec.Reuse, RunID: id, SameKeys: spec.SameKeys, Environment: spec.Environment, By: spec.By})
 	if err != nil {
 		if _, gerr := e.Get(ctx, flow, id); gerr != nil { // not started before either
 			if ctx.Err() != nil {
