@@ -164,7 +164,7 @@ func (n NodeRef) Key() string { return PartKeys(n.Flow, n.Part).In(n.Node) }
 func (n NodeRef) Tag() string { return tagOf(n.Flow, n.Part) }
 
 // ReadNodes reads new activations for consumer from the streams of nodes (of any flows),
-// with a finite block; count limits how many entries each stream may give. A missing
+// with a finite block (a negative one: without blocking); count limits how many entries each stream may give. A missing
 // group (Redis restarted empty) is created again and the read returns nothing.
 func (r *Redis) ReadNodes(ctx context.Context, consumer string, nodes []NodeRef, count int, block time.Duration) ([]Activation, error) {
 	if len(nodes) == 0 || count <= 0 {

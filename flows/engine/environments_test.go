@@ -220,13 +220,11 @@ func TestWorkerConcurrencyFollowsTheLastEnvironmentWithAVersion(t *testing.T) {
 	if err := v.e.Publish(ctx, v2); err != nil { // dev now runs one step of hold at a time
 		t.Fatal(err)
 	}
+	v.work(v1)
 	var runs []string
 	for i, p := range []*flows.Plan{v1, v1, v2, v2} {
 		runs = append(runs, v.start(p, fmt.Sprintf(`{"n": %d}`, i)))
 	}
-	// The runs are queued before the worker starts, so that one read takes the four
-	// (a node is read again only once half its limit is free: docs/runtime.md).
-	v.work(v1)
 	waitFor(t, "four steps of hold at once (prod's concurrency 4)", 30*time.Second, func() bool { return h.most.Load() >= 4 })
 	close(h.release)
 	for _, id := range runs {

@@ -103,15 +103,20 @@ type aRead struct {
 	count    int
 	reserved map[nodeKey]int
 	busy     bool // a node was left out because its steps fill it
+	// topUp says the read is of starved nodes only, and does not block.
+	topUp bool
 }
 
 // planRead chooses what reader i reads next. COUNT applies to every stream of a read, so a
-// node is read only when at least half of its limit is free, and its room is reserved
-// for the read: a node read by several readers (its partitions on several slots of a
-// cluster) never has more steps in flight than its limit. Each reader may take a share
-// of the limit (the limit over the readers of the node, at least one); a node with
-// several streams in the group and less room than streams has some of them read, in
-// turn.
+// node is read with the others only when at least half of its limit is free, and its
+// room is reserved for the read: a node read by several readers (its partitions on
+// several slots of a cluster) never has more steps in flight than its limit. A node
+// with room for fewer than that — starved: with a limit of 4 and 3 steps of it in
+// flight, say; pure nodes never are — is read on every other turn in a read of the starved nodes alone, which
+// does not block, so that its limit is used without shrinking the others' batches.
+// Each reader may take a share of the limit (the limit over the readers of the node, at
+// least one); a node with several streams in the group and less room than streams has
+// some of them read, in turn.
 func (w *Worker) planRead(i, turn int) aRead {
 	groups, readers, limits := w.readGroups()
 	if i >= len(groups) {
@@ -133,9 +138,24 @@ func (w *Worker) planRead(i, turn int) aRead {
 		room    int
 	}
 	var picks []pick
+	// Pure nodes' limit is the executor's bound (maxPureSteps): they are read in
+	// batches, never starved.
+	starved := func(k nodeKey) bool {
+		limit := limits[k]
+		free := limit - w.inflight.count(k.flow, k.node)
+		return limit < maxPureSteps && free >= 1 && free < max(limit/2, 1)
+	}
+	if turn%2 == 1 {
+		for _, k := range order {
+			if starved(k) {
+				rd.topUp, rd.busy = true, true
+				break
+			}
+		}
+	}
 	for _, k := range order {
 		limit := limits[k]
-		if limit-w.inflight.count(k.flow, k.node) < max(limit/2, 1) {
+		if rd.topUp != starved(k) || (!rd.topUp && limit-w.inflight.count(k.flow, k.node) < max(limit/2, 1)) {
 			rd.busy = true
 			continue
 		}
@@ -193,6 +213,9 @@ func (w *Worker) readLoop(ctx context.Context, i int) {
 	defer batches.Wait()
 	for turn := 0; ctx.Err() == nil; turn++ {
 		rd := w.planRead(i, turn)
+		if rd.topUp && len(rd.streams) == 0 {
+			continue // other readers hold the starved nodes' room: read the others
+		}
 		if len(rd.streams) == 0 {
 			// Nothing to read, or every node is busy: wait for a step to finish.
 			select {
@@ -205,6 +228,9 @@ func (w *Worker) readLoop(ctx context.Context, i int) {
 		block := w.opts.Block
 		if rd.busy {
 			block = min(block, busyBlock)
+		}
+		if rd.topUp {
+			block = -1 // no BLOCK: the other nodes are read next turn
 		}
 		acts, err := w.e.rdb.ReadNodes(ctx, w.consumer, rd.streams, rd.count, block)
 		if err != nil {
