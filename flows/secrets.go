@@ -33,7 +33,10 @@ import (
 // result leaves the component (the engine's hook: output, update, items, error; live
 // events), and by the http component to every response before it is cached, so that an
 // upstream echoing a header puts the secret in no checkpoint, event, dead letter, page
-// or log line.
+// or log line. What a workspace's flows produce is redacted as the workspace sees it
+// (In): every value still, but a value of a variable its flows may not read (another
+// workspace's, a setting of Sluice) becomes "[redacted]", so that a flow that guessed
+// such a value does not learn the variable's name.
 type Secrets struct {
 	allow    map[string]bool            // names listed besides the prefix
 	scoped   map[string]map[string]bool // name -> the only workspaces it is given to
@@ -41,8 +44,9 @@ type Secrets struct {
 	lookup   func(string) (string, bool)
 
 	mu       sync.RWMutex
-	values   map[string]string // value -> name, every value that is redacted
-	replacer *strings.Replacer
+	values   map[string]string            // value -> name, every value that is redacted
+	replacer *strings.Replacer            // the operator's marks: each names its variable
+	inWS     map[string]*strings.Replacer // a workspace's marks (In), made when first asked for
 }
 
 // SecretPrefix starts the names of the environment variables every flow may read.
@@ -228,18 +232,30 @@ func (s *Secrets) add(name, value string) {
 	s.build()
 }
 
-// build makes the replacer of every value long enough, in the form it has in text and
-// in JSON text (escaped), the longest first so that a value containing another wins.
+// build makes the operator's replacer anew and forgets the workspaces' (In makes them
+// again when asked).
 func (s *Secrets) build() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.replacer = s.newReplacer(func(string) bool { return true })
+	s.inWS = nil
+}
+
+// newReplacer makes the replacer of every value long enough, in the form it has in text
+// and in JSON text (escaped), the longest first so that a value containing another
+// wins. A value's mark names its variable when named says so, else it is "[redacted]".
+// Called with s.mu held.
+func (s *Secrets) newReplacer(named func(name string) bool) *strings.Replacer {
 	type pair struct{ old, new string }
 	var pairs []pair
 	for v, name := range s.values {
 		if len(v) < MinRedactLength {
 			continue
 		}
-		mark := "[redacted:" + name + "]"
+		mark := "[redacted]"
+		if named(name) {
+			mark = "[redacted:" + name + "]"
+		}
 		pairs = append(pairs, pair{v, mark})
 		if b, err := json.Marshal(v); err == nil {
 			if esc := string(b[1 : len(b)-1]); esc != v {
@@ -254,14 +270,53 @@ func (s *Secrets) build() {
 		return pairs[i].old < pairs[j].old
 	})
 	if len(pairs) == 0 {
-		s.replacer = nil
-		return
+		return nil
 	}
 	args := make([]string, 0, 2*len(pairs))
 	for _, p := range pairs {
 		args = append(args, p.old, p.new)
 	}
-	s.replacer = strings.NewReplacer(args...)
+	return strings.NewReplacer(args...)
+}
+
+// In is the redaction of what workspace ws's flows produce: every secret value is
+// replaced, as Redact replaces it, but a mark names its variable only when the operator
+// gives ws the variable (CheckIn without an owner's list: the names its owner may list
+// are the workspace's to know); a value of another workspace's variable, or of a
+// setting of Sluice, is "[redacted]". A flow that guessed such a value still learns
+// that it guessed right, as redaction must tell, but not whose it is.
+func (s *Secrets) In(ws string) Redaction {
+	if s == nil {
+		return Redaction{}
+	}
+	s.mu.RLock()
+	r, ok := s.inWS[ws]
+	s.mu.RUnlock()
+	if ok {
+		return Redaction{r}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.inWS[ws]; ok {
+		return Redaction{r}
+	}
+	r = s.newReplacer(func(name string) bool { return s.CheckIn(ws, name, nil) == nil })
+	if s.inWS == nil {
+		s.inWS = map[string]*strings.Replacer{}
+	}
+	s.inWS[ws] = r
+	return Redaction{r}
+}
+
+// operator is the redaction whose marks name every variable: for what only the
+// operator reads (trace spans, the process's log).
+func (s *Secrets) operator() Redaction {
+	if s == nil {
+		return Redaction{}
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return Redaction{s.replacer}
 }
 
 // TooShort lists the secret variables whose values are too short to be redacted.
@@ -278,27 +333,40 @@ func (s *Secrets) TooShort() []string {
 	return out
 }
 
+// Redact replaces every secret value in text, each by a mark that names its variable:
+// the operator's view, for trace spans and logs. What a workspace's flows produce is
+// redacted with In.
+func (s *Secrets) Redact(text string) string { return s.operator().Redact(text) }
+
+// RedactBytes is Redact for raw bytes.
+func (s *Secrets) RedactBytes(b []byte) []byte { return s.operator().RedactBytes(b) }
+
+// RedactValue is Redact for a decoded JSON value.
+func (s *Secrets) RedactValue(v any) any { return s.operator().RedactValue(v) }
+
+// RedactError is Redact for an error.
+func (s *Secrets) RedactError(err error) error { return s.operator().RedactError(err) }
+
+// RedactResult is Redact for a step's result.
+func (s *Secrets) RedactResult(r *Result) { s.operator().RedactResult(r) }
+
+// Redaction replaces the secret values Secrets knows with the marks of one view
+// (Secrets.In, a workspace's; Secrets.Redact, the operator's). The zero Redaction
+// replaces nothing.
+type Redaction struct{ r *strings.Replacer }
+
 // Redact replaces every secret value in text.
-func (s *Secrets) Redact(text string) string {
-	if s == nil {
+func (d Redaction) Redact(text string) string {
+	if d.r == nil {
 		return text
 	}
-	s.mu.RLock()
-	r := s.replacer
-	s.mu.RUnlock()
-	if r == nil {
-		return text
-	}
-	return r.Replace(text)
+	return d.r.Replace(text)
 }
 
 // RedactBytes is Redact for raw bytes (a response body, JSON text); b itself is returned
 // when it holds no secret.
-func (s *Secrets) RedactBytes(b []byte) []byte {
-	if s == nil {
-		return b
-	}
-	if out := s.Redact(string(b)); out != string(b) {
+func (d Redaction) RedactBytes(b []byte) []byte {
+	if out := d.Redact(string(b)); out != string(b) {
 		return []byte(out)
 	}
 	return b
@@ -307,17 +375,11 @@ func (s *Secrets) RedactBytes(b []byte) []byte {
 // RedactValue returns v (a decoded JSON value: maps, slices, strings, numbers...) with
 // every secret replaced in its strings and keys; parts without one are shared, not
 // copied.
-func (s *Secrets) RedactValue(v any) any {
-	if s == nil {
+func (d Redaction) RedactValue(v any) any {
+	if d.r == nil {
 		return v
 	}
-	s.mu.RLock()
-	r := s.replacer
-	s.mu.RUnlock()
-	if r == nil {
-		return v
-	}
-	out, _ := redactValue(r, v)
+	out, _ := redactValue(d.r, v)
 	return out
 }
 
@@ -390,20 +452,20 @@ func redactValue(r *strings.Replacer, v any) (any, bool) {
 // RedactError returns err unchanged when its message holds no secret; otherwise an
 // error with the message redacted that keeps the code, the place and whether it is
 // permanent (the chain below is dropped: it holds the secret).
-func (s *Secrets) RedactError(err error) error {
-	if s == nil || err == nil {
+func (d Redaction) RedactError(err error) error {
+	if d.r == nil || err == nil {
 		return err
 	}
 	msg := err.Error()
-	red := s.Redact(msg)
+	red := d.Redact(msg)
 	if red == msg {
 		return err
 	}
 	if fe, ok := err.(*Error); ok {
 		c := *fe
-		c.Message = s.Redact(fe.Message)
+		c.Message = d.Redact(fe.Message)
 		if fe.Err != nil {
-			c.Err = errors.New(s.Redact(fe.Err.Error()))
+			c.Err = errors.New(d.Redact(fe.Err.Error()))
 		}
 		return &c
 	}
@@ -415,18 +477,18 @@ func (s *Secrets) RedactError(err error) error {
 }
 
 // RedactResult redacts a step's result in place: its output, update and items.
-func (s *Secrets) RedactResult(r *Result) {
-	if s == nil || r == nil {
+func (d Redaction) RedactResult(r *Result) {
+	if d.r == nil || r == nil {
 		return
 	}
-	r.Output = s.RedactValue(r.Output)
+	r.Output = d.RedactValue(r.Output)
 	if r.Update != nil {
-		if m, ok := s.RedactValue(r.Update).(map[string]any); ok {
+		if m, ok := d.RedactValue(r.Update).(map[string]any); ok {
 			r.Update = m
 		}
 	}
 	if r.Items != nil {
-		if items, ok := s.RedactValue(r.Items).([]any); ok {
+		if items, ok := d.RedactValue(r.Items).([]any); ok {
 			r.Items = items // a copy when anything changed: the items may share the state's lists
 		}
 	}
@@ -448,30 +510,33 @@ var processSecrets atomic.Pointer[Secrets]
 func UseSecrets(s *Secrets) { processSecrets.Store(s) }
 
 // RedactStep is the engine's hook where a step's result leaves its component: it
-// redacts the result and the error with the process's rule.
-func RedactStep(res *Result, err error) (*Result, error) {
+// redacts the result and the error with the process's rule, as flow's workspace sees it
+// (Secrets.In).
+func RedactStep(flow string, res *Result, err error) (*Result, error) {
 	s := processSecrets.Load()
 	if s == nil {
 		return res, err
 	}
-	s.RedactResult(res)
-	return res, s.RedactError(err)
+	d := s.In(WorkspaceOf(flow))
+	d.RedactResult(res)
+	return res, d.RedactError(err)
 }
 
-// RedactData redacts any value with the process's rule: for what a step stores outside
-// its result, such as the turns a long step saves (Step.SaveTurn).
-func RedactData(v any) any {
-	return processSecrets.Load().RedactValue(v)
+// RedactData redacts any value of flow with the process's rule: for what a step stores
+// outside its result, such as the turns a long step saves (Step.SaveTurn).
+func RedactData(flow string, v any) any {
+	return processSecrets.Load().In(WorkspaceOf(flow)).RedactValue(v)
 }
 
-// RedactEvent is the engine's hook for live events (streamed tokens): it redacts their
-// JSON with the process's rule.
-func RedactEvent(data []byte) []byte {
-	return processSecrets.Load().RedactBytes(data)
+// RedactEvent is the engine's hook for flow's live events (streamed tokens): it redacts
+// their JSON with the process's rule.
+func RedactEvent(flow string, data []byte) []byte {
+	return processSecrets.Load().In(WorkspaceOf(flow)).RedactBytes(data)
 }
 
-// RedactString redacts text with the process's rule: for what leaves the process
-// outside a step's result and events, such as trace spans.
+// RedactString redacts text with the process's rule, marks naming every variable: for
+// what only the operator reads outside a step's result and events, such as trace
+// spans.
 func RedactString(text string) string {
 	return processSecrets.Load().Redact(text)
 }

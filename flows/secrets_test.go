@@ -235,22 +235,92 @@ func TestRedactionReplacesEverySecretValue(t *testing.T) {
 	}
 }
 
+// What a workspace's flows produce has every secret value redacted, but a mark names
+// only a variable the operator gives the workspace: the value of another workspace's
+// variable, or of a setting of Sluice, is "[redacted]", so that a flow that guessed it
+// does not learn whose it is. The operator's view (traces, logs) names them all.
+func TestAWorkspacesRedactionNamesOnlyTheVariablesItMayRead(t *testing.T) {
+	s := testSecrets(t, map[string]string{
+		"ACME_KEY":             "acme-key-value-31",
+		"SLUICE_SECRET_SHARED": "shared-value-31",
+		"SLUICE_SECRET_BETA":   "beta-only-value-31",
+		"SLUICE_TOKEN":         "the-server-token-31",
+	}, "acme:ACME_KEY", "beta:SLUICE_SECRET_BETA")
+	const text = "a acme-key-value-31 s shared-value-31 b beta-only-value-31 t the-server-token-31"
+	for _, c := range []struct{ ws, want, acme string }{
+		{"acme", "a [redacted:ACME_KEY] s [redacted:SLUICE_SECRET_SHARED] b [redacted] t [redacted]", "[redacted:ACME_KEY]"},
+		{"beta", "a [redacted] s [redacted:SLUICE_SECRET_SHARED] b [redacted:SLUICE_SECRET_BETA] t [redacted]", "[redacted]"},
+		{flows.DefaultWorkspace, "a [redacted] s [redacted:SLUICE_SECRET_SHARED] b [redacted] t [redacted]", "[redacted]"},
+	} {
+		d := s.In(c.ws)
+		if got := d.Redact(text); got != c.want {
+			t.Errorf("In(%s).Redact = %q, want %q", c.ws, got, c.want)
+		}
+		got, _ := json.Marshal(d.RedactValue(map[string]any{"acme-key-value-31": []any{"x acme-key-value-31"}}))
+		if want, _ := json.Marshal(map[string]any{c.acme: []any{"x " + c.acme}}); string(got) != string(want) {
+			t.Errorf("In(%s).RedactValue = %s, want %s", c.ws, got, want)
+		}
+		err := d.RedactError(flows.Permanent(&flows.Error{Code: flows.Invalid, Node: "call", Message: "you sent acme-key-value-31"}))
+		if !strings.Contains(err.Error(), "you sent "+c.acme) || !flows.IsPermanent(err) {
+			t.Errorf("In(%s).RedactError = %v, want the value replaced by %s", c.ws, err, c.acme)
+		}
+	}
+	if got := s.Redact(text); got != "a [redacted:ACME_KEY] s [redacted:SLUICE_SECRET_SHARED] b [redacted:SLUICE_SECRET_BETA] t [redacted:SLUICE_TOKEN]" {
+		t.Errorf("the operator's Redact = %q", got)
+	}
+	// A value read after a workspace's redaction was first made is redacted in it too
+	// (the variable was set after the process started).
+	set := false
+	late, _ := flows.NewSecrets(flows.SecretsConfig{Allow: []string{"acme:LATE_KEY"}, Lookup: func(k string) (string, bool) { return "late-key-value-31", set && k == "LATE_KEY" }})
+	if got := late.In("beta").Redact("late-key-value-31"); got != "late-key-value-31" {
+		t.Fatalf("redacted before it was read: %q", got)
+	}
+	set = true
+	if _, _, err := late.LookupIn("acme", "LATE_KEY", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := late.In("beta").Redact("x late-key-value-31"); got != "x [redacted]" {
+		t.Errorf("beta's redaction after acme read LATE_KEY: %q", got)
+	}
+	if got := late.In("acme").Redact("x late-key-value-31"); got != "x [redacted:LATE_KEY]" {
+		t.Errorf("acme's redaction after it read LATE_KEY: %q", got)
+	}
+
+	// The engine's hooks redact a flow's result, events and turns as its workspace sees
+	// them.
+	flows.UseSecrets(s)
+	t.Cleanup(func() { flows.UseSecrets(nil) })
+	res, err := flows.RedactStep("beta.guess", &flows.Result{Output: "acme-key-value-31"}, errors.New("echo acme-key-value-31"))
+	if res.Output != "[redacted]" || err.Error() != "echo [redacted]" {
+		t.Errorf("RedactStep in beta: %v, %v", res.Output, err)
+	}
+	if res, _ := flows.RedactStep("acme.guess", &flows.Result{Output: "acme-key-value-31"}, nil); res.Output != "[redacted:ACME_KEY]" {
+		t.Errorf("RedactStep in acme: %v", res.Output)
+	}
+	if got := string(flows.RedactEvent("beta.guess", []byte(`"acme-key-value-31"`))); got != `"[redacted]"` {
+		t.Errorf("RedactEvent in beta: %s", got)
+	}
+	if got := flows.RedactData("beta.guess", "acme-key-value-31"); got != "[redacted]" {
+		t.Errorf("RedactData in beta: %v", got)
+	}
+}
+
 func TestTheEngineHooksRedactWithTheProcessRule(t *testing.T) {
 	s := testSecrets(t, map[string]string{"SLUICE_SECRET_KEY": "sk-canary-0123456789"})
 	flows.UseSecrets(s)
 	t.Cleanup(func() { flows.UseSecrets(nil) })
-	res, err := flows.RedactStep(&flows.Result{Output: map[string]any{"echo": "sk-canary-0123456789"}}, errors.New("echo sk-canary-0123456789"))
+	res, err := flows.RedactStep("triage", &flows.Result{Output: map[string]any{"echo": "sk-canary-0123456789"}}, errors.New("echo sk-canary-0123456789"))
 	if b, _ := json.Marshal(res.Output); strings.Contains(string(b), "canary") || strings.Contains(err.Error(), "canary") {
 		t.Errorf("RedactStep: %s, %v", b, err)
 	}
-	if got := string(flows.RedactEvent([]byte(`{"token": "sk-canary-0123456789"}`))); strings.Contains(got, "canary") {
+	if got := string(flows.RedactEvent("triage", []byte(`{"token": "sk-canary-0123456789"}`))); strings.Contains(got, "canary") {
 		t.Errorf("RedactEvent: %s", got)
 	}
-	if got, _ := json.Marshal(flows.RedactData(map[string]any{"turn": []any{"sk-canary-0123456789"}})); strings.Contains(string(got), "canary") {
+	if got, _ := json.Marshal(flows.RedactData("triage", map[string]any{"turn": []any{"sk-canary-0123456789"}})); strings.Contains(string(got), "canary") {
 		t.Errorf("RedactData: %s", got)
 	}
 	flows.UseSecrets(nil)
-	if got := string(flows.RedactEvent([]byte(`"sk-canary-0123456789"`))); got != `"sk-canary-0123456789"` {
+	if got := string(flows.RedactEvent("triage", []byte(`"sk-canary-0123456789"`))); got != `"sk-canary-0123456789"` {
 		t.Errorf("without a rule: %s", got)
 	}
 }

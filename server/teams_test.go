@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/store"
 	"github.com/sluicehq/sluice/store/storetest"
 	"github.com/sluicehq/sluice/teams"
 	"golang.org/x/crypto/bcrypt"
@@ -132,6 +134,13 @@ func (b *browser) api(method, path string, body string, header ...string) res {
 // probe sends a request and reads its answer, but not an event stream's (it never ends).
 func (a *api) probe(method, path string, header ...string) (int, http.Header) {
 	a.t.Helper()
+	r := a.answer(method, path, header...)
+	return r.status, r.header
+}
+
+// answer is probe with the body of the answer (none for an event stream).
+func (a *api) answer(method, path string, header ...string) res {
+	a.t.Helper()
 	req, _ := http.NewRequest(method, a.base+path, nil)
 	if method != "GET" {
 		req.Header.Set("Content-Type", "application/json")
@@ -149,12 +158,13 @@ func (a *api) probe(method, path string, header ...string) (int, http.Header) {
 	if err != nil {
 		a.t.Fatalf("%s %s: %v", method, path, err)
 	}
+	var body []byte
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		_, _ = io.Copy(io.Discard, resp.Body)
+		body, _ = io.ReadAll(resp.Body)
 	}
 	cancel()
 	resp.Body.Close()
-	return resp.StatusCode, resp.Header
+	return res{status: resp.StatusCode, header: resp.Header, body: body}
 }
 
 // leastRole is the role each permission needs, written out here apart from package
@@ -240,6 +250,158 @@ func TestEveryRouteRoleAndWorkspaceIsWhatTheTableSays(t *testing.T) {
 	}
 	t.Logf("%d cells", cells)
 	if cells < 500 {
+		t.Fatalf("only %d cells walked", cells)
+	}
+}
+
+// TestEveryRouteAndRoleOfASensitiveWorkspaceIsWhatTheTableSays walks every route as a
+// member of each role of a workspace that marks run state sensitive, signed in and with
+// an API key of the role, and as SLUICE_TOKEN. The flow it reads has a run, checkpoints,
+// a run file, test cases and a test result, each carrying one marker. A request is
+// refused by the permission check exactly when the table says so, with read_state the
+// operator's there; no answer to a role without read_state carries the marker (read_run
+// gives it statuses only); every answer of a read_state or read_run route to a role
+// with it does.
+func TestEveryRouteAndRoleOfASensitiveWorkspaceIsWhatTheTableSays(t *testing.T) {
+	r := storetest.Real(t)
+	files, err := store.NewFiles(r, store.FilesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAPI(t, r, func(_ *server.Config, d *server.Deps) { d.Files = files })
+	const ws, marker = "sens", "Quill-marker-31"
+	a.workspace(ws)
+	in := []string{server.WorkspaceHeader, ws}
+	a.must(http.StatusOK, "PUT", "/api/settings", `{"sensitive": true}`, in...)
+	id, doc := a.flowDoc(`{"sluice": 1, "id": "x", "nodes": [{"id": "in", "type": "input"},
+		{"id": "seen", "type": "transform", "params": {"expr": "{seen: .customer}"}}, {"id": "out", "type": "output"}],
+		"edges": [{"from": "in", "to": "seen"}, {"from": "seen", "to": "out"}]}`, nil)
+	a.forgetFlow(ws + teams.Sep + id)
+	a.must(http.StatusCreated, "PUT", "/api/flows/"+id, doc, in...)
+
+	up := a.must(http.StatusCreated, "POST", "/api/flows/"+id+"/files", []byte("the text of "+marker),
+		append([]string{"Content-Type", "text/plain", "X-File-Name", marker + ".txt"}, in...)...)
+	var file map[string]any
+	up.into(t, &file)
+	var done, other run // two runs, to compare
+	for _, r := range []*run{&done, &other} {
+		a.must(http.StatusOK, "POST", "/api/flows/"+id+"/runs?wait=20s", map[string]any{"input": map[string]any{"customer": marker, "file": file}}, in...).into(t, r)
+		if r.Status != "succeeded" {
+			t.Fatalf("run %+v, want succeeded", r)
+		}
+	}
+	var ckpts struct {
+		Checkpoints []struct{ ID, Node string } `json:"checkpoints"`
+	}
+	a.must(http.StatusOK, "GET", "/api/flows/"+id+"/runs/"+done.ID+"/checkpoints", nil, in...).into(t, &ckpts)
+	ckpt := "" // the step that added the marker: its diff shows it
+	for _, c := range ckpts.Checkpoints {
+		if c.Node == "seen" {
+			ckpt = c.ID
+		}
+	}
+	if ckpt == "" {
+		t.Fatalf("no checkpoint of the node seen: %+v", ckpts)
+	}
+	// A saved case and one that fails (its why quotes the output), and their result.
+	a.must(http.StatusCreated, "POST", "/api/flows/"+id+"/cases", map[string]any{"run": done.ID, "id": "saved"}, in...)
+	var cv server.CasesView
+	a.must(http.StatusOK, "GET", "/api/flows/"+id+"/cases", nil, in...).into(t, &cv)
+	var cases map[string]any
+	if err := json.Unmarshal(cv.File, &cases); err != nil {
+		t.Fatal(err)
+	}
+	cases["cases"] = append(cases["cases"].([]any), map[string]any{"id": "fails", "input": map[string]any{"customer": marker}, "expect": []any{map[string]any{"equals": "something else"}}})
+	a.must(http.StatusOK, "PUT", "/api/flows/"+id+"/cases", cases, in...)
+	var tested struct {
+		Version string
+		Failed  int
+	}
+	a.must(http.StatusOK, "POST", "/api/flows/"+id+"/cases/run", map[string]any{}, in...).into(t, &tested)
+	if tested.Failed != 1 {
+		t.Fatalf("the cases' report: %+v, want one failed", tested)
+	}
+	// GET routes name this flow, run, checkpoint, file and version; the others a flow
+	// that does not exist (an editor's DELETE must not take the flow from the next).
+	reading := strings.NewReplacer(":flow", id, ":run", done.ID, ":ckpt", ckpt,
+		":file", file["$file"].(string), ":version", tested.Version, ":env", "prod")
+
+	type who struct {
+		name   string
+		role   teams.Role
+		header []string
+	}
+	var people []who
+	for _, r := range teams.Roles {
+		email := string(r) + "@sens.example.com"
+		a.person(email, "password-"+string(r), map[string]teams.Role{ws: r})
+		b := a.browser()
+		b.signin(email, "password-"+string(r))
+		people = append(people, who{"signed-in " + string(r), r, []string{"Authorization", "", "Cookie", b.cookie()}})
+		people = append(people, who{"key of a " + string(r), r, []string{"Authorization", "Bearer " + a.serviceKey(ws, r)}})
+	}
+	people = append(people, who{"SLUICE_TOKEN", "token", []string{"Authorization", "Bearer " + testToken}})
+	// The levels of a sensitive workspace, as docs/teams.md shows them.
+	least := map[teams.Perm]int{}
+	for p, n := range leastRole {
+		least[p] = n
+	}
+	least[teams.ReadState] = roleRank[teams.Operator]
+
+	cells := 0
+	for _, rt := range a.srv.Routes() {
+		perm := teams.Routes[rt]
+		if perm == teams.Public {
+			continue
+		}
+		method, path, _ := strings.Cut(rt, " ")
+		target := concrete(path)
+		if method == http.MethodGet {
+			target = reading.Replace(path)
+			if strings.HasSuffix(path, "/compare") {
+				target += "?with=" + other.ID
+			}
+		}
+		for _, p := range people {
+			var want bool
+			switch {
+			case p.role == "token", perm == teams.Self:
+				want = true
+			case perm == teams.Instance:
+				want = false
+			default:
+				want = roleRank[p.role] >= least[perm]
+			}
+			canState := p.role == "token" || roleRank[p.role] >= least[teams.ReadState]
+			got := a.answer(method, target, append(p.header, server.WorkspaceHeader, ws)...)
+			cells++
+			refused := got.status == http.StatusForbidden && got.header.Get("Sluice-Required-Role") != ""
+			if got.status == http.StatusUnauthorized {
+				t.Errorf("%s as %s: 401", rt, p.name)
+			}
+			if refused == want {
+				t.Errorf("%s as %s: status %d (required %q); the table says allowed=%v", rt, p.name, got.status, got.header.Get("Sluice-Required-Role"), want)
+				continue
+			}
+			if method != http.MethodGet || refused || path == "/ws" {
+				continue // /ws answers a websocket client only: TestAViewerOfASensitiveWorkspaceSeesStatusesNotState reads it
+			}
+			if !canState && strings.Contains(got.String(), marker) {
+				t.Errorf("%s as %s: the answer carries the run's state, which a %s may not see here:\n%.400s", rt, p.name, p.role, got)
+			}
+			if canState && (perm == teams.ReadState || perm == teams.ReadRun) {
+				stream := strings.HasPrefix(got.header.Get("Content-Type"), "text/event-stream")
+				if got.status != http.StatusOK || (!stream && !strings.Contains(got.String(), marker)) {
+					t.Errorf("%s as %s: status %d without the run's state:\n%.400s", rt, p.name, got.status, got)
+				}
+			}
+			if !canState && perm == teams.ReadRun && got.status != http.StatusOK {
+				t.Errorf("%s as %s: status %d, want the run's statuses", rt, p.name, got.status)
+			}
+		}
+	}
+	t.Logf("%d cells", cells)
+	if cells < 400 {
 		t.Fatalf("only %d cells walked", cells)
 	}
 }

@@ -12,9 +12,11 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/nodes"
 	"github.com/sluicehq/sluice/flows/nodes/llmtest"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store/storetest"
+	"github.com/sluicehq/sluice/teams"
 )
 
 // secretFlow is a flow that sends the secret in NAME to url as a bearer token.
@@ -190,4 +192,69 @@ func TestAWorkspacesFlowsReadOnlyItsSecretsAndCallOnlyItsProviders(t *testing.T)
 		t.Errorf("the inspector sent wsa's secret for wsb: %q", seen)
 	}
 	mu.Unlock()
+}
+
+// A flow whose output holds the value of a variable its workspace may not read — an
+// input that guessed it, an upstream that answers it — shows "[redacted]" where it was:
+// the value is gone, and the variable's name is not told either. The workspace the
+// operator gives the variable sees "[redacted:NAME]"; a setting of Sluice (the token)
+// is named to no workspace.
+func TestARedactedValueNamesNoVariableTheFlowsWorkspaceMayNotRead(t *testing.T) {
+	r := storetest.Real(t)
+	const acmeValue, sharedValue = "acme-key-value-47", "shared-value-47"
+	vars := map[string]string{"ACME_KEY": acmeValue, "SLUICE_SECRET_SHARED": sharedValue, "SLUICE_TOKEN": testToken}
+	secrets, err := flows.NewSecrets(flows.SecretsConfig{Allow: []string{"acme:ACME_KEY"},
+		Lookup: func(n string) (string, bool) { v, ok := vars[n]; return v, ok },
+		Environ: func() []string {
+			var kv []string
+			for n, v := range vars {
+				kv = append(kv, n+"="+v)
+			}
+			return kv
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flows.UseSecrets(secrets) // as serve does (cmd/sluice/env.go)
+	t.Cleanup(func() { flows.UseSecrets(nil) })
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"said": "` + acmeValue + ` ` + sharedValue + ` ` + testToken + `"}`))
+	}))
+	defer upstream.Close()
+	a := newAPIWith(t, r, &nodes.Env{Secrets: secrets, HTTP: loopbackAllowed(t)})
+	a.workspace("acme")
+	a.workspace("beta")
+	id, doc := a.flowDoc(`{"sluice": 1, "id": "x", "nodes": [{"id": "in", "type": "input"},
+		{"id": "call", "type": "http", "params": {"url": "`+upstream.URL+`/answer", "as": "resp"}},
+		{"id": "out", "type": "output"}],
+		"edges": [{"from": "in", "to": "call"}, {"from": "call", "to": "out"}]}`, nil)
+	for _, c := range []struct{ ws, acme string }{
+		{"acme", "[redacted:ACME_KEY]"},
+		{"beta", "[redacted]"},
+		{teams.DefaultWorkspace, "[redacted]"},
+	} {
+		in := []string{server.WorkspaceHeader, c.ws}
+		a.forgetFlow(teams.Qualify(c.ws, id))
+		a.must(http.StatusCreated, "PUT", "/api/flows/"+id, doc, in...)
+		var done run
+		a.must(http.StatusOK, "POST", "/api/flows/"+id+"/runs?wait=20s", map[string]any{"input": map[string]any{"guess": acmeValue}}, in...).into(t, &done)
+		if done.Status != "succeeded" {
+			t.Fatalf("%s: run %+v", c.ws, done)
+		}
+		// The token's value is "[redacted]" everywhere; the shared secret is named.
+		want := []string{`"guess":"` + c.acme + `"`, `"said":"` + c.acme + ` [redacted:SLUICE_SECRET_SHARED] [redacted]"`}
+		for _, w := range want {
+			if !strings.Contains(string(done.Output), w) || strings.Contains(string(done.Output), acmeValue) {
+				t.Errorf("%s: the run's output %s, want %s in it and no secret value", c.ws, done.Output, w)
+			}
+		}
+		// Nowhere in the run or its checkpoints a name the workspace may not read (the
+		// run's input, the caller's own, holds the guess as it was sent).
+		for _, p := range []string{"/runs/" + done.ID, "/runs/" + done.ID + "/checkpoints/" + done.LastCkpt} {
+			if got := a.must(http.StatusOK, "GET", "/api/flows/"+id+p, nil, in...).String(); c.ws != "acme" && strings.Contains(got, "ACME_KEY") {
+				t.Errorf("%s: %s names acme's variable: %s", c.ws, p, got)
+			}
+		}
+	}
 }

@@ -44,7 +44,7 @@ func (b *eventBatcher) emit(ref store.RunRef, node, kind string, data any) {
 	if err != nil {
 		return
 	}
-	raw = flows.RedactEvent(raw) // streamed tokens may repeat a secret (flows/secrets.go)
+	raw = flows.RedactEvent(ref.Flow, raw) // streamed tokens may repeat a secret (flows/secrets.go)
 	b.mu.Lock()
 	n := len(b.batch)
 	if n < maxPendingEvents {

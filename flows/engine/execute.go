@@ -26,7 +26,7 @@ func component(ctx context.Context, j *job) (*flows.Result, error) {
 	if err == nil && res == nil {
 		res = &flows.Result{}
 	}
-	return flows.RedactStep(res, err)
+	return flows.RedactStep(j.plan.Flow, res, err)
 }
 
 // pinned is the runFunc of a step whose output is pinned for its run: what the pin holds,
@@ -76,7 +76,7 @@ func withRecover(next runFunc) runFunc {
 	return func(ctx context.Context, j *job) (res *flows.Result, err error) {
 		defer func() {
 			if r := recover(); r != nil {
-				_, err = flows.RedactStep(nil, fmt.Errorf("component panicked: %v\n%s", r, truncate(string(debug.Stack()), 2000)))
+				_, err = flows.RedactStep(j.plan.Flow, nil, fmt.Errorf("component panicked: %v\n%s", r, truncate(string(debug.Stack()), 2000)))
 				res = nil
 			}
 		}()

@@ -249,7 +249,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) gateVerdict {
 		pin = pin.reuse(plan, a.Node, step.Input) // nil: the input or the node changed, so it runs
 	}
 	step.SaveTurn = func(ctx context.Context, turn any) error {
-		b, err := json.Marshal(flows.RedactData(flows.JSONValue(turn)))
+		b, err := json.Marshal(flows.RedactData(plan.Flow, flows.JSONValue(turn)))
 		if err != nil {
 			return fmt.Errorf("turn is not JSON: %w", err)
 		}

@@ -74,7 +74,7 @@ func (e *Engine) TryNode(ctx context.Context, plan *flows.Plan, node string, sta
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		_, err = flows.RedactStep(nil, err)
+		_, err = flows.RedactStep(plan.Flow, nil, err)
 		t.Error, t.Retryable = err.Error(), !flows.IsPermanent(err)
 	}
 	if t.Next == nil {

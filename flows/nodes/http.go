@@ -267,7 +267,7 @@ func (h *HTTP) do(ctx context.Context, node string, r *httpRequest, key string) 
 	}
 	// An upstream may echo what it was sent (a header's secret): nothing of the answer
 	// leaves this function, for the cache, the state or an error, unredacted.
-	secrets := h.env.Secrets
+	secrets := h.env.Secrets.In(flows.WorkspaceOf(h.flow))
 	raw = secrets.RedactBytes(raw)
 	ctype := secrets.Redact(res.Header.Get("Content-Type"))
 	out := map[string]any{"status": res.StatusCode, "content_type": ctype, "body": secrets.RedactValue(responseBody(raw, ctype))}

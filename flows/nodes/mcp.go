@@ -286,7 +286,7 @@ func (m *MCP) list(ctx context.Context, node string) ([]mcpTool, error) {
 		if desc == "" {
 			desc = t.Title
 		}
-		desc = m.env.Secrets.Redact(desc) // it goes to the model, like a result
+		desc = m.env.Secrets.In(flows.WorkspaceOf(m.flow)).Redact(desc) // it goes to the model, like a result
 		out = append(out, mcpTool{def: flows.ToolDef{Name: name, Description: desc, Parameters: schema}, remote: t.Name})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].def.Name < out[j].def.Name })
@@ -323,7 +323,7 @@ func (m *MCP) CallTool(ctx context.Context, s *flows.Step, name string, args jso
 		}
 		// A secret the server echoes is redacted before the result is cached or handed
 		// to the model, as the http component does with responses.
-		return json.Marshal(m.env.Secrets.Redact(text))
+		return json.Marshal(m.env.Secrets.In(flows.WorkspaceOf(m.flow)).Redact(text))
 	})
 	if err != nil {
 		return nil, err
@@ -344,7 +344,7 @@ const MCPIdempotencyMeta = "sluice/idempotency-key"
 type mcpToolError struct{ text string }
 
 func (m *MCP) toolError(text string) *mcpToolError {
-	return &mcpToolError{text: m.env.Secrets.Redact(text)}
+	return &mcpToolError{text: m.env.Secrets.In(flows.WorkspaceOf(m.flow)).Redact(text)}
 }
 
 func (e *mcpToolError) Error() string { return e.text }
@@ -514,7 +514,7 @@ func (m *MCP) withStderr(c *mcpConnection, msg string) string {
 	if tail := c.stderr.String(); m.command != "" && tail != "" {
 		msg += "; its stderr ends: " + truncateText(tail, 300)
 	}
-	return m.env.Secrets.Redact(msg)
+	return m.env.Secrets.In(flows.WorkspaceOf(m.flow)).Redact(msg)
 }
 
 // describe names the server without secrets.

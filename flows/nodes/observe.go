@@ -66,7 +66,7 @@ func modelSpan(ctx context.Context, step *flows.Step, p *Provider, req *chatRequ
 	}
 	if observe.CaptureContent() {
 		if b, err := json.Marshal(req.Messages); err == nil {
-			attrs = append(attrs, attribute.String("gen_ai.input.messages", string(flows.RedactEvent(b))))
+			attrs = append(attrs, attribute.String("gen_ai.input.messages", flows.RedactString(string(b))))
 		}
 	}
 	return observe.Tracer().Start(ctx, "chat "+req.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
@@ -98,7 +98,7 @@ func endModelSpan(span trace.Span, reply *chatReply, err error) {
 	}
 	if observe.CaptureContent() {
 		if b, err := json.Marshal([]chatMessage{reply.Message}); err == nil {
-			span.SetAttributes(attribute.String("gen_ai.output.messages", string(flows.RedactEvent(b))))
+			span.SetAttributes(attribute.String("gen_ai.output.messages", flows.RedactString(string(b))))
 		}
 	}
 	span.End()

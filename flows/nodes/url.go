@@ -89,7 +89,7 @@ func (u *URL) fetch(ctx context.Context, s *flows.Step, raw string) (map[string]
 	raw = strings.TrimSpace(raw)
 	b, _, err := u.env.cached(ctx, s, cacheKey("url", s.Version, map[string]any{"url": raw, "format": u.format, "max": u.maxChars}), u.ttl,
 		func(ctx context.Context) ([]byte, error) {
-			page, err := u.get(ctx, s.Node, raw)
+			page, err := u.get(ctx, s.Flow, s.Node, raw)
 			if err != nil {
 				return nil, err
 			}
@@ -106,8 +106,9 @@ func (u *URL) fetch(ctx context.Context, s *flows.Step, raw string) (map[string]
 	return m, nil
 }
 
-// get sends the request with the guarded client and reads the answer as a document.
-func (u *URL) get(ctx context.Context, node, raw string) (map[string]any, error) {
+// get sends the request with the guarded client and reads the answer as a document,
+// redacted as flow's workspace sees secrets.
+func (u *URL) get(ctx context.Context, flow, node, raw string) (map[string]any, error) {
 	pu, err := url.Parse(raw)
 	if err != nil || pu.Host == "" {
 		return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node, Path: "params.url", Message: fmt.Sprintf("%q is not a URL", raw)})
@@ -158,7 +159,7 @@ func (u *URL) get(ctx context.Context, node, raw string) (map[string]any, error)
 		text = string(r[:u.maxChars])
 		page["truncated"] = true
 	}
-	page["text"] = u.env.Secrets.Redact(text)
+	page["text"] = u.env.Secrets.In(flows.WorkspaceOf(flow)).Redact(text)
 	if doc.Title != "" {
 		page["title"] = doc.Title
 	}

@@ -238,7 +238,7 @@ func (w *WebSearch) do(ctx context.Context, node string, r searchRequest) ([]sea
 		return nil, &flows.Error{Code: flows.Unavailable, Node: node, Message: where + ": reading the answer", Err: err}
 	}
 	// A provider may echo the key it was sent: nothing leaves unredacted.
-	raw = w.env.Secrets.RedactBytes(raw)
+	raw = w.env.Secrets.In(flows.WorkspaceOf(w.flow)).RedactBytes(raw)
 	if res.StatusCode >= 400 {
 		msg := fmt.Sprintf("%s: %s answered %d %s: %s", where, w.provider, res.StatusCode, http.StatusText(res.StatusCode), truncateText(strings.TrimSpace(string(raw)), 200))
 		fe := &flows.Error{Code: flows.Unavailable, Node: node, Message: msg}
