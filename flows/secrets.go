@@ -185,16 +185,23 @@ func (s *Secrets) CheckIn(ws, name string, owner []string) error {
 		return fmt.Errorf("%s is a setting of Sluice itself; flows can never read it", name)
 	case s.scoped[name] != nil:
 		if !s.scoped[name][ws] {
-			return fmt.Errorf("the operator gives %s to other workspaces' flows, not to workspace %q's", name, ws)
+			// The same answer as for a name no workspace may read: it must not tell
+			// whether another workspace's flows read it.
+			return notAllowed(ws, name)
 		}
 	case strings.HasPrefix(name, SecretPrefix) && len(name) > len(SecretPrefix), s.allow[name]:
 	default:
-		return fmt.Errorf("flows may not read the environment variable %s: name it %s… or allow it on the server with --secrets %s (SLUICE_SECRETS)", name, SecretPrefix, name)
+		return notAllowed(ws, name)
 	}
 	if owner != nil && !slices.Contains(owner, name) {
 		return fmt.Errorf("workspace %q does not let its flows read %s: its owner lists the secrets they may read (settings: secrets)", ws, name)
 	}
 	return nil
+}
+
+// notAllowed is the error for a variable workspace ws's flows are not given.
+func notAllowed(ws, name string) error {
+	return fmt.Errorf("workspace %q's flows may not read the environment variable %s: the operator names it %s… or allows it with --secrets %s (every workspace) or --secrets %s:%s (this one)", ws, name, SecretPrefix, name, ws, name)
 }
 
 // Lookup reads a variable the default workspace's flows may read; the value is redacted

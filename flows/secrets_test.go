@@ -86,15 +86,15 @@ func TestAWorkspaceReadsWhatTheOperatorGivesItAndItsOwnerLists(t *testing.T) {
 		says     string
 	}{
 		{"acme", "ACME_KEY", nil, true, ""},
-		{"beta", "ACME_KEY", nil, false, "to other workspaces' flows, not to workspace \"beta\"'s"},
-		{"default", "ACME_KEY", nil, false, "not to workspace \"default\"'s"},
+		{"beta", "ACME_KEY", nil, false, "workspace \"beta\"'s flows may not read the environment variable ACME_KEY"},
+		{"default", "ACME_KEY", nil, false, "workspace \"default\"'s flows may not read"},
 		{"beta", "SLUICE_SECRET_ACME_ONLY", nil, true, ""}, // given to acme and beta
-		{"gamma", "SLUICE_SECRET_ACME_ONLY", nil, false, "other workspaces"},
+		{"gamma", "SLUICE_SECRET_ACME_ONLY", nil, false, "--secrets gamma:SLUICE_SECRET_ACME_ONLY (this one)"},
 		{"gamma", "SLUICE_SECRET_SHARED", nil, true, ""},
 		{"gamma", "HOME", nil, true, ""},
 		{"acme", "SLUICE_SECRET_SHARED", []string{"ACME_KEY"}, false, "its owner lists the secrets"},
 		{"acme", "ACME_KEY", []string{"ACME_KEY"}, true, ""},
-		{"beta", "ACME_KEY", []string{"ACME_KEY"}, false, "other workspaces"}, // an owner's list adds nothing
+		{"beta", "ACME_KEY", []string{"ACME_KEY"}, false, "may not read"}, // an owner's list adds nothing
 		{"acme", "SLUICE_TOKEN", []string{"SLUICE_TOKEN"}, false, "setting of Sluice"},
 	} {
 		err := s.CheckIn(c.ws, c.name, c.owner)
@@ -105,6 +105,12 @@ func TestAWorkspaceReadsWhatTheOperatorGivesItAndItsOwnerLists(t *testing.T) {
 		if (lerr == nil) != c.ok || !c.ok && v != "" {
 			t.Errorf("LookupIn(%s, %s, %v) = %q, %v", c.ws, c.name, c.owner, v, lerr)
 		}
+	}
+	// A name the operator gives another workspace is refused with the very words of a
+	// name nobody may read: the answer does not tell that it exists elsewhere.
+	given, nobody := s.CheckIn("beta", "ACME_KEY", nil), s.CheckIn("beta", "NOBODYS_KEY", nil)
+	if given == nil || nobody == nil || strings.ReplaceAll(given.Error(), "ACME_KEY", "X") != strings.ReplaceAll(nobody.Error(), "NOBODYS_KEY", "X") {
+		t.Errorf("another workspace's variable: %v; a variable nobody may read: %v — want the same answer", given, nobody)
 	}
 	// A scoped name's value is redacted like any other secret's.
 	if got := s.Redact("key acme-key-value, only acme-only-value"); strings.Contains(got, "value") {

@@ -87,7 +87,7 @@ func TestAWorkerRefusesAFlowThatReadsAnotherWorkspacesSecret(t *testing.T) {
 	select {
 	case err := <-refused.done:
 		out := strings.Join(refused.allLines(), "\n")
-		if err == nil || !strings.Contains(out, "nodes[1].params.headers.Authorization.$env") || !strings.Contains(out, "gives TEAM_A_KEY to other workspaces' flows") {
+		if err == nil || !strings.Contains(out, "nodes[1].params.headers.Authorization.$env") || !strings.Contains(out, "may not read the environment variable TEAM_A_KEY") {
 			t.Fatalf("the worker of %s: %v\n%s", wsb, err, out)
 		}
 	case <-time.After(60 * time.Second):
