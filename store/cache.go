@@ -103,6 +103,11 @@ func (c *Cache) Do(ctx context.Context, flow, key string, ttl time.Duration, com
 			if v, err := c.r.Client.Get(ctx, ck).Bytes(); err == nil {
 				c.release(lk, token)
 				c.hits.Add(1)
+				if waited {
+					// It waited for the holder, who stored the result and let go of
+					// its lock between this caller's look and its lock.
+					c.waits.Add(1)
+				}
 				return v, false, nil
 			}
 			v, err := c.computeHolding(ctx, lk, token, compute)
