@@ -340,25 +340,17 @@ func (s *Server) runCases(c echo.Context) error {
 			return err
 		}
 	}
-	nodes := map[string]bool{}
-	for id := range plan.Nodes {
-		nodes[id] = true
-	}
 	var f *cases.File
 	if len(req.File) > 0 {
-		var probs flows.Problems
-		if f, probs = cases.Parse(req.File, nodes); f == nil {
-			return &flows.InvalidError{Flow: flow, Problems: probs}
-		}
+		f, err = cases.ForPlan(req.File, plan)
 	} else {
-		data, err := s.library.LoadCases(flow)
-		if err != nil {
-			return err
+		var data []byte
+		if data, err = s.library.LoadCases(flow); err == nil {
+			f, err = cases.ForPlan(data, plan)
 		}
-		var probs flows.Problems
-		if f, probs = cases.Parse(data, nodes); f == nil {
-			return &flows.InvalidError{Flow: flow, Problems: probs}
-		}
+	}
+	if err != nil {
+		return err
 	}
 	if s.sync != nil {
 		// The in-process workers serve library flows; a working copy of a flow never

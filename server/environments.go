@@ -285,19 +285,8 @@ func (s *Server) gate(ctx context.Context, flow, version string) (*store.Promoti
 	if err != nil {
 		return nil, nil, err
 	}
-	var f *cases.File
-	data, err := s.library.LoadCases(flow)
-	switch {
-	case err == nil:
-		nodes := map[string]bool{}
-		for id := range plan.Nodes {
-			nodes[id] = true
-		}
-		var probs flows.Problems
-		if f, probs = cases.Parse(data, nodes); f == nil {
-			return nil, nil, &flows.InvalidError{Flow: flow, Problems: probs}
-		}
-	case flows.ErrorCode(err) != flows.NotFound:
+	f, err := cases.Load(s.library, plan)
+	if err != nil {
 		return nil, nil, err
 	}
 	if s.sync != nil && f != nil {

@@ -219,19 +219,8 @@ func promoteOn(ctx context.Context, e *engine.Engine, lib *store.Library, flow, 
 		// e.Promote below moves the first environment (the flow's current version).
 		o.Test = &store.PromotionTest{Gate: "skipped"}
 	case t.Environment.Gate:
-		var f *cases.File
-		data, err := lib.LoadCases(flow)
-		switch {
-		case err == nil:
-			nodes := map[string]bool{}
-			for id := range plan.Nodes {
-				nodes[id] = true
-			}
-			var probs flows.Problems
-			if f, probs = cases.Parse(data, nodes); f == nil {
-				return nil, &flows.InvalidError{Flow: flow, Problems: probs}
-			}
-		case flows.ErrorCode(err) != flows.NotFound:
+		f, err := cases.Load(lib, plan)
+		if err != nil {
 			return nil, err
 		}
 		if f != nil {

@@ -144,6 +144,33 @@ func (a *Assertion) kinds() []string {
 	return k
 }
 
+// ForPlan parses a cases file against the nodes of plan; a file with an error is the
+// flow's InvalidError, with every problem at its JSON path.
+func ForPlan(data []byte, plan *flows.Plan) (*File, error) {
+	nodes := make(map[string]bool, len(plan.Nodes))
+	for id := range plan.Nodes {
+		nodes[id] = true
+	}
+	f, probs := Parse(data, nodes)
+	if f == nil {
+		return nil, &flows.InvalidError{Flow: plan.Flow, Problems: probs}
+	}
+	return f, nil
+}
+
+// Load reads the cases file of plan's flow from a flows folder and parses it against
+// the plan (ForPlan); a flow without one has none: nil and no error.
+func Load(lib interface{ LoadCases(flow string) ([]byte, error) }, plan *flows.Plan) (*File, error) {
+	data, err := lib.LoadCases(plan.Flow)
+	if flows.ErrorCode(err) == flows.NotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ForPlan(data, plan)
+}
+
 // Parse reads a cases file and checks it: against the file's schema, then that ids are
 // unique, each assertion has one kind, a case has an input or a start (not both), and,
 // when nodes is not nil, that the nodes it names are the flow's. Every problem is
