@@ -160,7 +160,9 @@ func ForPlan(data []byte, plan *flows.Plan) (*File, error) {
 
 // Load reads the cases file of plan's flow from a flows folder and parses it against
 // the plan (ForPlan); a flow without one has none: nil and no error.
-func Load(lib interface{ LoadCases(flow string) ([]byte, error) }, plan *flows.Plan) (*File, error) {
+func Load(lib interface {
+	LoadCases(flow string) ([]byte, error)
+}, plan *flows.Plan) (*File, error) {
 	data, err := lib.LoadCases(plan.Flow)
 	if flows.ErrorCode(err) == flows.NotFound {
 		return nil, nil
