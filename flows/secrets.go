@@ -201,6 +201,9 @@ func (s *Secrets) CheckIn(ws, name string, owner []string) error {
 
 // notAllowed is the error for a variable workspace ws's flows are not given.
 func notAllowed(ws, name string) error {
+	if ws == DefaultWorkspace {
+		return fmt.Errorf("flows may not read the environment variable %s: name it %s… or allow it on the server with --secrets %s (SLUICE_SECRETS)", name, SecretPrefix, name)
+	}
 	return fmt.Errorf("workspace %q's flows may not read the environment variable %s: the operator names it %s… or allows it with --secrets %s (every workspace) or --secrets %s:%s (this one)", ws, name, SecretPrefix, name, ws, name)
 }
 

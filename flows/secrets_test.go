@@ -87,7 +87,7 @@ func TestAWorkspaceReadsWhatTheOperatorGivesItAndItsOwnerLists(t *testing.T) {
 	}{
 		{"acme", "ACME_KEY", nil, true, ""},
 		{"beta", "ACME_KEY", nil, false, "workspace \"beta\"'s flows may not read the environment variable ACME_KEY"},
-		{"default", "ACME_KEY", nil, false, "workspace \"default\"'s flows may not read"},
+		{"default", "ACME_KEY", nil, false, "flows may not read the environment variable ACME_KEY: name it SLUICE_SECRET_…"},
 		{"beta", "SLUICE_SECRET_ACME_ONLY", nil, true, ""}, // given to acme and beta
 		{"gamma", "SLUICE_SECRET_ACME_ONLY", nil, false, "--secrets gamma:SLUICE_SECRET_ACME_ONLY (this one)"},
 		{"gamma", "SLUICE_SECRET_SHARED", nil, true, ""},
