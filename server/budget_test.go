@@ -78,7 +78,7 @@ func TestRunShowsItsFlowsDaySpendAgainstTheDayBudget(t *testing.T) {
 		"edges": [{"from": "in", "to": "ask"}, {"from": "ask", "to": "out"}]}`, nil)
 	today := time.Now().UTC().Format(time.DateOnly)
 	// Another run of the flow spent 40 tokens today already.
-	if _, _, err := store.NewLedger(r).Spend(context.Background(), flow, "earlier", today, flows.Spend{Tokens: 40}); err != nil {
+	if _, _, err := store.NewLedger(r).Spend(context.Background(), flow, "earlier", today, flows.Spend{Tokens: 40}, false); err != nil {
 		t.Fatal(err)
 	}
 	run := a.settle(flow, a.start(flow, map[string]any{"input": map[string]any{}}))
@@ -115,5 +115,54 @@ func TestRunShowsItsFlowsDaySpendAgainstTheDayBudget(t *testing.T) {
 		if !strings.Contains(day, want) {
 			t.Errorf("the flow's day on the run page lacks %q: %s", want, day)
 		}
+	}
+}
+
+// A day cap stops a flow whose runs are spread over partitions when their spend adds up
+// to it: the day is every partition's spend, not the crossing run's partition's.
+func TestADayBudgetStopsRunsSpreadOverPartitions(t *testing.T) {
+	r := storetest.Real(t)
+	model := llmtest.New(t)
+	model.Respond(func(llmtest.Request) llmtest.Reply {
+		return llmtest.Reply{Content: "ok", PromptTokens: 10, CompletionTokens: 5}
+	})
+	env := model.Env(0)
+	env.Ledger = store.NewLedger(r)
+	a := newAPIWith(t, r, env)
+	flow := a.saveFlow(`{"sluice": 1, "id": "x", "settings": {"partitions": 4, "budget": {"day_tokens": 100}}, "nodes": [
+		{"id": "in", "type": "input"},
+		{"id": "ask", "type": "llm", "params": {"model": "m", "user": "one"}},
+		{"id": "out", "type": "output"}],
+		"edges": [{"from": "in", "to": "ask"}, {"from": "ask", "to": "out"}]}`, nil)
+	today := time.Now().UTC().Format(time.DateOnly)
+	parts := map[int]bool{}
+	// 15 tokens a run: six runs spend 90, the seventh's call takes the day to 105.
+	for i := 1; i <= 6; i++ {
+		id := a.start(flow, map[string]any{"input": map[string]any{}})
+		if run := a.settle(flow, id); run.Status != store.StatusSucceeded {
+			t.Fatalf("run %d of 6 within the day's budget: %+v", i, run)
+		}
+		ref, err := r.FindRun(context.Background(), flow, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts[ref.Part] = true
+	}
+	crossing := a.settle(flow, a.start(flow, map[string]any{"input": map[string]any{}}))
+	after := a.settle(flow, a.start(flow, map[string]any{"input": map[string]any{}}))
+	if time.Now().UTC().Format(time.DateOnly) != today {
+		t.Skip("the UTC day changed while the test ran")
+	}
+	if len(parts) < 2 {
+		t.Fatalf("six runs over 4 partitions all landed on %v: the test shows nothing", parts)
+	}
+	if crossing.Status != store.StatusFailed || !strings.Contains(crossing.Error, "over budget: the flow today (UTC) spent 105 tokens, its budget is 100 tokens (this step's model call crossed it)") {
+		t.Errorf("the seventh run (runs on partitions %v before it): %s %q, want it failed crossing the day's budget at 105 tokens", parts, crossing.Status, crossing.Error)
+	}
+	if after.Status != store.StatusFailed || !strings.Contains(after.Error, "reached before this step's model call") {
+		t.Errorf("the eighth run: %s %q, want it failed before calling the model", after.Status, after.Error)
+	}
+	if model.Calls() != 7 {
+		t.Errorf("%d model calls, want 7: none once the day's budget was spent", model.Calls())
 	}
 }

@@ -40,7 +40,7 @@ func (s *Server) spendOf(ctx context.Context, flow string, run *store.Run) (runS
 	}
 	out.day.Day = spendDay(run, time.Now())
 	var err error
-	out.run, out.day.Spend, err = store.NewLedger(s.rdb).Spent(ctx, flow, run.ID, out.day.Day)
+	out.run, out.day.Spend, err = store.NewLedger(s.rdb).Spent(ctx, flow, run.ID, out.day.Day, true)
 	if err != nil {
 		return out, err
 	}

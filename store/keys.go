@@ -208,11 +208,20 @@ func (k LimitKeys) Tokens(model string) string { return k.prefix + "tokens:" + m
 // Pause holds when a model of the provider may be called again after a 429.
 func (k LimitKeys) Pause(model string) string { return k.prefix + "pause:" + model }
 
-// Spend is the hash of what a run has spent on models: tokens, micro-dollars.
-func (k Keys) Spend(run string) string { return k.fwide + "spend:" + run }
+// Spend is the hash of what a run has spent on models: tokens, micro-dollars. It is on
+// the run's partition (with its hash tag), so a model call's spend goes to the run's
+// slot and not to one key of the flow.
+func (k Keys) Spend(run string) string { return k.prefix + "spend:" + run }
 
-// SpendDay is the hash of what the flow spent on models on one UTC day (2006-01-02).
-func (k Keys) SpendDay(day string) string { return k.fwide + "spend-day:" + day }
+// SpendDay is the hash of what the flow's runs on this partition spent on models on one
+// UTC day (2006-01-02): the flow's day is the sum over its partitions (Ledger.Spent).
+// Partition 0's is the flow's own key, where every run's spend went before the ledger
+// was partitioned, so a flow's older spend of the day is still counted.
+func (k Keys) SpendDay(day string) string { return k.prefix + "spend-day:" + day }
+
+// LegacySpend is where a run's spend was kept before the ledger was partitioned: the
+// flow's own tag. Only runs on partitions ≥ 1 had it elsewhere (Ledger.Spend moves it).
+func (k Keys) LegacySpend(run string) string { return k.fwide + "spend:" + run }
 
 // Dedupe holds, for a while, the run a request to the OpenAI-compatible endpoint started,
 // by a hash of the request and its caller: a client's retry of it finds the run instead

@@ -387,6 +387,17 @@ func (r *Redis) ClusterPartitions(ctx context.Context, minParts int) (int, error
 	return partitionsFor(owner, masters, minParts), nil
 }
 
+// PartitionsForMasters is ClusterPartitions for a cluster of n masters that own equal
+// ranges of the slots, in order, as `redis-cli --cluster create` gives them: the choice
+// when the cluster cannot be asked (`sluice deploy` writes manifests offline).
+func PartitionsForMasters(n, minParts int) int {
+	owner := make([]int, 16384)
+	for s := range owner {
+		owner[s] = s*max(n, 1)/16384 + 1
+	}
+	return partitionsFor(owner, n, minParts)
+}
+
 // partitionsFor chooses the partition count for a cluster whose slots belong to masters
 // (owner[slot] = master 1..n, 0 for none): see ClusterPartitions.
 func partitionsFor(owner []int, n, minParts int) int {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,7 +162,7 @@ func TestClusterPartitionsPutAsManyOnEveryMaster(t *testing.T) {
 		for s := range owner {
 			owner[s] = s*masters/16384 + 1
 		}
-		p := partitionsFor(owner, masters, 16)
+		p := PartitionsForMasters(masters, 16)
 		count := make([]int, masters+1)
 		for i := 1; i <= p; i++ {
 			count[owner[slotOf(partTag(i))]]++
@@ -174,5 +175,30 @@ func TestClusterPartitionsPutAsManyOnEveryMaster(t *testing.T) {
 		if p < 16 || p > 64 || 4*lo < 3*hi {
 			t.Errorf("%d masters: %d partitions, %d to %d per master; want 16 to 64, the quietest ≥ 3/4 of the busiest", masters, p, lo, hi)
 		}
+	}
+}
+
+// The default on 3, 5 and 12 masters: 16 on few masters, as before; on 12 masters 64
+// (5 or 6 a master), where 16 left eight masters with one partition and four with two.
+func TestClusterPartitionsOnThreeFiveAndTwelveMasters(t *testing.T) {
+	for _, c := range []struct{ masters, want, lo, hi int }{
+		{3, 16, 5, 6}, {5, 16, 3, 4}, {12, 64, 5, 6},
+	} {
+		p := PartitionsForMasters(c.masters, 16)
+		count := make([]int, c.masters)
+		for i := 1; i <= p; i++ {
+			count[int(slotOf(partTag(i)))*c.masters/16384]++
+		}
+		if p != c.want || slices.Min(count) != c.lo || slices.Max(count) != c.hi {
+			t.Errorf("%d masters: %d partitions, %v a master; want %d, %d to %d a master", c.masters, p, count, c.want, c.lo, c.hi)
+		}
+	}
+	// What a fixed 16 did on 12 masters.
+	count := make([]int, 12)
+	for i := 1; i <= 16; i++ {
+		count[int(slotOf(partTag(i)))*12/16384]++
+	}
+	if slices.Min(count) != 1 || slices.Max(count) != 2 {
+		t.Errorf("16 partitions on 12 masters: %v a master, want 1 to 2", count)
 	}
 }

@@ -43,7 +43,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&o.Keep, "keep", false, "keep the benchmark's keys in Redis afterwards")
 	fs.DurationVar(&o.Sleep, "sleep", 0, "each node waits this long instead of doing nothing (try --shape fork --sleep 1s --runs 1)")
 	fs.BoolVar(&o.NoFuse, "no-fuse", false, "do not fuse pure steps: every step goes through its node's stream")
-	fs.IntVar(&o.Partitions, "partitions", 0, "partitions the runs are spread over (0: 1 on one Redis, 16 on a cluster)")
+	fs.IntVar(&o.Partitions, "partitions", 0, "partitions the runs are spread over (0: 1 on one Redis; on a cluster as many as spread evenly over its masters, 16 on 2 to 5)")
 	fs.Float64Var(&o.Poison, "poison", 0, "fraction of runs that fail at their first node (a poison pill), e.g. 0.01")
 	skipBare := fs.Bool("sluice-only", false, "skip the bare go-redis loop")
 	asJSON := fs.Bool("json", false, "print the figures as JSON")

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/deploy"
 	"github.com/sluicehq/sluice/flows"
 	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/store"
 )
 
 // stringList is a flag that may be given several times.
@@ -27,7 +28,8 @@ func cmdDeploy(_ context.Context, args []string, stdout, stderr io.Writer) error
 	image := fs.String("image", "sluice:latest", "the container image of Sluice (build it with the repository's Dockerfile and push it)")
 	redisAddr := fs.String("redis", "redis://redis:6379", "where KEDA reads the streams, without credentials: redis://HOST:PORT[/DB], rediss://..., redis+sentinel://HOST:PORT,.../MASTER[/DB] or redis+cluster://HOST:PORT,...")
 	cluster := fs.Bool("cluster", false, "the Redis is a cluster (redis-cluster-streams triggers); implied by redis+cluster://")
-	partitions := fs.Int("partitions", 0, "partitions of the flows that set none in settings.partitions (0: 16 on a cluster, else 1); the processes get it as SLUICE_PARTITIONS")
+	partitions := fs.Int("partitions", 0, "partitions of the flows that set none in settings.partitions (0: on a cluster, as many as spread evenly over --masters, else 1); the processes get it as SLUICE_PARTITIONS")
+	masters := fs.Int("masters", 0, "the cluster's masters, for the default --partitions (0: 16 partitions, even on 2 to 5 masters)")
 	urlSecret := fs.String("redis-url-secret", "sluice-redis", "the Secret whose key \"url\" holds REDIS_URL")
 	passwordKey := fs.String("redis-password-key", "", "the key of --redis-url-secret that holds the Redis password, for KEDA (empty: KEDA connects without one)")
 	tokenSecret := fs.String("token-secret", "sluice-token", "the Secret whose key \"token\" holds the API's bearer token")
@@ -86,10 +88,18 @@ Flags:
 	if *partitions < 0 {
 		return usage(errors.New("--partitions must be 0 or more"))
 	}
+	if *masters < 0 {
+		return usage(errors.New("--masters must be 0 or more"))
+	}
 	if *partitions == 0 {
 		*partitions = 1
 		if rd.Kind == deploy.RedisCluster {
+			// What the runtime would choose on the cluster (engine.New): the manifests
+			// pin it for every process, so that triggers and runtime agree.
 			*partitions = engine.ClusterPartitions
+			if *masters > 0 {
+				*partitions = store.PartitionsForMasters(*masters, engine.ClusterPartitions)
+			}
 		}
 	}
 

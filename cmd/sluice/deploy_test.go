@@ -314,6 +314,26 @@ func TestDeployKubernetesWatchesEveryStreamOfEveryPool(t *testing.T) {
 		}
 	})
 
+	// On 12 masters the default is 64 partitions (5 or 6 a master), not 16 (one on
+	// eight masters, two on four), and the processes are told so.
+	t.Run("a cluster of 12 masters", func(t *testing.T) {
+		out, stderr, code := sluice(t, "", "deploy", "kubernetes", shop, desk, "--masters", "12", "--redis", "redis+cluster://r0:7000,r1:7001")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		docs := readManifests(t, out)
+		checkDeployManifests(t, docs, 64, "redis-cluster-streams", "lag")
+		for _, d := range docs {
+			if d.str("kind") != "Deployment" {
+				continue
+			}
+			env := d.get("spec", "template", "spec", "containers", "0", "env").([]any)
+			if got := manifest(env[1].(map[string]any)); got.str("name") != "SLUICE_PARTITIONS" || got.str("value") != "64" {
+				t.Errorf("%s: env %v, want SLUICE_PARTITIONS=64", d.str("metadata", "name"), got)
+			}
+		}
+	})
+
 	t.Run("partitions flag and Sentinel", func(t *testing.T) {
 		out, stderr, code := sluice(t, "", "deploy", "kubernetes", shop, desk, "--partitions", "3",
 			"--pools", "coder,sql", "--redis", "redis+sentinel://s0:26379,s1/mymaster/1", "--redis-password-key", "password")

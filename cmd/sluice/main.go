@@ -141,10 +141,10 @@ func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 // envOr returns the environment variable name's value, or def when it is unset.
 // addPartitionsFlag adds --partitions: how many partitions the runs of flows whose
 // settings say nothing are spread over (env SLUICE_PARTITIONS; 0: the engine's default,
-// engine.ClusterPartitions on a Redis Cluster, else 1).
+// on a Redis Cluster as many as spread evenly over its masters, else 1).
 func addPartitionsFlag(fs *flag.FlagSet) *int {
 	def, _ := strconv.Atoi(os.Getenv("SLUICE_PARTITIONS"))
-	return fs.Int("partitions", def, fmt.Sprintf("partitions the runs of flows that set none in settings.partitions are spread over, 1 to %d (env SLUICE_PARTITIONS; 0: %d on a Redis Cluster, else 1)", store.MaxPartitions, engine.ClusterPartitions))
+	return fs.Int("partitions", def, fmt.Sprintf("partitions the runs of flows that set none in settings.partitions are spread over, 1 to %d (env SLUICE_PARTITIONS; 0: on a Redis Cluster as many as spread evenly over its masters, at least %d — 16 on 2 to 5 masters, 32 on 6, 64 on 12 — else 1)", store.MaxPartitions, engine.ClusterPartitions))
 }
 
 // checkPartitions refuses a --partitions out of range.

@@ -185,3 +185,52 @@ func TestWorkerPoolsServeOnlyTheirNodes(t *testing.T) {
 		v.drained(p)
 	})
 }
+
+// On a Redis Cluster a flow that sets no partitions gets as many as spread evenly over
+// the cluster's masters: on 6 masters 32 (5 or 6 a master), where the fixed 16 left two
+// masters with 2 and four with 3; on the 3 masters of the shared cluster still 16.
+func TestTheDefaultPartitionsSpreadEvenlyOverTheClustersMasters(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name    string
+		cluster func() *storetest.Cluster
+		want    int
+		lo, hi  int
+		masters int
+	}{
+		{"3 masters", func() *storetest.Cluster { return storetest.SharedCluster(t) }, 16, 5, 6, 3},
+		{"6 masters", func() *storetest.Cluster { return storetest.StartClusterOf(t, 6, 0) }, 32, 5, 6, 6},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl := c.cluster()
+			r, err := store.Open(ctx, store.Options{URL: cl.URL()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { r.Close() })
+			v := newEnv(t, r)
+			p := v.example("linear")
+			v.work(p)
+			mustStatus(t, v.run(p, `{"name": "n"}`), store.StatusSucceeded)
+			counts, err := r.PartitionCounts(ctx, p.Flow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(counts) != 1 || counts[0] != c.want {
+				t.Fatalf("a flow without settings.partitions was placed over %v partitions, want %d", counts, c.want)
+			}
+			per := map[string]int{}
+			for _, part := range store.PartitionsOf(c.want) {
+				per[cl.MasterOfKey(store.PartKeys(p.Flow, part).Runs())]++
+			}
+			lo, hi := c.want, 0
+			for _, n := range per {
+				lo, hi = min(lo, n), max(hi, n)
+			}
+			if len(per) != c.masters || lo != c.lo || hi != c.hi {
+				t.Errorf("%d partitions on the masters: %v; want all %d with %d to %d each", c.want, per, c.masters, c.lo, c.hi)
+			}
+			v.drained(p)
+		})
+	}
+}

@@ -53,10 +53,12 @@ func (p *Provider) cost(model string, u flows.Usage) (float64, bool) {
 }
 
 // SpendLedger keeps what model calls spent per run and per flow per UTC day
-// (store.Ledger): Spend adds one call's spend and returns the new totals.
+// (store.Ledger): Spend adds one call's spend and returns the new totals. The flow's day
+// total is read only with sumDay (on Redis it is a sum over the flow's partitions); it
+// is zero without.
 type SpendLedger interface {
-	Spend(ctx context.Context, flow, run, day string, s flows.Spend) (runTotal, dayTotal flows.Spend, err error)
-	Spent(ctx context.Context, flow, run, day string) (runTotal, dayTotal flows.Spend, err error)
+	Spend(ctx context.Context, flow, run, day string, s flows.Spend, sumDay bool) (runTotal, dayTotal flows.Spend, err error)
+	Spent(ctx context.Context, flow, run, day string, sumDay bool) (runTotal, dayTotal flows.Spend, err error)
 }
 
 // memoryLedger is the ledger of a process without Redis.
@@ -66,7 +68,7 @@ type memoryLedger struct {
 	days map[string]flows.Spend
 }
 
-func (m *memoryLedger) Spend(_ context.Context, flow, run, day string, s flows.Spend) (flows.Spend, flows.Spend, error) {
+func (m *memoryLedger) Spend(_ context.Context, flow, run, day string, s flows.Spend, _ bool) (flows.Spend, flows.Spend, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.runs == nil {
@@ -80,7 +82,7 @@ func (m *memoryLedger) Spend(_ context.Context, flow, run, day string, s flows.S
 	return r, d, nil
 }
 
-func (m *memoryLedger) Spent(_ context.Context, flow, run, day string) (flows.Spend, flows.Spend, error) {
+func (m *memoryLedger) Spent(_ context.Context, flow, run, day string, _ bool) (flows.Spend, flows.Spend, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.runs[flow+"\x00"+run], m.days[flow+"\x00"+day], nil
@@ -102,6 +104,10 @@ func newBudget(b *flows.Build) budget {
 func (b budget) on() bool {
 	return b.b != nil && (b.b.RunTokens > 0 || b.b.RunUSD > 0 || b.b.DayTokens > 0 || b.b.DayUSD > 0)
 }
+
+// daily says whether the budget caps the flow's day: only then is the day's spend summed
+// over the flow's partitions.
+func (b budget) daily() bool { return b.b != nil && (b.b.DayTokens > 0 || b.b.DayUSD > 0) }
 
 func today() string { return time.Now().UTC().Format("2006-01-02") }
 
@@ -157,7 +163,7 @@ func (e *Env) checkBudget(ctx context.Context, step *flows.Step, b budget) error
 	if !b.on() {
 		return nil
 	}
-	run, day, err := e.Ledger.Spent(ctx, step.Flow, step.Run, today())
+	run, day, err := e.Ledger.Spent(ctx, step.Flow, step.Run, today(), b.daily())
 	if err != nil {
 		return &flows.Error{Code: flows.Unavailable, Node: step.Node, Message: "reading the budget's spend", Err: err}
 	}
@@ -174,7 +180,7 @@ func (e *Env) spend(ctx context.Context, step *flows.Step, b budget, p *Provider
 	s.USD, _ = p.cost(model, u)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	run, day, err := e.Ledger.Spend(sctx, step.Flow, step.Run, today(), s)
+	run, day, err := e.Ledger.Spend(sctx, step.Flow, step.Run, today(), s, b.daily())
 	if err != nil {
 		if b.on() {
 			return &flows.Error{Code: flows.Unavailable, Node: step.Node, Message: "recording the budget's spend", Err: err}

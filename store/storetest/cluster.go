@@ -21,14 +21,17 @@ const ClusterSlots = 16384
 // test is quick, long enough that a busy machine does not cause failovers of its own.
 const clusterNodeTimeout = 2000
 
-// Cluster is a Redis Cluster of 3 masters and 3 replicas started for one test: six
-// redis-server processes on spare loopback ports, each with its own temporary directory,
+// Cluster is a Redis Cluster of 3 masters and 3 replicas (or as StartClusterOf says)
+// started for one test: six redis-server processes on spare loopback ports, each with its own temporary directory,
 // made a cluster by `redis-cli --cluster create`. Every process is stopped by pid when
 // the test ends. The shared Redis of the other tests is never touched.
 type Cluster struct {
 	t      testing.TB
 	nodes  []*proc
 	shared bool // SharedCluster's: no node may be killed
+	// masters and replicas (per master) it was made with: 3 and 1 unless
+	// StartClusterOf says otherwise.
+	masters, replicas int
 }
 
 // StartCluster starts a cluster of 3 masters and 3 replicas and returns once every node
@@ -37,18 +40,29 @@ type Cluster struct {
 // redis-cli (Redis 7 or later) is missing.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t}
+	return StartClusterOf(t, 3, 1)
+}
+
+// StartClusterOf is StartCluster with masters masters, each with replicas replicas:
+// `redis-cli --cluster create` gives the masters equal ranges of slots. For tests of
+// what depends on the number of masters (the default partition count).
+func StartClusterOf(t testing.TB, masters, replicas int) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, masters: masters, replicas: replicas}
 	t.Cleanup(c.stop)
 	c.start(func() string { return t.TempDir() })
 	return c
 }
 
-// start starts the six nodes, each in a directory from mkdir, and makes them a cluster.
+// start starts the nodes, each in a directory from mkdir, and makes them a cluster.
 func (c *Cluster) start(mkdir func() string) {
 	t := c.t
 	t.Helper()
 	needRedis7(t, true)
-	const n = 6
+	if c.masters == 0 {
+		c.masters, c.replicas = 3, 1
+	}
+	n := c.masters * (1 + c.replicas)
 	ports := sparePorts(t, 2*n) // a data port and a cluster bus port each
 	for i := 0; i < n; i++ {
 		dir := mkdir()
@@ -72,7 +86,7 @@ func (c *Cluster) start(mkdir func() string) {
 	}
 	args := []string{"--cluster", "create"}
 	args = append(args, c.Addrs()...)
-	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(c.replicas), "--cluster-yes")
 	cmd := exec.Command("redis-cli", args...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
@@ -352,16 +366,16 @@ func (c *Cluster) healthy() (bool, string) {
 			return false, fmt.Sprintf("%s and %s disagree on who serves which slots", live[0].addr(), p.addr())
 		}
 	}
-	// Three masters serve the slots (a failover promotes one and leaves the dead one
-	// out), and every live node is one of them or a replica that CLUSTER SLOTS lists
-	// (as every node sees it): a node that redis-cli made a replica is not one until
-	// its master has it in sync.
+	// The cluster's masters serve the slots (a failover promotes one and leaves the
+	// dead one out), and every live node is one of them or a replica that CLUSTER
+	// SLOTS lists (as every node sees it): a node that redis-cli made a replica is not
+	// one until its master has it in sync.
 	masters := map[string]bool{}
 	for _, s := range first {
 		masters[s.master] = true
 	}
-	if len(masters) != 3 {
-		return false, fmt.Sprintf("%d masters serve slots, want 3", len(masters))
+	if len(masters) != c.masters {
+		return false, fmt.Sprintf("%d masters serve slots, want %d", len(masters), c.masters)
 	}
 	for _, p := range live {
 		listed, err := slotNodes(p)
