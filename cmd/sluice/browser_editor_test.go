@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -32,9 +33,14 @@ func (b *browser) resize(w, h int64, phone bool) {
 // window (a person then has to scroll sideways to see it) or has been scrolled sideways.
 func (b *browser) noSidewaysScroll(where string) {
 	b.t.Helper()
-	got := evaluate[string](b, `(() => {
+	// A page that is loading or reloading (a live run page reloads as its run moves on)
+	// has no document to measure yet: that counts as not yet, as in waitFor.
+	var got *string
+	for deadline := time.Now().Add(limit); got == nil; {
+		if got = evaluate[*string](b, `(() => {
 		const out = [];
 		const root = document.scrollingElement;
+		if (!root || !document.documentElement) return null;
 		// On a phone a page wider than the screen widens the window (innerWidth) and is
 		// shown zoomed out: the screen is the layout viewport, the root's client width.
 		const screen = document.documentElement.clientWidth;
@@ -45,10 +51,16 @@ func (b *browser) noSidewaysScroll(where string) {
 			if (el.scrollLeft !== 0 && !el.closest(".react-flow") && getComputedStyle(el).overflowX !== "auto") out.push((el.id || el.className || el.tagName) + " is scrolled " + el.scrollLeft + " px sideways");
 		}
 		return out.join("; ");
-	})()`)
-	if got != "" {
+	})()`); got == nil {
+			if time.Now().After(deadline) {
+				b.t.Fatalf("%s: the page never finished loading", where)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if *got != "" {
 		b.shot("failure")
-		b.t.Errorf("%s: %s", where, got)
+		b.t.Errorf("%s: %s", where, *got)
 	}
 }
 
