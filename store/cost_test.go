@@ -78,6 +78,128 @@ func TestAFusedRunCostsPinnedRedisCommands(t *testing.T) {
 	}
 }
 
+// costFlow makes a flow of nodes with their streams and groups, for the pinned costs.
+func costFlow(t *testing.T, r *store.Redis, nodes ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	flow := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, r, flow)
+	if err := r.StoreVersion(ctx, flow, "v1", []byte("{}"), nodes); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.EnsureGroups(ctx, flow, nodes); err != nil {
+		t.Fatal(err)
+	}
+	return flow
+}
+
+// costRead reads the one activation waiting on each of nodes (one read) as worker w-1.
+func costRead(t *testing.T, r *store.Redis, flow string, nodes ...string) []store.Activation {
+	t.Helper()
+	var refs []store.NodeRef
+	for _, n := range nodes {
+		refs = append(refs, store.NodeRef{Flow: flow, Node: n})
+	}
+	acts, err := r.ReadNodes(context.Background(), "w-1", refs, 16, 0)
+	if err != nil || len(acts) != len(nodes) {
+		t.Fatalf("read %v: %v %v", nodes, acts, err)
+	}
+	return acts
+}
+
+// costCommit commits one step of each activation in one call, with its transitions, and
+// wants each committed, the run in status want.
+func costCommit(t *testing.T, r *store.Redis, state []byte, want string, acts []store.Activation, trans ...[]store.Transition) {
+	t.Helper()
+	var cs []*store.Commit
+	for i, a := range acts {
+		s := store.CommitStep{Node: a.Node, State: state, Event: []byte(`{"status":"done","ms":0.01}`),
+			Checkpoint: store.Checkpoint{Node: a.Node, Kind: "step", Attempt: 1, Worker: "w-1", Duration: 10 * time.Microsecond}}
+		if a.Node == "out" {
+			s.Final = []byte("null")
+		}
+		cs = append(cs, &store.Commit{Act: a, Consumer: "w-1", MaxSteps: 100, TTL: 24 * time.Hour,
+			Steps: []store.CommitStep{s}, Transitions: trans[i]})
+	}
+	res, errs := r.CommitBatch(context.Background(), cs)
+	for i := range cs {
+		if errs[i] != nil || res[i].Status != store.CommitOK {
+			t.Fatalf("commit of %s: %v %+v", acts[i].Node, errs[i], res[i])
+		}
+	}
+	if want != "" && res[len(res)-1].RunStatus != want {
+		t.Fatalf("after %s the run is %s, want %s", acts[len(acts)-1].Node, res[len(res)-1].RunStatus, want)
+	}
+}
+
+// checkCost compares a measured cost with the pinned one.
+func checkCost(t *testing.T, what string, got, want runCost) {
+	t.Helper()
+	if got.Commands != want.Commands || got.Scripts != want.Scripts || got.InScripts != want.InScripts ||
+		got.Bytes < want.Bytes-16 || got.Bytes > want.Bytes+16 {
+		t.Errorf("%s: %d commands (%d scripts) of %d argument bytes, %d commands inside scripts; want %d (%d), %d ± 16, %d\n%s",
+			what, got.Commands, got.Scripts, got.Bytes, got.InScripts, want.Commands, want.Scripts, want.Bytes, want.InScripts, strings.Join(got.Lines, "\n"))
+	}
+}
+
+// One unfused hop, pinned as the fused run is: the worker's read of an activation of a
+// node in the middle of a flow and the commit of its step, which activates the next
+// node. An unfused flow pays this for every node.
+func TestAnUnfusedHopCostsPinnedRedisCommands(t *testing.T) {
+	r := storetest.Real(t)
+	ctx := context.Background()
+	flow := costFlow(t, r, "a", "b", "c")
+	state := []byte(`{"pad":"` + strings.Repeat("x", 240) + `"}`)
+	run := "r0123456789abcdefghijk"
+	if _, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: run, Version: "v1", State: state, Fresh: true,
+		Checkpoint: store.Checkpoint{Kind: "input", Update: state}, Entries: []string{"a"}, Fields: []string{"input", string(state)}}); err != nil {
+		t.Fatal(err)
+	}
+	costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "a"), []store.Transition{store.Activate{Node: "b"}})
+
+	got := monitorRun(t, flow, func() {
+		costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "b"), []store.Transition{store.Activate{Node: "c"}})
+	})
+	checkCost(t, "one unfused hop", got, runCost{Commands: 2, Bytes: 1377, Scripts: 1, InScripts: 10})
+}
+
+// A fork of three branches into a join, pinned: the start, the step that opens the fork
+// and activates the three branches, the branches' steps (read together, committed in
+// one call: each arrives at the join, the last activates it), the join's step (closes
+// the fork, activates the output) and the output's step, which finishes the run.
+func TestAForkOfThreeIntoAJoinCostsPinnedRedisCommands(t *testing.T) {
+	r := storetest.Real(t)
+	ctx := context.Background()
+	flow := costFlow(t, r, "in", "b0", "b1", "b2", "join", "out")
+	state := []byte(`{"pad":"` + strings.Repeat("x", 240) + `"}`)
+	run := "r0123456789abcdefghijk"
+	const frame = "f1"
+
+	got := monitorRun(t, flow, func() {
+		if _, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: run, Version: "v1", State: state, Fresh: true,
+			Checkpoint: store.Checkpoint{Kind: "input", Update: state}, Entries: []string{"in"}, Fields: []string{"input", string(state)}}); err != nil {
+			t.Fatal(err)
+		}
+		fork := []store.Transition{store.OpenFork{Frame: frame, Branches: 3, Join: "join"}}
+		for b := range 3 {
+			fork = append(fork, store.Activate{Node: fmt.Sprintf("b%d", b), Tokens: fmt.Sprintf("%s@%d", frame, b)})
+		}
+		costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "in"), fork)
+		var arrive [][]store.Transition
+		for b := range 3 {
+			arrive = append(arrive, []store.Transition{store.Arrive{Frame: frame, Branch: strconv.Itoa(b), Join: "join"}})
+		}
+		costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "b0", "b1", "b2"), arrive...)
+		costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "join"),
+			[]store.Transition{store.CloseFork{Frame: frame}, store.Activate{Node: "out"}})
+		costCommit(t, r, state, store.StatusSucceeded, costRead(t, r, flow, "out"), nil)
+	})
+	if n, err := r.Client.Exists(ctx, store.FlowKeys(flow).Frames(run)).Result(); err != nil || n != 0 {
+		t.Errorf("the run's frames hash is still there after its join (%d, %v)", n, err)
+	}
+	checkCost(t, "a fork of three into a join", got, runCost{Commands: 17, Bytes: 8984, Scripts: 4, InScripts: 71})
+}
+
 // monitorLine is one line of MONITOR: "<time> [<db> <client or lua>] "ARG" "ARG" ...".
 var (
 	monitorLine = regexp.MustCompile(`^[0-9.]+ \[\d+ ([^\]]+)\] (.*)$`)
