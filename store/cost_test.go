@@ -70,7 +70,7 @@ func TestAFusedRunCostsPinnedRedisCommands(t *testing.T) {
 			t.Fatalf("commit: %v %+v", errs[0], res[0])
 		}
 	})
-	want := runCost{Commands: 11, Bytes: 3093, Scripts: 1, InScripts: 11}
+	want := runCost{Commands: 11, Bytes: 2809, Scripts: 1, InScripts: 11}
 	if got.Commands != want.Commands || got.Scripts != want.Scripts || got.InScripts != want.InScripts ||
 		got.Bytes < want.Bytes-16 || got.Bytes > want.Bytes+16 {
 		t.Errorf("one fused run: %d commands (%d scripts) of %d argument bytes, %d commands inside scripts; want %d (%d), %d ± 16, %d\n%s",
@@ -197,7 +197,7 @@ func TestAForkOfThreeIntoAJoinCostsPinnedRedisCommands(t *testing.T) {
 	if n, err := r.Client.Exists(ctx, store.FlowKeys(flow).Frames(run)).Result(); err != nil || n != 0 {
 		t.Errorf("the run's frames hash is still there after its join (%d, %v)", n, err)
 	}
-	checkCost(t, "a fork of three into a join", got, runCost{Commands: 17, Bytes: 8984, Scripts: 4, InScripts: 71})
+	checkCost(t, "a fork of three into a join", got, runCost{Commands: 17, Bytes: 8700, Scripts: 4, InScripts: 71})
 }
 
 // monitorLine is one line of MONITOR: "<time> [<db> <client or lua>] "ARG" "ARG" ...".
@@ -353,6 +353,21 @@ func TestTheInputIsKeptOnceAndTheFirstCheckpointShowsIt(t *testing.T) {
 			c, err := r.GetCheckpoint(ctx, store.RunRef{Flow: flow, Run: run}, ckpt)
 			if err != nil || string(c.Update) != in {
 				t.Errorf("fresh %v: checkpoint %+v %v, want the input as its update", fresh, c, err)
+			}
+			// The first checkpoint's state is the input: kept once, in the run hash, and
+			// every reader of states gets it.
+			if kept, err := r.Client.HGet(ctx, store.FlowKeys(flow).State(run), ckpt).Result(); err != nil || strings.Contains(kept, "why why") {
+				t.Errorf("fresh %v: the state hash keeps %q (%v) for the first checkpoint, want no second copy of the input", fresh, kept, err)
+			}
+			if c == nil || string(c.State) != in {
+				t.Errorf("fresh %v: the first checkpoint's state is %q, want the input", fresh, c.State)
+			}
+			if st, err := r.LoadState(ctx, store.RunRef{Flow: flow, Run: run}, ckpt); err != nil || string(st) != in {
+				t.Errorf("fresh %v: LoadState %q %v, want the input", fresh, st, err)
+			}
+			ins, err := r.LoadStepInputs(ctx, []store.StateRef{{RunRef: store.RunRef{Flow: flow, Run: run}, Ckpt: ckpt}}, []bool{true})
+			if err != nil || len(ins) != 1 || string(ins[0].State) != in || ins[0].Status != store.StatusQueued {
+				t.Errorf("fresh %v: LoadStepInputs %+v %v, want the input as the state, status queued", fresh, ins, err)
 			}
 		}
 	})
