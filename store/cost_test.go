@@ -372,3 +372,45 @@ func TestTheInputIsKeptOnceAndTheFirstCheckpointShowsIt(t *testing.T) {
 		}
 	})
 }
+
+// Closing one of two open forks forgets that fork alone: the frames hash is deleted
+// whole only by the join of a run's only open fork, and a run whose forks an older
+// build opened (no count of open forks) has its fork's fields deleted one by one.
+func TestClosingANestedForkKeepsTheOuterOne(t *testing.T) {
+	for _, older := range []bool{false, true} {
+		t.Run(fmt.Sprintf("opened by an older build %v", older), func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, r *store.Redis) {
+				ctx := context.Background()
+				flow := costFlow(t, r, "in", "a", "b", "c", "d")
+				run := "r1"
+				state := []byte(`{}`)
+				if _, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: run, Version: "v1", State: state, Fresh: true,
+					Checkpoint: store.Checkpoint{Kind: "input"}, Entries: []string{"in"}}); err != nil {
+					t.Fatal(err)
+				}
+				costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "in"), []store.Transition{
+					store.OpenFork{Frame: "F1", Branches: 2, Join: "d"},
+					store.Activate{Node: "a", Tokens: "F1@0"}, store.Activate{Node: "b", Tokens: "F1@1"}})
+				costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "a"), []store.Transition{
+					store.OpenFork{Frame: "F2", Branches: 1, Outer: "F1@0", Join: "c"},
+					store.Activate{Node: "c", Tokens: "F1@0 F2@0"}})
+				k := store.FlowKeys(flow)
+				if older {
+					r.Client.HDel(ctx, k.Run(run), "openf")
+				}
+				costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "c"), []store.Transition{
+					store.CloseFork{Frame: "F2"}, store.Arrive{Frame: "F1", Branch: "0", Join: "d"}})
+				f, err := r.Client.HGetAll(ctx, k.Frames(run)).Result()
+				if err != nil || f["F1:n"] != "2" || f["F1:d"] != "1" || f["F2:n"] != "" {
+					t.Fatalf("frames after the inner join: %v %v; want the outer fork's (one branch in), not the inner's", f, err)
+				}
+				costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "b"), []store.Transition{
+					store.Arrive{Frame: "F1", Branch: "1", Join: "d"}})
+				costCommit(t, r, state, store.StatusSucceeded, costRead(t, r, flow, "d"), []store.Transition{store.CloseFork{Frame: "F1"}})
+				if n, err := r.Client.Exists(ctx, k.Frames(run)).Result(); err != nil || n != 0 {
+					t.Errorf("the frames hash is still there after the outer join (%d, %v)", n, err)
+				}
+			})
+		})
+	}
+}

@@ -57,6 +57,16 @@
 --   not roll back a script that stops with an error, so a bad op found halfway would
 --   leave half a commit behind.
 --
+-- The fence: the commits of one stream come in a row, in the order of their entries
+-- (store/commit.go, commitGroups), and one XPENDING over the row's range says whose each
+-- entry is; an entry it does not show, or a range with more pending entries than asked
+-- for, is asked about alone.
+--
+-- Forks: the run hash's forks says the run has a frames hash; openf counts its forks
+-- open, so that the join of its only open fork deletes the frames hash with one DEL (a
+-- run whose forks an older build opened has no count: its join deletes its fork's
+-- fields one by one, and its end the hash).
+--
 -- Consumed entries are acknowledged together at the end, one XACK per stream, and each
 -- stream is trimmed (XTRIM MINID ~) below its oldest pending entry, or below the newest
 -- entry acknowledged when none is pending: everything before that was delivered and
