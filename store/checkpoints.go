@@ -306,6 +306,11 @@ func (r *Redis) GetCheckpoint(ctx context.Context, ref RunRef, id string) (*Chec
 				continue
 			}
 			if b, err := st.Bytes(); err == nil {
+				if string(b) == sameAsInput {
+					if b, err = r.inputOf(ctx, ref); err != nil {
+						return nil, err
+					}
+				}
 				c.State = b
 			}
 			cps := []Checkpoint{c}
@@ -324,6 +329,19 @@ func (r *Redis) LoadState(ctx context.Context, ref RunRef, ckpt string) ([]byte,
 	b, err := r.Client.HGet(ctx, ref.keys().State(run), ckpt).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil, &flows.Error{Code: flows.NotFound, Flow: flow, Message: fmt.Sprintf("run %q has no checkpoint %q (expired or trimmed)", run, ckpt)}
+	}
+	if err == nil && string(b) == sameAsInput {
+		return r.inputOf(ctx, ref)
+	}
+	return b, err
+}
+
+// inputOf returns a run's input: the state of its first checkpoint when the start kept
+// that as sameAsInput.
+func (r *Redis) inputOf(ctx context.Context, ref RunRef) ([]byte, error) {
+	b, err := r.Client.HGet(ctx, ref.keys().Run(ref.Run), "input").Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, &flows.Error{Code: flows.NotFound, Flow: ref.Flow, Message: fmt.Sprintf("run %q is gone (expired)", ref.Run)}
 	}
 	return b, err
 }
@@ -363,9 +381,16 @@ func (r *Redis) LoadStepInputs(ctx context.Context, refs []StateRef, want []bool
 		return nil, err
 	}
 	out := make([]StepInput, len(refs))
+	var inputs map[int]*redis.StringCmd // states kept as the run's input
 	for i := range refs {
 		if states[i] != nil {
 			if b, err := states[i].Bytes(); err == nil {
+				if string(b) == sameAsInput {
+					if inputs == nil {
+						inputs = map[int]*redis.StringCmd{}
+					}
+					inputs[i] = nil
+				}
 				out[i].State = b
 			}
 		}
@@ -373,6 +398,23 @@ func (r *Redis) LoadStepInputs(ctx context.Context, refs []StateRef, want []bool
 			out[i].Status, _ = v[0].(string)
 			out[i].Pins, _ = v[1].(string)
 			out[i].KeysOf, _ = v[2].(string)
+		}
+	}
+	if inputs != nil {
+		// A first checkpoint's state kept as the run's input: one more round trip, for
+		// a worker of another process than the start's (that one has the state at hand).
+		pipe := r.Client.Pipeline()
+		for i := range inputs {
+			inputs[i] = pipe.HGet(ctx, refs[i].keys().Run(refs[i].Run), "input")
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, err
+		}
+		for i, c := range inputs {
+			out[i].State = nil
+			if b, err := c.Bytes(); err == nil {
+				out[i].State = b
+			}
 		}
 	}
 	return out, nil

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -110,4 +111,68 @@ func snapshot(t *testing.T, r *store.Redis, flow string) string {
 		fmt.Fprintf(&b, "%s %s %v\n", k, typ, v)
 	}
 	return b.String()
+}
+
+// The commits of one stream sent in one call are fenced each on its own: a step whose
+// entry another worker claimed meanwhile, or the same entry sent twice, is refused as
+// stale while the others commit, whatever order they come in.
+func TestACallOfOneStreamsCommitsFencesEachCommit(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		ctx := context.Background()
+		flow := storetest.FlowID(t)
+		storetest.DeleteFlowKeys(t, r, flow)
+		if err := r.StoreVersion(ctx, flow, "v1", []byte("{}"), []string{"a"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.EnsureGroups(ctx, flow, []string{"a"}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			if _, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: fmt.Sprintf("r%d", i), Version: "v1", State: []byte("{}"),
+				Checkpoint: store.Checkpoint{Kind: "input"}, Entries: []string{"a"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		acts, err := r.ReadNodes(ctx, "w-1", []store.NodeRef{{Flow: flow, Node: "a"}}, 16, 0)
+		if err != nil || len(acts) != 5 {
+			t.Fatalf("read: %v %v", acts, err)
+		}
+		// w-2's sweeper takes the third entry: w-1 must not commit it.
+		in := store.FlowKeys(flow).In("a")
+		if err := r.Client.XClaim(ctx, &redis.XClaimArgs{Stream: in, Group: store.Group, Consumer: "w-2", Messages: []string{acts[2].ID}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		commit := func(a store.Activation) *store.Commit {
+			return &store.Commit{Act: a, Consumer: "w-1", MaxSteps: 100, TTL: time.Hour,
+				Steps: []store.CommitStep{{Node: "a", State: []byte(`{"x":1}`), Event: []byte(`{"status":"done"}`),
+					Checkpoint: store.Checkpoint{Node: "a", Kind: "step", Attempt: 1, Worker: "w-1"}}}}
+		}
+		// Out of entry order, and the first entry twice.
+		order := []int{4, 2, 0, 3, 1, 0}
+		var cs []*store.Commit
+		for _, i := range order {
+			cs = append(cs, commit(acts[i]))
+		}
+		res, errs := r.CommitBatch(ctx, cs)
+		okFor := map[int]int{}
+		for j, i := range order {
+			if errs[j] != nil {
+				t.Fatalf("commit %d: %v", j, errs[j])
+			}
+			switch res[j].Status {
+			case store.CommitOK:
+				okFor[i]++
+			case store.CommitStale:
+			default:
+				t.Errorf("commit of entry %d: %+v", i, res[j])
+			}
+		}
+		if okFor[2] != 0 || okFor[0] != 1 || okFor[1] != 1 || okFor[3] != 1 || okFor[4] != 1 {
+			t.Errorf("commits that went through, by entry: %v; want each entry once but the claimed one (2)", okFor)
+		}
+		p, err := r.Client.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: in, Group: store.Group, Start: "-", End: "+", Count: 10}).Result()
+		if err != nil || len(p) != 1 || p[0].ID != acts[2].ID || p[0].Consumer != "w-2" {
+			t.Errorf("pending after the call: %+v %v; want only the claimed entry, w-2's", p, err)
+		}
+	})
 }

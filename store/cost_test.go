@@ -70,7 +70,7 @@ func TestAFusedRunCostsPinnedRedisCommands(t *testing.T) {
 			t.Fatalf("commit: %v %+v", errs[0], res[0])
 		}
 	})
-	want := runCost{Commands: 11, Bytes: 3093, Scripts: 1, InScripts: 11}
+	want := runCost{Commands: 11, Bytes: 2809, Scripts: 1, InScripts: 11}
 	if got.Commands != want.Commands || got.Scripts != want.Scripts || got.InScripts != want.InScripts ||
 		got.Bytes < want.Bytes-16 || got.Bytes > want.Bytes+16 {
 		t.Errorf("one fused run: %d commands (%d scripts) of %d argument bytes, %d commands inside scripts; want %d (%d), %d ± 16, %d\n%s",
@@ -197,7 +197,7 @@ func TestAForkOfThreeIntoAJoinCostsPinnedRedisCommands(t *testing.T) {
 	if n, err := r.Client.Exists(ctx, store.FlowKeys(flow).Frames(run)).Result(); err != nil || n != 0 {
 		t.Errorf("the run's frames hash is still there after its join (%d, %v)", n, err)
 	}
-	checkCost(t, "a fork of three into a join", got, runCost{Commands: 17, Bytes: 8984, Scripts: 4, InScripts: 73})
+	checkCost(t, "a fork of three into a join", got, runCost{Commands: 17, Bytes: 8700, Scripts: 4, InScripts: 71})
 }
 
 // monitorLine is one line of MONITOR: "<time> [<db> <client or lua>] "ARG" "ARG" ...".
@@ -354,6 +354,63 @@ func TestTheInputIsKeptOnceAndTheFirstCheckpointShowsIt(t *testing.T) {
 			if err != nil || string(c.Update) != in {
 				t.Errorf("fresh %v: checkpoint %+v %v, want the input as its update", fresh, c, err)
 			}
+			// The first checkpoint's state is the input: kept once, in the run hash, and
+			// every reader of states gets it.
+			if kept, err := r.Client.HGet(ctx, store.FlowKeys(flow).State(run), ckpt).Result(); err != nil || strings.Contains(kept, "why why") {
+				t.Errorf("fresh %v: the state hash keeps %q (%v) for the first checkpoint, want no second copy of the input", fresh, kept, err)
+			}
+			if c == nil || string(c.State) != in {
+				t.Errorf("fresh %v: the first checkpoint's state is %q, want the input", fresh, c.State)
+			}
+			if st, err := r.LoadState(ctx, store.RunRef{Flow: flow, Run: run}, ckpt); err != nil || string(st) != in {
+				t.Errorf("fresh %v: LoadState %q %v, want the input", fresh, st, err)
+			}
+			ins, err := r.LoadStepInputs(ctx, []store.StateRef{{RunRef: store.RunRef{Flow: flow, Run: run}, Ckpt: ckpt}}, []bool{true})
+			if err != nil || len(ins) != 1 || string(ins[0].State) != in || ins[0].Status != store.StatusQueued {
+				t.Errorf("fresh %v: LoadStepInputs %+v %v, want the input as the state, status queued", fresh, ins, err)
+			}
 		}
 	})
+}
+
+// Closing one of two open forks forgets that fork alone: the frames hash is deleted
+// whole only by the join of a run's only open fork, and a run whose forks an older
+// build opened (no count of open forks) has its fork's fields deleted one by one.
+func TestClosingANestedForkKeepsTheOuterOne(t *testing.T) {
+	for _, older := range []bool{false, true} {
+		t.Run(fmt.Sprintf("opened by an older build %v", older), func(t *testing.T) {
+			storetest.Each(t, func(t *testing.T, r *store.Redis) {
+				ctx := context.Background()
+				flow := costFlow(t, r, "in", "a", "b", "c", "d")
+				run := "r1"
+				state := []byte(`{}`)
+				if _, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: run, Version: "v1", State: state, Fresh: true,
+					Checkpoint: store.Checkpoint{Kind: "input"}, Entries: []string{"in"}}); err != nil {
+					t.Fatal(err)
+				}
+				costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "in"), []store.Transition{
+					store.OpenFork{Frame: "F1", Branches: 2, Join: "d"},
+					store.Activate{Node: "a", Tokens: "F1@0"}, store.Activate{Node: "b", Tokens: "F1@1"}})
+				costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "a"), []store.Transition{
+					store.OpenFork{Frame: "F2", Branches: 1, Outer: "F1@0", Join: "c"},
+					store.Activate{Node: "c", Tokens: "F1@0 F2@0"}})
+				k := store.FlowKeys(flow)
+				if older {
+					r.Client.HDel(ctx, k.Run(run), "openf")
+				}
+				costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "c"), []store.Transition{
+					store.CloseFork{Frame: "F2"}, store.Arrive{Frame: "F1", Branch: "0", Join: "d"}})
+				f, err := r.Client.HGetAll(ctx, k.Frames(run)).Result()
+				if err != nil || f["F1:n"] != "2" || f["F1:d"] != "1" || f["F2:n"] != "" {
+					t.Fatalf("frames after the inner join: %v %v; want the outer fork's (one branch in), not the inner's", f, err)
+				}
+				costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "b"), []store.Transition{
+					store.Arrive{Frame: "F1", Branch: "1", Join: "d"}})
+				costCommit(t, r, state, store.StatusSucceeded, costRead(t, r, flow, "d"), []store.Transition{store.CloseFork{Frame: "F1"}})
+				if n, err := r.Client.Exists(ctx, k.Frames(run)).Result(); err != nil || n != 0 {
+					t.Errorf("the frames hash is still there after the outer join (%d, %v)", n, err)
+				}
+			})
+		})
+	}
 }

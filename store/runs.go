@@ -200,6 +200,22 @@ type StartArgs struct {
 	Ckpt string
 }
 
+// firstState is what the start keeps as the state of the run's first checkpoint: the
+// state, or "" when it is the run's input byte for byte (most starts: the input is the
+// state), which the run hash keeps already: "" is no JSON, so it says "the input"
+// (sameAsInput) to every reader of states, and the input is kept once.
+func (a *StartArgs) firstState() any {
+	for i := 0; i+1 < len(a.Fields); i += 2 {
+		if a.Fields[i] == "input" && a.Fields[i+1] == string(a.State) {
+			return sameAsInput
+		}
+	}
+	return a.State
+}
+
+// sameAsInput is the state kept for a checkpoint whose state is its run's input.
+const sameAsInput = ""
+
 // StartRun creates a run and its first activations on its partition. In the same round
 // trip it checks that the run's version is stored (the version is a flow-wide key, in
 // another slot than the run's on a cluster, so not inside the script): when it is not
@@ -211,7 +227,7 @@ func (r *Redis) StartRun(ctx context.Context, a StartArgs) (string, error) {
 	for _, n := range a.Entries {
 		keys = append(keys, k.In(n))
 	}
-	args := []any{a.Run, a.Version, strconv.FormatInt(nowMS(), 10), EventsMaxLen, a.State, a.Checkpoint.Node, a.Checkpoint.Parent, a.Checkpoint.inputBody(a.Fields), len(a.Fields) / 2}
+	args := []any{a.Run, a.Version, strconv.FormatInt(nowMS(), 10), EventsMaxLen, a.firstState(), a.Checkpoint.Node, a.Checkpoint.Parent, a.Checkpoint.inputBody(a.Fields), len(a.Fields) / 2}
 	for _, f := range a.Fields {
 		args = append(args, f)
 	}

@@ -156,10 +156,12 @@ func queueStarts(ctx context.Context, pipe redis.Pipeliner, as []StartArgs, idx 
 		lo := pipe.Len()
 		process(ctx, pipe, "xadd", k.Ckpt(a.Run), ckpt, ckptNode, a.Checkpoint.Node, ckptParent, a.Checkpoint.Parent,
 			ckptBodyF, a.Checkpoint.inputBody(a.Fields), ckptSteps, "1", ckptStep, "0", ckptTime, nowS)
-		process(ctx, pipe, "hset", k.State(a.Run), ckpt, a.State)
-		run := make([]any, 0, 24+len(a.Fields))
+		process(ctx, pipe, "hset", k.State(a.Run), ckpt, a.firstState())
+		// Counters that start at 0 (steps, parked, tokens) are not written: every reader
+		// takes a missing one for 0.
+		run := make([]any, 0, 16+len(a.Fields))
 		run = append(run, "hset", k.Run(a.Run), "status", StatusQueued, "version", a.Version, "created_at", nowS, "updated_at", nowS,
-			"live", strconv.Itoa(len(a.Entries)), "parked", "0", "steps", "0", "last_ckpt", ckpt, "in_tokens", "0", "out_tokens", "0")
+			"live", strconv.Itoa(len(a.Entries)), "last_ckpt", ckpt)
 		for _, f := range a.Fields {
 			run = append(run, f)
 		}

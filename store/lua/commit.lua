@@ -57,6 +57,14 @@
 --   not roll back a script that stops with an error, so a bad op found halfway would
 --   leave half a commit behind.
 --
+-- The fence: each commit's entry must still be pending to the committing consumer
+-- (one XPENDING of the entry); an entry twice in one call commits once.
+--
+-- Forks: the run hash's forks says the run has a frames hash; openf counts its forks
+-- open, so that the join of its only open fork deletes the frames hash with one DEL (a
+-- run whose forks an older build opened has no count: its join deletes its fork's
+-- fields one by one, and its end the hash).
+--
 -- Consumed entries are acknowledged together at the end, one XACK per stream, and each
 -- stream is trimmed (XTRIM MINID ~) below its oldest pending entry, or below the newest
 -- entry acknowledged when none is pending: everything before that was delivered and
@@ -91,6 +99,9 @@ local firstextra = 5 + 5 * ncommits -- the first transition stream's index in KE
 -- check runs on every commit, so it is written for speed: no tables or closures, and
 -- the offsets it finds are kept for the writes below.
 local starts, states, finals, transs = {}, {}, {}, {}
+-- Each commit's depth and number of steps, as numbers; keyat[j] is the KEYS index that
+-- argument j names (a transition's KEY), as a number.
+local depths, nstepss, keyat = {}, {}, {}
 do
   local nargv = #ARGV
   local i = 9
@@ -104,7 +115,8 @@ do
     local nt = tonumber(ARGV[ti])
     if not nt then return redis.error_reply('commit.lua: commit ' .. c .. ': the number of transitions is not a number') end
     states[c], finals[c], transs[c] = nstates, nfinals, nt
-    if not tonumber(ARGV[i + 3]) or not tonumber(ARGV[i + 4]) then
+    depths[c], nstepss[c] = tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
+    if not depths[c] or not nstepss[c] then
       return redis.error_reply('commit.lua: commit ' .. c .. ': depth or steps is not a number')
     end
     i = ti + 1
@@ -120,20 +132,22 @@ do
       end
       -- The stream it adds to (an index into KEYS), the checkpoint it reads (0, or a seed
       -- before it) and its count, where it has them.
-      local key, ref, count
-      if op == 'A' then key, ref = ARGV[i + 1], ARGV[i + 2]
+      local ki, ref, count
+      if op == 'A' then ki, ref = i + 1, ARGV[i + 2]
       elseif op == 'S' then seeds = seeds + 1
-      elseif op == 'O' then key, ref, count = ARGV[i + 5], ARGV[i + 4], ARGV[i + 2]
+      elseif op == 'O' then ki, ref, count = i + 5, ARGV[i + 4], ARGV[i + 2]
       elseif op == 'P' then count = ARGV[i + 2]
-      elseif op == 'R' then key, ref = ARGV[i + 4], ARGV[i + 3]
-      elseif op == 'G' then key = ARGV[i + 2]
+      elseif op == 'R' then ki, ref = i + 4, ARGV[i + 3]
+      elseif op == 'G' then ki = i + 2
       elseif op == 'W' then count = ARGV[i + 2]
       end
-      if key then
+      if ki then
+        local key = ARGV[ki]
         local x = tonumber(key)
         if not x or x < firstextra or not KEYS[x] then
           return redis.error_reply('commit.lua: transition ' .. op .. ' names stream ' .. key .. ', which is not one of KEYS[' .. firstextra .. '..' .. #KEYS .. ']')
         end
+        keyat[ki] = x
       end
       if ref and ref ~= '0' then
         local x = tonumber(ref)
@@ -162,44 +176,16 @@ local ackstreams, ackids, fenced = {}, {}, {}
 -- the steps' events JSON.
 local events = {}
 
--- commit commits the c-th commit; b is the index of its first key minus one, a of its
--- first argument.
-local function commit(c, b, a)
-local KIN, KRUN, KCKPT, KSTATE, KFRAMES = KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4], KEYS[b + 5]
-local consumer, entry, run = ARGV[a], ARGV[a + 1], ARGV[a + 2]
-local depth = tonumber(ARGV[a + 3])
-local nsteps = tonumber(ARGV[a + 4])
-local nextdepth = tostring(depth + nsteps)
-local nstates, nfinals, ntrans = states[c], finals[c], transs[c]
+-- The helpers below are functions of the script, not of each commit: a closure made per
+-- commit costs its allocation and an upvalue walk for every local it reads.
 
-local f = KIN .. ' ' .. entry
-if fenced[f] then return {STALE} end
-local p = redis.call('XPENDING', KIN, group, entry, entry, 1)
-if #p == 0 or p[1][2] ~= consumer then
-  return {STALE}
-end
-fenced[f] = true
-
--- The run is read once and written once: the script runs atomically.
-local r = redis.call('HMGET', KRUN, 'status', 'version', 'steps', 'live', 'parked', 'dead', 'tp', 'forks')
--- forks is set once the run opened a fork: a run that never did has no frames hash to
--- delete when it ends.
-local forks = r[8]
-local status, version = r[1], r[2]
--- A traced run's activations carry its traceparent ("tp"), so that the steps of the
--- run form one trace in whatever process they run; an untraced run's carry nothing.
-local trace = {}
-if r[7] then trace = {'tp', r[7]} end
-local steps, live = tonumber(r[3] or '0'), tonumber(r[4] or '0')
-local parked, dead = tonumber(r[5] or '0'), tonumber(r[6] or '0')
-local set = {'updated_at', now} -- run hash fields written at the end
-
-local function consume()
-  local ids = ackids[KIN]
+-- consume notes that entry of stream kin is to be acknowledged.
+local function consume(kin, entry)
+  local ids = ackids[kin]
   if not ids then
     ids = {}
-    ackids[KIN] = ids
-    ackstreams[#ackstreams + 1] = KIN
+    ackids[kin] = ids
+    ackstreams[#ackstreams + 1] = kin
   end
   ids[#ids + 1] = entry
 end
@@ -207,38 +193,27 @@ end
 -- expire_run starts the retention of a run nothing is live in (its frames are gone):
 -- the expiry set says when it ends, and the janitor (prune.lua) deletes the run's keys
 -- then. One ZADD, where an EXPIRE of each key cost three calls more.
-local function expire_run()
+local function expire_run(run)
   if ttl ~= '0' then
     redis.call('ZADD', KEYS[4], expireat, run)
   end
 end
 
-if not status or status == 'cancelled' or status == 'succeeded' then
-  -- A cancelled run drops its activations; a lost run (expired, or Redis lost it)
-  -- cannot continue; a succeeded run has nothing live.
-  consume()
-  if status then
-    live = redis.call('HINCRBY', KRUN, 'live', -1)
-    if live <= 0 then expire_run() end
-  end
-  return {DROPPED, status or 'lost'}
-end
-
-local newstatus = status
-local function finish(st)
-  newstatus = st
+-- finish ends a run with status st: its result, its frames (unless a dead letter may
+-- still arrive at a join, or none is left), keep_last. set takes the run hash's fields.
+local function finish(st, run, set, kframes, kckpt, kstate, frames, dead)
   set[#set + 1] = 'status'; set[#set + 1] = st
   set[#set + 1] = 'finished_at'; set[#set + 1] = now
   redis.call('XADD', KEYS[2], '*', 'run', run, 'status', st)
   -- A run with dead letters keeps its open forks: a retried one arrives at its join.
-  if forks and dead <= 0 then redis.call('DEL', KFRAMES) end
+  if frames and dead <= 0 then redis.call('DEL', kframes) end
   local keep = tonumber(keeplast)
   if keep > 0 then
     -- Keep the last keep checkpoints. Entries older than the one that holds the oldest
     -- of them go; in that entry (a packed commit), the states of the steps before it go,
     -- and kept_from tells readers where the kept history starts.
     local have = 0
-    for _, e in ipairs(redis.call('XREVRANGE', KCKPT, '+', '-')) do
+    for _, e in ipairs(redis.call('XREVRANGE', kckpt, '+', '-')) do
       local f, cnt = e[2], 1
       for j = 1, #f, 2 do
         if f[j] == 'k' then cnt = tonumber(f[j + 1]) end
@@ -254,27 +229,102 @@ local function finish(st)
       end
       for q = 0, drop - 1 do
         if q == cnt - 1 then
-          redis.call('HDEL', KSTATE, e[1])
+          redis.call('HDEL', kstate, e[1])
         else
-          redis.call('HDEL', KSTATE, e[1] .. '.' .. q)
+          redis.call('HDEL', kstate, e[1] .. '.' .. q)
         end
       end
-      if drop == cnt then redis.call('XDEL', KCKPT, e[1]) end
+      if drop == cnt then redis.call('XDEL', kckpt, e[1]) end
       have = have + cnt
     end
   end
 end
 
+-- fire activates the join of frame on stream KEYS[key].
+local function fire(kframes, frame, key, run, version, nextdepth, tp)
+  local f = redis.call('HMGET', kframes, frame .. ':base', frame .. ':tok', frame .. ':depth')
+  if tp then
+    redis.call('XADD', KEYS[key], '*', 'run', run, 'v', version, 'ckpt', f[1], 'tok', f[2], 'join', frame, 'd', f[3] or nextdepth, 'tp', tp)
+  else
+    redis.call('XADD', KEYS[key], '*', 'run', run, 'v', version, 'ckpt', f[1], 'tok', f[2], 'join', frame, 'd', f[3] or nextdepth)
+  end
+end
+
+-- done counts a branch of frame in (arrived or given back) and fires its join when it
+-- was the last; it returns the activations added (0 or 1).
+local function done(kframes, frame, key, run, version, nextdepth, tp)
+  local d = redis.call('HINCRBY', kframes, frame .. ':d', 1)
+  local want = tonumber(redis.call('HGET', kframes, frame .. ':n'))
+  if want and d == want then
+    fire(kframes, frame, key, run, version, nextdepth, tp)
+    return 1
+  end
+  return 0
+end
+
+-- commit commits the c-th commit; b is the index of its first key minus one, a of its
+-- first argument.
+local function commit(c, b, a)
+local KIN, KRUN, KCKPT, KSTATE, KFRAMES = KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4], KEYS[b + 5]
+local consumer, entry, run = ARGV[a], ARGV[a + 1], ARGV[a + 2]
+local depth, nsteps = depths[c], nstepss[c]
+local nstates, nfinals, ntrans = states[c], finals[c], transs[c]
+
+local fk = fenced[KIN]
+if not fk then
+  fk = {}
+  fenced[KIN] = fk
+end
+if fk[entry] then return {STALE} end
+local p = redis.call('XPENDING', KIN, group, entry, entry, 1)
+if #p == 0 or p[1][2] ~= consumer then
+  return {STALE}
+end
+fk[entry] = true
+
+-- The run is read once and written once: the script runs atomically.
+local r = redis.call('HMGET', KRUN, 'status', 'version', 'steps', 'live', 'parked', 'dead', 'tp', 'forks', 'openf')
+-- forks is set once the run opened a fork: a run that never did has no frames hash to
+-- delete when it ends. openf counts the forks open (opened, their join not yet run) of
+-- a run that opened its first fork with this count kept; it is unknown (nil) for a run
+-- whose forks an older build opened.
+local forks = r[8]
+local openf
+if r[9] then openf = tonumber(r[9]) elseif not forks then openf = 0 end
+local status, version = r[1], r[2]
+-- A traced run's activations carry its traceparent ("tp"), so that the steps of the
+-- run form one trace in whatever process they run; an untraced run's carry nothing.
+local tp = r[7]
+local live = tonumber(r[4] or '0')
+
+if not status or status == 'cancelled' or status == 'succeeded' then
+  -- A cancelled run drops its activations; a lost run (expired, or Redis lost it)
+  -- cannot continue; a succeeded run has nothing live.
+  consume(KIN, entry)
+  if status then
+    live = redis.call('HINCRBY', KRUN, 'live', -1)
+    if live <= 0 then expire_run(run) end
+  end
+  return {DROPPED, status or 'lost'}
+end
+
+local steps = tonumber(r[3] or '0')
+local parked, dead = tonumber(r[5] or '0'), tonumber(r[6] or '0')
+local set = {'updated_at', now} -- run hash fields written at the end
+-- The frames hash may hold something: a fork was opened and, as far as is known, not
+-- every one was closed.
+local frames = forks and openf ~= 0
+
 if depth > maxdepth then
-  consume()
+  consume(KIN, entry)
   set[#set + 1] = 'live'; set[#set + 1] = live - 1
   if status ~= 'failed' then
     set[#set + 1] = 'error'
     set[#set + 1] = 'the run went more than max_steps (' .. maxsteps .. ') steps deep: a loop that does not end?'
     set[#set + 1] = 'error_node'; set[#set + 1] = ARGV[a + 8]
-    finish('failed')
+    finish('failed', run, set, KFRAMES, KCKPT, KSTATE, frames, dead)
     redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'type', 'steps', 'run', run, 'node', 'failed', 'data', '[]', 'ckpt', '', 'step', '')
-    expire_run()
+    expire_run(run)
   end
   redis.call('HSET', KRUN, unpack(set))
   return {MAX_STEPS, depth}
@@ -284,6 +334,7 @@ end
 local node = ARGV[a + 9]
 local first = steps + 1
 steps = steps + nsteps
+local nextdepth = tostring(depth + nsteps)
 local ckpt = redis.call('XADD', KCKPT, '*', 'n', node, 'p', ARGV[a + 10], 'c', ARGV[a + 11], 'k', ARGV[a + 4], 's', tostring(first), 't', now)
 if nstates == 1 then
   redis.call('HSET', KSTATE, ckpt, ARGV[a + 13])
@@ -304,28 +355,18 @@ i = i + 1
 if ARGV[a + 5] ~= '0' then redis.call('HINCRBY', KRUN, 'in_tokens', ARGV[a + 5]) end
 if ARGV[a + 6] ~= '0' then redis.call('HINCRBY', KRUN, 'out_tokens', ARGV[a + 6]) end
 
-local refs = {}
-local function ref(x)
-  if x == '0' then return ckpt end
-  return refs[tonumber(x)]
-end
-
+local refs -- the seeds' checkpoint ids, when the commit has seeds
 local delta = -1
-local function fire(frame, key)
-  local f = redis.call('HMGET', KFRAMES, frame .. ':base', frame .. ':tok', frame .. ':depth')
-  redis.call('XADD', KEYS[key], '*', 'run', run, 'v', version, 'ckpt', f[1], 'tok', f[2], 'join', frame, 'd', f[3] or nextdepth, unpack(trace))
-  delta = delta + 1
-end
-local function done(frame, key)
-  local d = redis.call('HINCRBY', KFRAMES, frame .. ':d', 1)
-  local want = tonumber(redis.call('HGET', KFRAMES, frame .. ':n'))
-  if want and d == want then fire(frame, key) end
-end
-
 i = i + 1
 for _ = 1, ntrans do
   local op = ARGV[i]
   local n = ARITY[op] -- checked above
+  if op == 'P' or op == 'R' or op == 'G' then
+    -- A branch of a fork: the run has a frames hash. A run said to have none open had
+    -- its fork opened by an older build: its count is unknown from now on.
+    frames = true
+    if openf == 0 then openf = nil end
+  end
   if not forks and (op == 'O' or op == 'P' or op == 'R' or op == 'G') then
     -- The run has a frames hash from now on (a run of an older build may have one
     -- already: its next fork op marks it).
@@ -333,30 +374,53 @@ for _ = 1, ntrans do
     set[#set + 1] = 'forks'; set[#set + 1] = '1'
   end
   if op == 'A' then
-    redis.call('XADD', KEYS[tonumber(ARGV[i + 1])], '*', 'run', run, 'v', version, 'ckpt', ref(ARGV[i + 2]), 'tok', ARGV[i + 3], 'd', nextdepth, unpack(trace))
+    local x, from = ARGV[i + 2], ckpt
+    if x ~= '0' then from = refs[tonumber(x)] end
+    if tp then
+      redis.call('XADD', KEYS[keyat[i + 1]], '*', 'run', run, 'v', version, 'ckpt', from, 'tok', ARGV[i + 3], 'd', nextdepth, 'tp', tp)
+    else
+      redis.call('XADD', KEYS[keyat[i + 1]], '*', 'run', run, 'v', version, 'ckpt', from, 'tok', ARGV[i + 3], 'd', nextdepth)
+    end
     delta = delta + 1
   elseif op == 'S' then
     local id = redis.call('XADD', KCKPT, '*', 'n', node, 'p', ckpt, 'c', ARGV[i + 1], 'k', '1', 's', tostring(steps), 't', now)
     redis.call('HSET', KSTATE, id, ARGV[i + 2])
+    if not refs then refs = {} end
     refs[#refs + 1] = id
   elseif op == 'O' then
-    local frame, count = ARGV[i + 1], tonumber(ARGV[i + 2])
-    redis.call('HSET', KFRAMES, frame .. ':n', ARGV[i + 2], frame .. ':d', '0', frame .. ':tok', ARGV[i + 3], frame .. ':base', ref(ARGV[i + 4]), frame .. ':depth', nextdepth)
-    if count == 0 then fire(frame, tonumber(ARGV[i + 5])) end
+    local frame, count = ARGV[i + 1], ARGV[i + 2]
+    local x, base = ARGV[i + 4], ckpt
+    if x ~= '0' then base = refs[tonumber(x)] end
+    redis.call('HSET', KFRAMES, frame .. ':n', count, frame .. ':d', '0', frame .. ':tok', ARGV[i + 3], frame .. ':base', base, frame .. ':depth', nextdepth)
+    if openf then openf = openf + 1 end
+    frames = true
+    if count == '0' then
+      fire(KFRAMES, frame, keyat[i + 5], run, version, nextdepth, tp)
+      delta = delta + 1
+    end
   elseif op == 'P' then
     redis.call('HINCRBY', KFRAMES, ARGV[i + 1] .. ':n', ARGV[i + 2])
   elseif op == 'R' then
-    redis.call('HSET', KFRAMES, ARGV[i + 1] .. ':b:' .. ARGV[i + 2], ref(ARGV[i + 3]))
-    done(ARGV[i + 1], tonumber(ARGV[i + 4]))
+    local x, from = ARGV[i + 3], ckpt
+    if x ~= '0' then from = refs[tonumber(x)] end
+    redis.call('HSET', KFRAMES, ARGV[i + 1] .. ':b:' .. ARGV[i + 2], from)
+    delta = delta + done(KFRAMES, ARGV[i + 1], keyat[i + 4], run, version, nextdepth, tp)
   elseif op == 'G' then
-    done(ARGV[i + 1], tonumber(ARGV[i + 2]))
+    delta = delta + done(KFRAMES, ARGV[i + 1], keyat[i + 2], run, version, nextdepth, tp)
   elseif op == 'C' then
-    local prefix = ARGV[i + 1] .. ':'
-    local gone = {}
-    for _, f in ipairs(redis.call('HKEYS', KFRAMES)) do
-      if string.sub(f, 1, #prefix) == prefix then gone[#gone + 1] = f end
+    if openf == 1 then
+      -- The only fork open: its fields are all the frames hash holds.
+      redis.call('DEL', KFRAMES)
+      openf, frames = 0, false
+    else
+      local prefix = ARGV[i + 1] .. ':'
+      local gone = {}
+      for _, f in ipairs(redis.call('HKEYS', KFRAMES)) do
+        if string.sub(f, 1, #prefix) == prefix then gone[#gone + 1] = f end
+      end
+      if #gone > 0 then redis.call('HDEL', KFRAMES, unpack(gone)) end
+      if openf and openf > 1 then openf = openf - 1 end
     end
-    if #gone > 0 then redis.call('HDEL', KFRAMES, unpack(gone)) end
   elseif op == 'W' then
     -- The activation stays live while it waits for a person.
     delta = delta + 1
@@ -368,22 +432,27 @@ for _ = 1, ntrans do
   end
   i = i + n + 1
 end
+if openf and forks and tostring(openf) ~= r[9] then
+  set[#set + 1] = 'openf'; set[#set + 1] = openf
+end
 
-consume()
+consume(KIN, entry)
 live = live + delta
 set[#set + 1] = 'steps'; set[#set + 1] = steps
 set[#set + 1] = 'live'; set[#set + 1] = live
 set[#set + 1] = 'last_ckpt'; set[#set + 1] = ckpt
 if status == 'queued' then set[#set + 1] = 'started_at'; set[#set + 1] = now end
+local newstatus = status
 if status ~= 'failed' then
   if live <= 0 then
     -- Nothing is live, but a branch in the dead letters means the run did not succeed.
     if dead > 0 then
       set[#set + 1] = 'error'; set[#set + 1] = dead .. ' activation(s) of this run are in the dead letters'
-      finish('failed')
+      newstatus = 'failed'
     else
-      finish('succeeded')
+      newstatus = 'succeeded'
     end
+    finish(newstatus, run, set, KFRAMES, KCKPT, KSTATE, frames, dead)
   elseif live <= parked then
     newstatus = 'waiting'
   else
@@ -392,14 +461,14 @@ if status ~= 'failed' then
   if newstatus ~= status and newstatus ~= 'succeeded' and newstatus ~= 'failed' then
     set[#set + 1] = 'status'; set[#set + 1] = newstatus
   end
-elseif live <= 0 and forks and dead <= 0 then
+elseif live <= 0 and frames and dead <= 0 then
   redis.call('DEL', KFRAMES)
 end
 local changed = ''
 if newstatus ~= status then changed = newstatus end
 events[#events + 1] = {run, changed, ckpt, first, ARGV[a + 7]}
 redis.call('HSET', KRUN, unpack(set))
-if live <= 0 then expire_run() end
+if live <= 0 then expire_run(run) end
 return {OK, ckpt, steps, live, newstatus}
 end
 

@@ -14,7 +14,7 @@
 -- ARGV[2] -> version
 -- ARGV[3] -> now, unix ms
 -- ARGV[4] -> events stream MAXLEN (approximate)
--- ARGV[5] -> state JSON
+-- ARGV[5] -> state JSON ("": the run's input, kept in the run hash)
 -- ARGV[6], ARGV[7], ARGV[8] -> the first checkpoint's node, parent and packed body
 -- ARGV[9] -> k, then k field/value pairs for the run hash (input, parent run, ...)
 -- ARGV[10+2k] -> optional: the run span's traceparent, a field "tp" of each activation
@@ -28,7 +28,7 @@ local ckpt = redis.call('XADD', KEYS[2], '*', 'n', ARGV[6], 'p', ARGV[7], 'c', A
 redis.call('HSET', KEYS[3], ckpt, ARGV[5])
 
 local fields = {'status', 'queued', 'version', version, 'created_at', now, 'updated_at', now,
-  'live', tostring(#KEYS - 5), 'parked', '0', 'steps', '0', 'last_ckpt', ckpt, 'in_tokens', '0', 'out_tokens', '0'}
+  'live', tostring(#KEYS - 5), 'last_ckpt', ckpt}
 for i = 10, 9 + 2 * tonumber(ARGV[9]) do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
 local trace = {}
