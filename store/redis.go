@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -46,6 +47,7 @@ type Options struct {
 // Redis is an open connection to the Redis that holds Sluice's state.
 type Redis struct {
 	Client    redis.UniversalClient
+	dials     atomic.Uint64 // connections dialled (Dials)
 	embedded  *miniredis.Miniredis
 	stopClock chan struct{}
 	addr      string
@@ -186,6 +188,11 @@ func Open(ctx context.Context, opts Options) (*Redis, error) {
 		r.addr = uo.MasterName + "@" + r.addr
 	default:
 		r.Client = redis.NewClient(uo.Simple())
+	}
+	if cc, ok := r.Client.(*redis.ClusterClient); ok {
+		cc.OnNewNode(func(node *redis.Client) { node.AddHook(dialCount{&r.dials}) })
+	} else {
+		r.Client.AddHook(dialCount{&r.dials})
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

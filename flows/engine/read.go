@@ -232,7 +232,15 @@ func (w *Worker) readLoop(ctx context.Context, i int) {
 		if rd.topUp {
 			block = -1 // no BLOCK: the other nodes are read next turn
 		}
+		dials := w.e.rdb.Dials()
 		acts, err := w.e.rdb.ReadNodes(ctx, w.consumer, rd.streams, rd.count, block)
+		if err == nil && w.e.rdb.Dials() != dials {
+			// The read dialled: go-redis may have sent it again after Redis delivered
+			// it and lost its reply (store/dials.go). What that first read delivered is
+			// pending for this worker, which does not run it: the sweeper takes it back
+			// after claim_after, as for a read that failed.
+			w.left()
+		}
 		if err != nil {
 			w.done(rd)
 			if ctx.Err() != nil {
