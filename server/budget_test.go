@@ -17,13 +17,7 @@ import (
 // budget and the spend; the run page shows the spend against the budget.
 func TestRunThatCrossesItsTokenBudgetFailsAtTheCrossingStep(t *testing.T) {
 	r := storetest.Real(t)
-	model := llmtest.New(t)
-	model.Respond(func(llmtest.Request) llmtest.Reply {
-		return llmtest.Reply{Content: "ok", PromptTokens: 10, CompletionTokens: 5}
-	})
-	env := model.Env(0)
-	env.Ledger = store.NewLedger(r)
-	a := newAPIWith(t, r, env)
+	a, model := budgetAPI(t, r)
 	flow := a.saveFlow(`{"sluice": 1, "id": "x", "settings": {"budget": {"run_tokens": 20}}, "nodes": [
 		{"id": "in", "type": "input"},
 		{"id": "first", "type": "llm", "params": {"model": "m", "user": "one", "as": "a"}},
@@ -64,13 +58,7 @@ func TestRunThatCrossesItsTokenBudgetFailsAtTheCrossingStep(t *testing.T) {
 // on the run page and in the run's API answer.
 func TestRunShowsItsFlowsDaySpendAgainstTheDayBudget(t *testing.T) {
 	r := storetest.Real(t)
-	model := llmtest.New(t)
-	model.Respond(func(llmtest.Request) llmtest.Reply {
-		return llmtest.Reply{Content: "ok", PromptTokens: 10, CompletionTokens: 5}
-	})
-	env := model.Env(0)
-	env.Ledger = store.NewLedger(r)
-	a := newAPIWith(t, r, env)
+	a, _ := budgetAPI(t, r)
 	flow := a.saveFlow(`{"sluice": 1, "id": "x", "settings": {"budget": {"run_tokens": 1000, "day_tokens": 100, "day_usd": 2}}, "nodes": [
 		{"id": "in", "type": "input"},
 		{"id": "ask", "type": "llm", "params": {"model": "m", "user": "one"}},
@@ -122,13 +110,7 @@ func TestRunShowsItsFlowsDaySpendAgainstTheDayBudget(t *testing.T) {
 // to it: the day is every partition's spend, not the crossing run's partition's.
 func TestADayBudgetStopsRunsSpreadOverPartitions(t *testing.T) {
 	r := storetest.Real(t)
-	model := llmtest.New(t)
-	model.Respond(func(llmtest.Request) llmtest.Reply {
-		return llmtest.Reply{Content: "ok", PromptTokens: 10, CompletionTokens: 5}
-	})
-	env := model.Env(0)
-	env.Ledger = store.NewLedger(r)
-	a := newAPIWith(t, r, env)
+	a, model := budgetAPI(t, r)
 	flow := a.saveFlow(`{"sluice": 1, "id": "x", "settings": {"partitions": 4, "budget": {"day_tokens": 100}}, "nodes": [
 		{"id": "in", "type": "input"},
 		{"id": "ask", "type": "llm", "params": {"model": "m", "user": "one"}},
@@ -165,4 +147,17 @@ func TestADayBudgetStopsRunsSpreadOverPartitions(t *testing.T) {
 	if model.Calls() != 7 {
 		t.Errorf("%d model calls, want 7: none once the day's budget was spent", model.Calls())
 	}
+}
+
+// budgetAPI is an API whose flows keep their spend in r's ledger, with a model that
+// answers "ok" for 10 prompt and 5 completion tokens.
+func budgetAPI(t *testing.T, r *store.Redis) (*api, *llmtest.Server) {
+	t.Helper()
+	model := llmtest.New(t)
+	model.Respond(func(llmtest.Request) llmtest.Reply {
+		return llmtest.Reply{Content: "ok", PromptTokens: 10, CompletionTokens: 5}
+	})
+	env := model.Env(0)
+	env.Ledger = store.NewLedger(r)
+	return newAPIWith(t, r, env), model
 }

@@ -119,14 +119,7 @@ func snapshot(t *testing.T, r *store.Redis, flow string) string {
 func TestACallOfOneStreamsCommitsFencesEachCommit(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, r *store.Redis) {
 		ctx := context.Background()
-		flow := storetest.FlowID(t)
-		storetest.DeleteFlowKeys(t, r, flow)
-		if err := r.StoreVersion(ctx, flow, "v1", []byte("{}"), []string{"a"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.EnsureGroups(ctx, flow, []string{"a"}); err != nil {
-			t.Fatal(err)
-		}
+		flow := costFlow(t, r, "a")
 		for i := range 5 {
 			if _, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: fmt.Sprintf("r%d", i), Version: "v1", State: []byte("{}"),
 				Checkpoint: store.Checkpoint{Kind: "input"}, Entries: []string{"a"}}); err != nil {

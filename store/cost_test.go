@@ -78,7 +78,8 @@ func TestAFusedRunCostsPinnedRedisCommands(t *testing.T) {
 	}
 }
 
-// costFlow makes a flow of nodes with their streams and groups, for the pinned costs.
+// costFlow makes a flow of nodes with their streams and groups (version v1), for the
+// pinned costs and the store tests that commit steps.
 func costFlow(t *testing.T, r *store.Redis, nodes ...string) string {
 	t.Helper()
 	ctx := context.Background()
