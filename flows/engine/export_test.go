@@ -1,6 +1,9 @@
 package engine
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // SetWatchTicks sets how long the run watcher's reads block and how often a waiter reads
 // its run anyway: a test that sets both far beyond its own timeout knows that a wait
@@ -33,4 +36,19 @@ func Waiting(e *Engine, flow, run string) bool {
 		}
 	}
 	return false
+}
+
+// SetLoadHook makes w call hook with a flow id and the load's ticket (1 for the flow's
+// first load) before a load of it applies what it read ("read") and after ("done").
+// Set it before Run.
+func SetLoadHook(w *Worker, hook func(flow, stage string, ticket uint64)) { w.loadHook = hook }
+
+// ServedParts returns the partitions of flow w reads.
+func ServedParts(w *Worker, flow string) []int {
+	w.cat.mu.Lock()
+	defer w.cat.mu.Unlock()
+	if s := w.cat.served[flow]; s != nil {
+		return slices.Clone(s.parts)
+	}
+	return nil
 }

@@ -3,6 +3,9 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,8 +17,9 @@ import (
 )
 
 // unstored compiles an example flow under a flow id of its own without storing it:
-// its first run stores its version, as `sluice test` and `sluice run` do.
-func (v *env) unstored(name string) *flows.Plan {
+// its first run stores its version, as `sluice test` and `sluice run` do. A partition
+// count, if given, is the flow's settings.partitions.
+func (v *env) unstored(name string, partitions ...int) *flows.Plan {
 	v.t.Helper()
 	b, err := examples.Read(name)
 	if err != nil {
@@ -24,6 +28,14 @@ func (v *env) unstored(name string) *flows.Plan {
 	var d map[string]any
 	_ = json.Unmarshal(b, &d)
 	d["id"] = storetest.FlowID(v.t)
+	if len(partitions) > 0 {
+		set, _ := d["settings"].(map[string]any)
+		if set == nil {
+			set = map[string]any{}
+		}
+		set["partitions"] = partitions[0]
+		d["settings"] = set
+	}
 	b, _ = json.Marshal(d)
 	p, probs, err := v.e.Compile(b)
 	if err != nil {
@@ -108,5 +120,63 @@ func TestAWorkerRunsAFlowItsProcessStoresWithoutWaitingForItsRefresh(t *testing.
 		p := v.unstored("linear")
 		v.worker(engine.WorkerOptions{Flows: []string{p.Flow}, Refresh: time.Hour, Block: 200 * time.Millisecond, Grace: 2 * time.Second})
 		mustStatus(t, v.run(p, `{"name": "Ada"}`), store.StatusSucceeded)
+	})
+}
+
+// A worker's loads of a flow can overlap: the one it begins with, and the one this
+// process asks for when it stores the flow's version and places its first run. The first
+// read the flow before it had a partition, so it read partition 0; ending last, it put
+// the worker back on partition 0 while the run waited on partition 3, queued until the
+// next refresh (an hour here; on a cluster, where flows have many partitions, about one
+// run in a few hundred of the test above). A load that began before the last one applied
+// is not applied.
+func TestALoadThatReadTheFlowFirstButEndsLastDoesNotUndoANewerOne(t *testing.T) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
+		v := newEnv(t, r)
+		p := v.unstored("linear", 4)
+		first, release := make(chan struct{}), make(chan struct{})
+		var reads atomic.Int32
+		var firstDone, laterDone atomic.Bool
+		w := v.e.NewWorker(engine.WorkerOptions{Flows: []string{p.Flow}, Refresh: time.Hour, Block: 200 * time.Millisecond, Grace: 2 * time.Second})
+		engine.SetLoadHook(w, func(flow, stage string, ticket uint64) {
+			if flow != p.Flow {
+				return
+			}
+			if stage == "done" {
+				if ticket == 1 {
+					firstDone.Store(true)
+				} else {
+					laterDone.Store(true)
+				}
+				return
+			}
+			if reads.Add(1) == 1 {
+				close(first)
+				<-release // the worker's first load, which read the flow before it had a version
+			}
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan error, 1)
+		go func() { stopped <- w.Run(ctx) }()
+		defer func() { cancel(); <-stopped }()
+		releaseFirst := sync.OnceFunc(func() { close(release) })
+		defer releaseFirst()
+
+		<-first
+		run := v.start(p, `{"name": "Ada"}`)
+		got, err := v.e.Get(context.Background(), p.Flow, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Part == 0 {
+			t.Fatalf("run %s is on partition 0: the test needs it elsewhere", run)
+		}
+		until(t, "the load the start asked for has applied", laterDone.Load)
+		releaseFirst()
+		until(t, "the first load has ended", firstDone.Load)
+		if parts := engine.ServedParts(w, p.Flow); !slices.Contains(parts, got.Part) {
+			t.Fatalf("the worker reads partitions %v of the flow, not %d, where its run waits", parts, got.Part)
+		}
+		mustStatus(t, v.wait(p, run), store.StatusSucceeded)
 	})
 }

@@ -49,6 +49,9 @@ type Worker struct {
 	cat         catalog
 	rs          readerSet
 	leftPending leftMark
+	// loadHook, set by tests only, is called by load with a flow id and the load's
+	// ticket before it applies what it read ("read") and after ("done").
+	loadHook func(flow, stage string, ticket uint64)
 
 	mu      sync.Mutex
 	running bool
@@ -120,6 +123,10 @@ type served struct {
 	janitor  janitor
 	// reload is set while a reload this process asked for (changed) has not begun.
 	reload bool
+	// Loads of a flow may overlap (the worker's first one and one changed asked for):
+	// each takes a ticket when it begins reading, and one that began before the last
+	// applied load is stale and is not applied.
+	tickets, applied uint64
 }
 
 // NewWorker returns a worker for the given flows.
@@ -262,6 +269,13 @@ func (w *Worker) load(ctx context.Context, ids []string) {
 		w.cat.mu.Unlock()
 	}
 	for _, id := range ids {
+		w.cat.mu.Lock()
+		var ticket uint64
+		if s := w.cat.served[id]; s != nil {
+			s.tickets++
+			ticket = s.tickets
+		}
+		w.cat.mu.Unlock()
 		nodes, err := w.e.rdb.FlowNodes(ctx, id)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -300,12 +314,23 @@ func (w *Worker) load(ctx context.Context, ids []string) {
 				}
 			}
 		}
+		if w.loadHook != nil {
+			w.loadHook(id, "read", ticket)
+		}
 		w.cat.mu.Lock()
 		s := w.cat.served[id]
-		if s == nil {
+		if s == nil || ticket < s.applied {
+			// A load that began later has applied what it read, which is newer: a
+			// flow's first load, which found no partitions and read [0], must not
+			// put the worker back on partition 0 after the load this process asked
+			// for when it placed the flow's first run on partition 4.
 			w.cat.mu.Unlock()
+			if w.loadHook != nil {
+				w.loadHook(id, "done", ticket)
+			}
 			continue
 		}
+		s.applied = ticket
 		if len(nodes) == 0 {
 			// Redis lost the set (restarted empty): keep reading the nodes we know, so
 			// that their groups are created again.
@@ -322,6 +347,9 @@ func (w *Worker) load(ctx context.Context, ids []string) {
 		if err := w.e.rdb.EnsureGroups(ctx, id, nodes); err != nil && ctx.Err() == nil {
 			w.e.log.Warn("worker: cannot create consumer groups", "flow", id, "error", err)
 			failed()
+		}
+		if w.loadHook != nil {
+			w.loadHook(id, "done", ticket)
 		}
 	}
 }
