@@ -40,8 +40,13 @@ type Checkpoint struct {
 	Entry string `json:"-"`
 	// Pinned says the step did not run: its output was pinned for the run.
 	Pinned bool `json:"pinned,omitempty"`
+	// OutputIsState says, to a commit, that Output is byte for byte the state the step
+	// read (its parent checkpoint's, as stored or started): the commit then keeps it
+	// once, as that state (see packedBody). Readers get Output filled in.
+	OutputIsState bool `json:"-"`
 
-	runInput bool // the update is the run's input, not stored with the checkpoint
+	runInput    bool // the update is the run's input, not stored with the checkpoint
+	parentState bool // the output is the parent checkpoint's state, not stored with the checkpoint
 }
 
 // IsState reports whether the checkpoint records a state a run can continue from (not
@@ -90,8 +95,12 @@ type ckptBody struct {
 	Entry      string          `json:"x,omitempty"`
 	Pinned     bool            `json:"pin,omitempty"`
 	// RunInput says the update is the run's input, kept once, in the run hash: a run's
-	// first checkpoint does not store it again (readers fill it in: fillInputs).
+	// first checkpoint does not store it again (readers fill it in: fillKept).
 	RunInput bool `json:"ri,omitempty"`
+	// ParentState says the output is the state of the step's parent checkpoint (the
+	// entry's "p"), kept once, in the state hash: an input node's step, whose output is
+	// the state it read, does not store it again (readers fill it in: fillKept).
+	ParentState bool `json:"op,omitempty"`
 }
 
 func (c *Checkpoint) toBody() ckptBody {
@@ -107,17 +116,32 @@ func (c *Checkpoint) body() []byte {
 	return encodeBody(&b)
 }
 
-// packedBody encodes several fused steps' checkpoints for one entry.
-func packedBody(steps []CommitStep) []byte {
+// packedBody encodes a commit's checkpoints, one step's or several fused steps', for
+// one entry. The first step's output, when it is the state the step read (OutputIsState),
+// is not stored again: its parent is an entry's last checkpoint or a seed, whose state
+// the state hash keeps as long as the run — unless keep_last trims the history (parents
+// kept: false), which deletes the states of the checkpoints it drops. A fused step's
+// parent is the step before it in the entry, whose state is not stored.
+func packedBody(steps []CommitStep, parentsKept bool) []byte {
 	if len(steps) == 1 {
-		return steps[0].Checkpoint.body()
+		b := steps[0].Checkpoint.toBody()
+		stateOnce(&b, &steps[0].Checkpoint, parentsKept)
+		return encodeBody(&b)
 	}
 	bodies := make([]ckptBody, len(steps))
 	for i, s := range steps {
 		bodies[i] = s.Checkpoint.toBody()
 		bodies[i].Node = s.Node
 	}
+	stateOnce(&bodies[0], &steps[0].Checkpoint, parentsKept)
 	return encodeBodies(bodies)
+}
+
+// stateOnce marks a commit's first body as having its parent's state for its output.
+func stateOnce(b *ckptBody, c *Checkpoint, parentsKept bool) {
+	if parentsKept && c.OutputIsState && len(c.Output) > 0 {
+		b.Output, b.ParentState = nil, true
+	}
 }
 
 // inputBody is the body of a run's first checkpoint: without its update when that is
@@ -132,30 +156,63 @@ func (c *Checkpoint) inputBody(fields []string) []byte {
 	return encodeBody(&b)
 }
 
-// fillInputs gives the checkpoints whose update is their run's input (a first
-// checkpoint, see inputBody) that update, read from the run hash.
-func (r *Redis) fillInputs(ctx context.Context, ref RunRef, cps []Checkpoint) error {
-	var in []byte
+// fillKept gives the checkpoints what they keep elsewhere, once: the update of those
+// whose update is their run's input (a first checkpoint, see inputBody), read from the
+// run hash, and the output of those whose output is their parent's state (see
+// packedBody), read from the state hash (and, for a state kept as sameAsInput, the run
+// hash). One round trip, and only when a checkpoint needs it.
+func (r *Redis) fillKept(ctx context.Context, ref RunRef, cps []Checkpoint) error {
+	var parents []string
+	wantInput := false
 	for i := range cps {
-		if !cps[i].runInput {
-			continue
+		if cps[i].parentState && cps[i].Parent != "" {
+			parents = append(parents, cps[i].Parent)
 		}
-		if in == nil {
-			b, err := r.Client.HGet(ctx, ref.keys().Run(ref.Run), "input").Bytes()
-			if err != nil && !errors.Is(err, redis.Nil) {
-				return err
+		wantInput = wantInput || cps[i].runInput
+	}
+	if len(parents) == 0 && !wantInput {
+		return nil
+	}
+	k := ref.keys()
+	pipe := r.Client.Pipeline()
+	// The input is read with the parents' states: one of them is the first checkpoint's,
+	// kept as sameAsInput, in every run an input node starts.
+	inCmd := pipe.HGet(ctx, k.Run(ref.Run), "input")
+	var stCmd *redis.SliceCmd
+	if len(parents) > 0 {
+		stCmd = pipe.HMGet(ctx, k.State(ref.Run), parents...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	in, _ := inCmd.Bytes()
+	states := map[string][]byte{}
+	if stCmd != nil {
+		for j, v := range stCmd.Val() {
+			if s, ok := v.(string); ok {
+				if s == sameAsInput {
+					states[parents[j]] = in
+				} else {
+					states[parents[j]] = []byte(s)
+				}
 			}
-			in = b
 		}
-		if len(in) > 0 {
+	}
+	for i := range cps {
+		if cps[i].runInput && len(in) > 0 {
 			cps[i].Update = json.RawMessage(in)
+		}
+		if cps[i].parentState {
+			if b := states[cps[i].Parent]; len(b) > 0 {
+				cps[i].Output = json.RawMessage(b)
+			}
 		}
 	}
 	return nil
 }
 
 func (c *Checkpoint) fromBody(b ckptBody) {
-	c.runInput = b.RunInput
+	c.runInput, c.parentState = b.RunInput, b.ParentState
 	c.Kind, c.Update, c.Output, c.Error, c.Attempt = b.Kind, b.Update, b.Output, b.Error, b.Attempt
 	c.Ports, c.Branches, c.Worker, c.Entry, c.StateBytes, c.Pinned = b.Ports, b.Branches, b.Worker, b.Entry, b.StateBytes, b.Pinned
 	c.Duration = time.Duration(b.DurUS) * time.Microsecond
@@ -282,7 +339,7 @@ func (r *Redis) Checkpoints(ctx context.Context, ref RunRef, start string, count
 			out = append(out, c)
 		}
 	}
-	if err := r.fillInputs(ctx, ref, out); err != nil {
+	if err := r.fillKept(ctx, ref, out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -314,7 +371,7 @@ func (r *Redis) GetCheckpoint(ctx context.Context, ref RunRef, id string) (*Chec
 				c.State = b
 			}
 			cps := []Checkpoint{c}
-			if err := r.fillInputs(ctx, ref, cps); err != nil {
+			if err := r.fillKept(ctx, ref, cps); err != nil {
 				return nil, err
 			}
 			return &cps[0], nil

@@ -88,6 +88,10 @@ func appendBody(dst []byte, b *ckptBody) (_ []byte, ok bool) {
 		field("ri")
 		dst = append(dst, "true"...)
 	}
+	if b.ParentState {
+		field("op")
+		dst = append(dst, "true"...)
+	}
 	return append(dst, '}'), true
 }
 

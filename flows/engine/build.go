@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -84,6 +85,9 @@ func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.
 			return nil, flows.Permanent(&flows.Error{Code: flows.TooLarge, Node: node.ID, Err: err})
 		}
 	}
+	// An input node's output is the state it read, byte for byte: its commit keeps it
+	// once, as that state (store.packedBody), and readers of the history fill it in.
+	cp.OutputIsState = j.join == nil && len(j.stateJSON) > 0 && bytes.Equal(cp.Output, j.stateJSON)
 	b := &built{newState: newState, newJSON: stateJSON, dur: dur, usage: res.Usage, comp: componentOf(node),
 		step: store.CommitStep{Node: node.ID, Checkpoint: cp, State: stateJSON}}
 	if res.Final {
