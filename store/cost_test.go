@@ -374,6 +374,81 @@ func TestTheInputIsKeptOnceAndTheFirstCheckpointShowsIt(t *testing.T) {
 	})
 }
 
+// A step whose output is the state it read (an input node's) keeps that output once,
+// as its parent checkpoint's state: the commit does not store it again, and every
+// reader of the history gives it back — from the run's input for a first checkpoint
+// kept as the input, from the state hash for any other. With keep_last, which deletes
+// the states of the checkpoints it drops, the output is stored (keep_last 10 drops
+// none of these four).
+func TestAnOutputThatIsTheStateReadIsKeptOnceAndTheHistoryShowsIt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		ctx := context.Background()
+		for _, keep := range []int{0, 10} {
+			flow := costFlow(t, r, "in", "a", "b")
+			run := fmt.Sprintf("r-keep-%d", keep)
+			ref := store.RunRef{Flow: flow, Run: run}
+			in := `{"question":"` + strings.Repeat("why ", 64) + `"}`
+			next := `{"answer":"` + strings.Repeat("because ", 32) + `"}`
+			if _, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: run, Version: "v1", State: []byte(in), Fresh: true,
+				Checkpoint: store.Checkpoint{Kind: "input", Update: []byte(in)}, Entries: []string{"in"}, Fields: []string{"input", in}}); err != nil {
+				t.Fatal(err)
+			}
+			// in outputs the state it read (the input, kept as the run's input); a outputs
+			// the state it read (in's, a state of its own); b outputs something else.
+			for _, st := range []struct{ node, read, out, next string }{{"in", in, in, "a"}, {"a", next, next, "b"}, {"b", next, `{"x":1}`, ""}} {
+				act := costRead(t, r, flow, st.node)[0]
+				state := st.read
+				if st.node == "in" {
+					state = next // in's commit keeps a state of its own for a to read
+				}
+				s := store.CommitStep{Node: st.node, State: []byte(state), Event: []byte(`{"status":"done"}`),
+					Checkpoint: store.Checkpoint{Node: st.node, Kind: "step", Attempt: 1, Worker: "w-1", Output: []byte(st.out), OutputIsState: st.out == st.read}}
+				var trans []store.Transition
+				if st.next != "" {
+					trans = []store.Transition{store.Activate{Node: st.next}}
+				}
+				res, errs := r.CommitBatch(ctx, []*store.Commit{{Act: act, Consumer: "w-1", MaxSteps: 100, TTL: time.Hour, KeepLast: keep,
+					Steps: []store.CommitStep{s}, Transitions: trans}})
+				if errs[0] != nil || res[0].Status != store.CommitOK {
+					t.Fatalf("commit of %s: %v %+v", st.node, errs[0], res[0])
+				}
+			}
+			raw, err := r.Client.XRange(ctx, store.FlowKeys(flow).Ckpt(run), "-", "+").Result()
+			if err != nil || len(raw) != 4 {
+				t.Fatalf("checkpoint stream: %v %v", raw, err)
+			}
+			copies := map[string]int{}
+			for _, m := range raw {
+				for _, v := range m.Values {
+					s, _ := v.(string)
+					copies["why"] += strings.Count(s, in)
+					copies["because"] += strings.Count(s, next)
+				}
+			}
+			if want := map[int]int{0: 0, 10: 1}[keep]; copies["why"] != want || copies["because"] != want {
+				t.Errorf("keep_last %d: the checkpoint stream holds the input %d time(s) and a's state %d, want %d each", keep, copies["why"], copies["because"], want)
+			}
+			cps, err := r.Checkpoints(ctx, ref, "", 0)
+			if err != nil || len(cps) != 4 {
+				t.Fatalf("keep_last %d: history %+v %v", keep, cps, err)
+			}
+			for i, want := range []string{"", in, next, `{"x":1}`} {
+				if string(cps[i].Output) != want {
+					t.Errorf("keep_last %d: %s's output in the history is %q, want %.40q…", keep, cps[i].Node, cps[i].Output, want)
+				}
+				c, err := r.GetCheckpoint(ctx, ref, cps[i].ID)
+				if err != nil || string(c.Output) != want {
+					t.Errorf("keep_last %d: %s's checkpoint: output %q (%v), want %.40q…", keep, cps[i].Node, c.Output, err, want)
+				}
+			}
+			// A history read from a later checkpoint on fills in the output too.
+			if tail, err := r.Checkpoints(ctx, ref, cps[2].ID, 0); err != nil || len(tail) != 2 || string(tail[0].Output) != next {
+				t.Errorf("keep_last %d: history from a's checkpoint: %+v %v, want a's output", keep, tail, err)
+			}
+		}
+	})
+}
+
 // Closing one of two open forks forgets that fork alone: the frames hash is deleted
 // whole only by the join of a run's only open fork, and a run whose forks an older
 // build opened (no count of open forks) has its fork's fields deleted one by one.

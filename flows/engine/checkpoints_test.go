@@ -71,6 +71,47 @@ func TestHistoryListsEveryStepWithItsStateAndDiffs(t *testing.T) {
 	})
 }
 
+// An input node's output is the run's input: its run keeps that once (the run hash's
+// input), and the history — what the run page, the API's checkpoints, the CLI and MCP
+// read — still shows it as the input node's output, in the list and for one checkpoint.
+func TestAnInputNodesOutputIsKeptOnceAndTheHistoryShowsIt(t *testing.T) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
+		v := newEnv(t, r)
+		p := v.compile(strings.Replace(counter, "KEEP", "0", 1))
+		v.work(p)
+		note := strings.Repeat("kept once ", 40)
+		run := v.run(p, `{"n": 5, "note": "`+note+`"}`)
+		mustStatus(t, run, store.StatusSucceeded)
+		ctx := context.Background()
+		raw, err := r.Client.XRange(ctx, store.FlowKeys(p.Flow).Ckpt(run.ID), "-", "+").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range raw {
+			for f, v := range m.Values {
+				if s, _ := v.(string); strings.Contains(s, note) {
+					t.Errorf("checkpoint entry %s's %q holds the input again", m.ID, f)
+				}
+			}
+		}
+		want := `{"n":5,"note":"` + note + `"}`
+		cps, err := v.e.Checkpoints(ctx, p.Flow, run.ID)
+		if err != nil || len(cps) != 5 || cps[1].Node != "in" {
+			t.Fatalf("history %+v %v", cps, err)
+		}
+		if string(cps[1].Output) != want {
+			t.Errorf("the input node's output in the history is %q, want the input", cps[1].Output)
+		}
+		c, err := v.e.Checkpoint(ctx, p.Flow, run.ID, cps[1].ID)
+		if err != nil || string(c.Output) != want {
+			t.Errorf("the input node's checkpoint: output %q (%v), want the input", c.Output, err)
+		}
+		if string(cps[2].Output) != `{"n":10}` {
+			t.Errorf("double's output %q, want {\"n\":10}", cps[2].Output)
+		}
+	})
+}
+
 func TestForkRerunsFromACheckpointWithAPatchAndLeavesTheOriginal(t *testing.T) {
 	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
 		v := newEnv(t, r)
