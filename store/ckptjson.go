@@ -121,9 +121,10 @@ func encodeBodies(bs []ckptBody) []byte {
 	return append(dst, ']')
 }
 
-// stepEventsJSON is the JSON array of a commit's step events as encoding/json writes
-// []stepEvent: {"n": the node, "d": the event, "{}" when it has none}. Step events are
-// plain JSON written by hand (engine's stepEvent), so the copy is the common case.
+// stepEventsJSON is the JSON array of a commit's step events: {"n": the node, "d": the
+// event, "{}" when it has none}, or the short form of the common event (see stepEvent).
+// Step events are plain JSON written by hand (engine's stepEvent), so the copy is the
+// common case.
 func stepEventsJSON(steps []CommitStep) []byte {
 	n := 2
 	for i := range steps {
@@ -152,8 +153,18 @@ func stepEventsJSON(steps []CommitStep) []byte {
 		}
 		dst = append(dst, `{"n":`...)
 		dst = appendString(dst, steps[i].Node)
-		dst = append(dst, `,"d":`...)
-		dst = append(dst, ev...)
+		if ms, kind, ok := shortEvent(ev); ok {
+			dst = append(dst, `,"ms":`...)
+			dst = append(dst, ms...)
+			if string(kind) != "step" {
+				dst = append(dst, `,"k":"`...)
+				dst = append(dst, kind...)
+				dst = append(dst, '"')
+			}
+		} else {
+			dst = append(dst, `,"d":`...)
+			dst = append(dst, ev...)
+		}
 		dst = append(dst, '}')
 	}
 	return append(dst, ']')

@@ -84,29 +84,55 @@ func TestCheckpointBodyTakesTheHandWrittenPath(t *testing.T) {
 	}
 }
 
-// TestStepEventsAreWhatEncodingJSONWrites pins the hand-written events array of a commit
-// to encoding/json's bytes, and says which arrays are written by hand.
-func TestStepEventsAreWhatEncodingJSONWrites(t *testing.T) {
+// TestStepEventsComeBackAsWritten pins the events array of a commit: what a reader
+// decodes from it (stepEvent.full) is each step's event byte for byte ("{}" for none);
+// the common event is kept short, anything else as encoding/json writes it; and it says
+// which arrays are written by hand.
+func TestStepEventsComeBackAsWritten(t *testing.T) {
 	for _, tc := range []struct {
 		steps []CommitStep
 		hand  bool
+		short bool // every event in the short form
 	}{
-		{[]CommitStep{{Node: "a", Event: json.RawMessage(`{"duration_ms":0.012,"kind":"step","status":"done"}`)}}, true},
-		{[]CommitStep{{Node: "a"}, {Node: "b", Event: json.RawMessage(`{"kind":"step"}`)}, {Node: "c", Event: json.RawMessage(`{}`)}}, true},
-		{[]CommitStep{{Node: "node \"q\" <x>", Event: json.RawMessage(`{"usage":{"input_tokens":3}}`)}}, true},
-		{[]CommitStep{{Node: "a", Event: json.RawMessage(`{"prompt":"<b>"}`)}}, false},   // HTML: escaped
-		{[]CommitStep{{Node: "a", Event: json.RawMessage(`{"status": "done"}`)}}, false}, // whitespace: compacted
+		{[]CommitStep{{Node: "a", Event: json.RawMessage(`{"duration_ms":0.012,"kind":"step","status":"done"}`)}}, true, true},
+		{[]CommitStep{{Node: "a", Event: json.RawMessage(`{"duration_ms":0,"kind":"step","status":"done"}`)},
+			{Node: "b", Event: json.RawMessage(`{"duration_ms":12.5,"kind":"join","status":"done"}`)}}, true, true},
+		{[]CommitStep{{Node: "a", Event: json.RawMessage(`{"duration_ms":1e-05,"kind":"resume","status":"done"}`)}}, true, true},
+		{[]CommitStep{{Node: "a", Event: json.RawMessage(`{"duration_ms":1,"kind":"step","status":"waiting"}`)}}, true, false},
+		{[]CommitStep{{Node: "a", Event: json.RawMessage(`{"duration_ms":1,"kind":"Step","status":"done"}`)}}, true, false},
+		{[]CommitStep{{Node: "a", Event: json.RawMessage(`{"duration_ms":"1","kind":"step","status":"done"}`)}}, true, false},
+		{[]CommitStep{{Node: "a", Event: json.RawMessage(`{"duration_ms":1,"kind":"step","status":"done","ports":["x"]}`)}}, true, false},
+		{[]CommitStep{{Node: "a"}, {Node: "b", Event: json.RawMessage(`{"kind":"step"}`)}, {Node: "c", Event: json.RawMessage(`{}`)}}, true, false},
+		{[]CommitStep{{Node: "node \"q\" <x>", Event: json.RawMessage(`{"usage":{"input_tokens":3}}`)}}, true, false},
+		{[]CommitStep{{Node: "a", Event: json.RawMessage(`{"prompt":"<b>"}`)}}, false, false},   // HTML: escaped
+		{[]CommitStep{{Node: "a", Event: json.RawMessage(`{"status": "done"}`)}}, false, false}, // whitespace: compacted
 	} {
-		events := make([]stepEvent, len(tc.steps))
-		for i, s := range tc.steps {
-			events[i] = stepEvent{Node: s.Node, Data: s.Event}
-			if len(s.Event) == 0 {
-				events[i].Data = json.RawMessage("{}")
-			}
+		got := stepEventsJSON(tc.steps)
+		var events []stepEvent
+		if err := json.Unmarshal(got, &events); err != nil || len(events) != len(tc.steps) {
+			t.Fatalf("%+v: %s does not decode to %d events: %v", tc.steps, got, len(tc.steps), err)
 		}
-		want, _ := json.Marshal(events)
-		if got := stepEventsJSON(tc.steps); string(got) != string(want) {
-			t.Errorf("%+v:\n got %s\nwant %s", tc.steps, got, want)
+		for i, s := range tc.steps {
+			if events[i].Node != s.Node {
+				t.Errorf("%+v: node %q, want %q", tc.steps, events[i].Node, s.Node)
+			}
+			if short := events[i].Data == nil; short != tc.short {
+				t.Errorf("%+v: %s: short %v, want %v", tc.steps, got, short, tc.short)
+			}
+			events[i].full()
+			want := string(s.Event)
+			if len(s.Event) == 0 {
+				want = "{}"
+			}
+			if tc.hand || !tc.short {
+				var a, b any
+				if json.Unmarshal(events[i].Data, &a) != nil || json.Unmarshal([]byte(want), &b) != nil || !reflect.DeepEqual(a, b) {
+					t.Errorf("%+v: event %d reads back as %s, want %s", tc.steps, i, events[i].Data, want)
+				}
+			}
+			if tc.hand && plainRaw(s.Event) && string(events[i].Data) != want && len(s.Event) > 0 {
+				t.Errorf("%+v: event %d reads back as %s, want it byte for byte", tc.steps, i, events[i].Data)
+			}
 		}
 		hand := true
 		for _, s := range tc.steps {

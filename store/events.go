@@ -75,6 +75,7 @@ type batchEvent struct {
 func stepEvents(pr PartRef, id, suffix string, k *int, run, status, entry string, first int, steps []stepEvent) []Event {
 	out := make([]Event, 0, len(steps)+1)
 	for j, st := range steps {
+		st.full()
 		ev := Event{ID: id + "." + strconv.Itoa(*k) + suffix, Flow: pr.Flow, Part: pr.Part, Type: "step", Run: run, Node: st.Node, Data: st.Data, Step: first + j}
 		if entry != "" {
 			ev.Ckpt = subID(entry, j, len(steps))
