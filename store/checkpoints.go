@@ -177,24 +177,25 @@ func (r *Redis) fillKept(ctx context.Context, ref RunRef, cps []Checkpoint) erro
 	pipe := r.Client.Pipeline()
 	// The input is read with the parents' states: one of them is the first checkpoint's,
 	// kept as sameAsInput, in every run an input node starts.
-	inCmd := pipe.HGet(ctx, k.Run(ref.Run), "input")
-	var stCmd *redis.SliceCmd
-	if len(parents) > 0 {
-		stCmd = pipe.HMGet(ctx, k.State(ref.Run), parents...)
-	}
+	inCmd := pipe.HMGet(ctx, k.State(ref.Run), append([]string{inputField}, parents...)...)
+	oldIn := pipe.HGet(ctx, k.Run(ref.Run), inputField) // a run an older build started
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return err
 	}
-	in, _ := inCmd.Bytes()
+	vals := inCmd.Val()
+	var in []byte
+	if s, ok := vals[0].(string); ok {
+		in = []byte(s)
+	} else {
+		in, _ = oldIn.Bytes()
+	}
 	states := map[string][]byte{}
-	if stCmd != nil {
-		for j, v := range stCmd.Val() {
-			if s, ok := v.(string); ok {
-				if s == sameAsInput {
-					states[parents[j]] = in
-				} else {
-					states[parents[j]] = []byte(s)
-				}
+	for j, v := range vals[1:] {
+		if s, ok := v.(string); ok {
+			if s == sameAsInput {
+				states[parents[j]] = in
+			} else {
+				states[parents[j]] = []byte(s)
 			}
 		}
 	}
@@ -394,13 +395,23 @@ func (r *Redis) LoadState(ctx context.Context, ref RunRef, ckpt string) ([]byte,
 }
 
 // inputOf returns a run's input: the state of its first checkpoint when the start kept
-// that as sameAsInput.
+// that as sameAsInput. It is in the state hash, or for a run an older build started in
+// the run hash.
 func (r *Redis) inputOf(ctx context.Context, ref RunRef) ([]byte, error) {
-	b, err := r.Client.HGet(ctx, ref.keys().Run(ref.Run), "input").Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, &flows.Error{Code: flows.NotFound, Flow: ref.Flow, Message: fmt.Sprintf("run %q is gone (expired)", ref.Run)}
+	k := ref.keys()
+	pipe := r.Client.Pipeline()
+	in := pipe.HGet(ctx, k.State(ref.Run), inputField)
+	old := pipe.HGet(ctx, k.Run(ref.Run), inputField)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
 	}
-	return b, err
+	if b, err := in.Bytes(); err == nil {
+		return b, nil
+	}
+	if b, err := old.Bytes(); err == nil {
+		return b, nil
+	}
+	return nil, &flows.Error{Code: flows.NotFound, Flow: ref.Flow, Message: fmt.Sprintf("run %q is gone (expired)", ref.Run)}
 }
 
 // StateRef names one checkpoint's state.
@@ -460,9 +471,14 @@ func (r *Redis) LoadStepInputs(ctx context.Context, refs []StateRef, want []bool
 	if inputs != nil {
 		// A first checkpoint's state kept as the run's input: one more round trip, for
 		// a worker of another process than the start's (that one has the state at hand).
+		// The input is in the state hash, or for a run an older build started in the run
+		// hash.
 		pipe := r.Client.Pipeline()
+		old := make(map[int]*redis.StringCmd, len(inputs))
 		for i := range inputs {
-			inputs[i] = pipe.HGet(ctx, refs[i].keys().Run(refs[i].Run), "input")
+			k := refs[i].keys()
+			inputs[i] = pipe.HGet(ctx, k.State(refs[i].Run), inputField)
+			old[i] = pipe.HGet(ctx, k.Run(refs[i].Run), inputField)
 		}
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return nil, err
@@ -470,6 +486,8 @@ func (r *Redis) LoadStepInputs(ctx context.Context, refs []StateRef, want []bool
 		for i, c := range inputs {
 			out[i].State = nil
 			if b, err := c.Bytes(); err == nil {
+				out[i].State = b
+			} else if b, err := old[i].Bytes(); err == nil {
 				out[i].State = b
 			}
 		}

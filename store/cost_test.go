@@ -320,7 +320,7 @@ func waitFor(t *testing.T, ch chan string, opt *redis.Options, marker string, li
 	t.Fatalf("MONITOR never showed %q", marker)
 }
 
-// A run's input is kept once, in the run hash: the first checkpoint, whose update it
+// A run's input is kept once, in the state hash: the first checkpoint, whose update it
 // is, does not store it again, and reading the history gives it back.
 func TestTheInputIsKeptOnceAndTheFirstCheckpointShowsIt(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, r *store.Redis) {
@@ -355,7 +355,7 @@ func TestTheInputIsKeptOnceAndTheFirstCheckpointShowsIt(t *testing.T) {
 			if err != nil || string(c.Update) != in {
 				t.Errorf("fresh %v: checkpoint %+v %v, want the input as its update", fresh, c, err)
 			}
-			// The first checkpoint's state is the input: kept once, in the run hash, and
+			// The first checkpoint's state is the input: kept once, in the state hash, and
 			// every reader of states gets it.
 			if kept, err := r.Client.HGet(ctx, store.FlowKeys(flow).State(run), ckpt).Result(); err != nil || strings.Contains(kept, "why why") {
 				t.Errorf("fresh %v: the state hash keeps %q (%v) for the first checkpoint, want no second copy of the input", fresh, kept, err)
@@ -369,6 +369,67 @@ func TestTheInputIsKeptOnceAndTheFirstCheckpointShowsIt(t *testing.T) {
 			ins, err := r.LoadStepInputs(ctx, []store.StateRef{{RunRef: store.RunRef{Flow: flow, Run: run}, Ckpt: ckpt}}, []bool{true})
 			if err != nil || len(ins) != 1 || string(ins[0].State) != in || ins[0].Status != store.StatusQueued {
 				t.Errorf("fresh %v: LoadStepInputs %+v %v, want the input as the state, status queued", fresh, ins, err)
+			}
+		}
+	})
+}
+
+// A run's input is in its state hash, not its run hash, whose fields are then all small
+// (Redis keeps such a hash as a listpack: a third of a hash table's bytes); every reader
+// of the input gets it — the run (GetRun, GetRuns), the history and the readers of the
+// first checkpoint's state — and so does every reader of a run an older build started,
+// with its input in its run hash.
+func TestARunsInputIsKeptInItsStateHashAndEveryReaderGetsIt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		ctx := context.Background()
+		flow := costFlow(t, r, "a")
+		in := `{"question":"` + strings.Repeat("why ", 64) + `"}`
+		k := store.FlowKeys(flow)
+		for _, layout := range []string{"fresh", "not fresh", "older build"} {
+			run := "r-" + strings.ReplaceAll(layout, " ", "-")
+			ref := store.RunRef{Flow: flow, Run: run}
+			ckpt, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: run, Version: "v1", State: []byte(in), Fresh: layout == "fresh",
+				Checkpoint: store.Checkpoint{Kind: "input", Update: []byte(in)}, Entries: []string{"a"}, Fields: []string{"by", "ada", "input", in}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if layout == "older build" {
+				// What an older build kept: the input in the run hash, none in the state hash.
+				r.Client.HSet(ctx, k.Run(run), "input", in)
+				r.Client.HDel(ctx, k.State(run), "input")
+			} else {
+				h, err := r.Client.HGetAll(ctx, k.Run(run)).Result()
+				if err != nil || h["by"] != "ada" || h["status"] != store.StatusQueued {
+					t.Fatalf("%s: run hash %v %v", layout, h, err)
+				}
+				for f, v := range h {
+					if len(v) > 64 {
+						t.Errorf("%s: the run hash's %q holds %d bytes (%.30q…), want every field within 64 (hash-max-listpack-value)", layout, f, len(v), v)
+					}
+				}
+			}
+			got, err := r.GetRun(ctx, flow, run)
+			if err != nil || string(got.Input) != in || got.By != "ada" {
+				t.Errorf("%s: GetRun input %.30q by %q (%v), want the input", layout, got.Input, got.By, err)
+			}
+			runs, err := r.GetRuns(ctx, []store.RunRef{ref})
+			if err != nil || len(runs) != 1 || string(runs[0].Input) != in {
+				t.Errorf("%s: GetRuns %+v %v, want the run with its input", layout, runs, err)
+			}
+			if st, err := r.LoadState(ctx, ref, ckpt); err != nil || string(st) != in {
+				t.Errorf("%s: LoadState %.30q %v, want the input", layout, st, err)
+			}
+			ins, err := r.LoadStepInputs(ctx, []store.StateRef{{RunRef: ref, Ckpt: ckpt}}, []bool{true})
+			if err != nil || len(ins) != 1 || string(ins[0].State) != in {
+				t.Errorf("%s: LoadStepInputs %+v %v, want the input as the state", layout, ins, err)
+			}
+			cps, err := r.Checkpoints(ctx, ref, "", 0)
+			if err != nil || len(cps) != 1 || string(cps[0].Update) != in {
+				t.Errorf("%s: history %+v %v, want the input checkpoint with the input as its update", layout, cps, err)
+			}
+			c, err := r.GetCheckpoint(ctx, ref, ckpt)
+			if err != nil || string(c.Update) != in || string(c.State) != in {
+				t.Errorf("%s: first checkpoint %+v %v, want the input as its update and state", layout, c, err)
 			}
 		}
 	})

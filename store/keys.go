@@ -154,7 +154,10 @@ func (k Keys) Expiry() string { return k.prefix + "expiry" }
 // Ckpt is the stream of a run's checkpoints, in commit order.
 func (k Keys) Ckpt(run string) string { return k.prefix + "ckpt:" + run }
 
-// State is the hash of a run's states by checkpoint id.
+// State is the hash of a run's states by checkpoint id, and of its input (the field
+// "input", see inputField): kept here, with the run's other large values, and not in
+// the run hash, which then stays a listpack (hash-max-listpack-value: every field of a
+// run hash is small but its input, its output and an error).
 func (k Keys) State(run string) string { return k.prefix + "state:" + run }
 
 // Frames is the hash of a run's open forks: per fork, expected and arrived branches.

@@ -109,7 +109,7 @@ func parseRun(flow, id string, h map[string]string) *Run {
 	atoi := func(k string) int { n, _ := strconv.Atoi(h[k]); return n }
 	atoi64 := func(k string) int64 { n, _ := strconv.ParseInt(h[k], 10, 64); return n }
 	r.Version, r.Status = h["version"], h["status"]
-	if h["input"] != "" {
+	if h["input"] != "" { // a run an older build started keeps its input in its hash
 		r.Input = json.RawMessage(h["input"])
 	}
 	r.Error, r.ErrorNode, r.LastError = h["error"], h["error_node"], h["last_error"]
@@ -202,7 +202,7 @@ type StartArgs struct {
 
 // firstState is what the start keeps as the state of the run's first checkpoint: the
 // state, or "" when it is the run's input byte for byte (most starts: the input is the
-// state), which the run hash keeps already: "" is no JSON, so it says "the input"
+// state), which the state hash keeps already: "" is no JSON, so it says "the input"
 // (sameAsInput) to every reader of states, and the input is kept once.
 func (a *StartArgs) firstState() any {
 	for i := 0; i+1 < len(a.Fields); i += 2 {
@@ -216,6 +216,42 @@ func (a *StartArgs) firstState() any {
 // sameAsInput is the state kept for a checkpoint whose state is its run's input.
 const sameAsInput = ""
 
+// inputField is the field of a run's state hash that keeps the run's input (a run an
+// older build started keeps it in its run hash, under the same name).
+const inputField = "input"
+
+// setInput gives a run its input as read from its state hash, unless its run hash had
+// it (a run an older build started).
+func setInput(r *Run, in *redis.StringCmd) {
+	if b, err := in.Bytes(); err == nil && len(b) > 0 && r.Input == nil {
+		r.Input = json.RawMessage(b)
+	}
+}
+
+// stateFields are the state hash's fields a start writes: the first checkpoint's state
+// and the run's input, which the run hash does not keep (see Keys.State).
+func (a *StartArgs) stateFields(ckpt string) []any {
+	out := []any{ckpt, a.firstState()}
+	for i := 0; i+1 < len(a.Fields); i += 2 {
+		if a.Fields[i] == inputField {
+			out = append(out, inputField, a.Fields[i+1])
+		}
+	}
+	return out
+}
+
+// runFields are the run hash's fields a start writes of Fields: all but the input.
+func (a *StartArgs) runFields() []string {
+	for i := 0; i+1 < len(a.Fields); i += 2 {
+		if a.Fields[i] == inputField {
+			out := make([]string, 0, len(a.Fields)-2)
+			out = append(out, a.Fields[:i]...)
+			return append(out, a.Fields[i+2:]...)
+		}
+	}
+	return a.Fields
+}
+
 // StartRun creates a run and its first activations on its partition. In the same round
 // trip it checks that the run's version is stored (the version is a flow-wide key, in
 // another slot than the run's on a cluster, so not inside the script): when it is not
@@ -228,7 +264,7 @@ func (r *Redis) StartRun(ctx context.Context, a StartArgs) (string, error) {
 		keys = append(keys, k.In(n))
 	}
 	args := []any{a.Run, a.Version, strconv.FormatInt(nowMS(), 10), EventsMaxLen, a.firstState(), a.Checkpoint.Node, a.Checkpoint.Parent, a.Checkpoint.inputBody(a.Fields), len(a.Fields) / 2}
-	for _, f := range a.Fields {
+	for _, f := range a.Fields { // the input among them: start.lua keeps it in the state hash
 		args = append(args, f)
 	}
 	if a.Trace != "" {
@@ -282,11 +318,18 @@ func (r *Redis) startFresh(ctx context.Context, a StartArgs) (string, error) {
 func (r *Redis) GetRun(ctx context.Context, flow, run string) (*Run, error) {
 	var out *Run
 	err := r.findRun(ctx, flow, run, func(k Keys) (bool, error) {
-		h, err := r.Client.HGetAll(ctx, k.Run(run)).Result()
-		if err != nil || len(h) == 0 {
+		pipe := r.Client.Pipeline()
+		hc := pipe.HGetAll(ctx, k.Run(run))
+		in := pipe.HGet(ctx, k.State(run), inputField)
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return false, err
 		}
+		h := hc.Val()
+		if len(h) == 0 {
+			return false, nil
+		}
 		out = parseRun(flow, run, h)
+		setInput(out, in)
 		out.Part = k.Part()
 		return true, nil
 	})
@@ -389,8 +432,10 @@ func (r *Redis) GetFrame(ctx context.Context, ref RunRef, frame string) (*Frame,
 func (r *Redis) GetRuns(ctx context.Context, refs []RunRef) ([]*Run, error) {
 	pipe := r.Client.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, len(refs))
+	ins := make([]*redis.StringCmd, len(refs))
 	for i, ref := range refs {
 		cmds[i] = pipe.HGetAll(ctx, ref.keys().Run(ref.Run))
+		ins[i] = pipe.HGet(ctx, ref.keys().State(ref.Run), inputField)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
@@ -404,6 +449,7 @@ func (r *Redis) GetRuns(ctx context.Context, refs []RunRef) ([]*Run, error) {
 			continue
 		}
 		run := parseRun(refs[i].Flow, refs[i].Run, h)
+		setInput(run, ins[i])
 		run.Part = refs[i].Part
 		out = append(out, run)
 	}

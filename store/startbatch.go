@@ -156,13 +156,14 @@ func queueStarts(ctx context.Context, pipe redis.Pipeliner, as []StartArgs, idx 
 		lo := pipe.Len()
 		process(ctx, pipe, "xadd", k.Ckpt(a.Run), ckpt, ckptNode, a.Checkpoint.Node, ckptParent, a.Checkpoint.Parent,
 			ckptBodyF, a.Checkpoint.inputBody(a.Fields), ckptSteps, "1", ckptStep, "0", ckptTime, nowS)
-		process(ctx, pipe, "hset", k.State(a.Run), ckpt, a.firstState())
+		process(ctx, pipe, append([]any{"hset", k.State(a.Run)}, a.stateFields(ckpt)...)...)
 		// Counters that start at 0 (steps, parked, tokens) are not written: every reader
 		// takes a missing one for 0.
-		run := make([]any, 0, 16+len(a.Fields))
+		fields := a.runFields()
+		run := make([]any, 0, 16+len(fields))
 		run = append(run, "hset", k.Run(a.Run), "status", StatusQueued, "version", a.Version, "created_at", nowS, "updated_at", nowS,
 			"live", strconv.Itoa(len(a.Entries)), "last_ckpt", ckpt)
-		for _, f := range a.Fields {
+		for _, f := range fields {
 			run = append(run, f)
 		}
 		process(ctx, pipe, run...)
