@@ -94,8 +94,9 @@ type ckptBody struct {
 	Worker     string          `json:"w,omitempty"`
 	Entry      string          `json:"x,omitempty"`
 	Pinned     bool            `json:"pin,omitempty"`
-	// RunInput says the update is the run's input, kept once, in the run hash: a run's
-	// first checkpoint does not store it again (readers fill it in: fillKept).
+	// RunInput says the update is the run's input, kept once, in the state hash (an
+	// older build's run: the run hash): a run's first checkpoint does not store it again
+	// (readers fill it in: fillKept).
 	RunInput bool `json:"ri,omitempty"`
 	// ParentState says the output is the state of the step's parent checkpoint (the
 	// entry's "p"), kept once, in the state hash: an input node's step, whose output is
@@ -145,7 +146,7 @@ func stateOnce(b *ckptBody, c *Checkpoint, parentsKept bool) {
 }
 
 // inputBody is the body of a run's first checkpoint: without its update when that is
-// the run's input, which the run hash keeps (fields: its field/value pairs).
+// the run's input, which the state hash keeps (fields: the start's field/value pairs).
 func (c *Checkpoint) inputBody(fields []string) []byte {
 	b := c.toBody()
 	for i := 0; i+1 < len(fields); i += 2 {
@@ -157,10 +158,10 @@ func (c *Checkpoint) inputBody(fields []string) []byte {
 }
 
 // fillKept gives the checkpoints what they keep elsewhere, once: the update of those
-// whose update is their run's input (a first checkpoint, see inputBody), read from the
-// run hash, and the output of those whose output is their parent's state (see
-// packedBody), read from the state hash (and, for a state kept as sameAsInput, the run
-// hash). One round trip, and only when a checkpoint needs it.
+// whose update is their run's input (a first checkpoint, see inputBody), and the output
+// of those whose output is their parent's state (see packedBody; a parent's state kept
+// as sameAsInput is the input), all read from the state hash (an older build's run has
+// its input in its run hash). One round trip, and only when a checkpoint needs it.
 func (r *Redis) fillKept(ctx context.Context, ref RunRef, cps []Checkpoint) error {
 	var parents []string
 	wantInput := false
