@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -173,7 +175,38 @@ func commitGroups(commits []*Commit) [][]int {
 		}
 		groups[g] = append(groups[g], i)
 	}
+	// Within a call, the commits of one stream are in a row, in the order of their
+	// entries: commit.lua then checks the fence of a stream's commits with one XPENDING
+	// over their range, and trims below the last one acknowledged without comparing ids.
+	for _, g := range groups {
+		if len(g) > 1 {
+			slices.SortStableFunc(g, func(a, b int) int {
+				x, y := commits[a].Act, commits[b].Act
+				if c := strings.Compare(x.Node, y.Node); c != 0 {
+					return c
+				}
+				return compareEntryIDs(x.ID, y.ID)
+			})
+		}
+	}
 	return groups
+}
+
+// compareEntryIDs orders stream entry ids ("ms-seq", decimal without leading zeros) as
+// Redis does: a shorter number is the smaller.
+func compareEntryIDs(a, b string) int {
+	am, as, _ := strings.Cut(a, "-")
+	bm, bs, _ := strings.Cut(b, "-")
+	if len(am) != len(bm) {
+		return len(am) - len(bm)
+	}
+	if c := strings.Compare(am, bm); c != 0 {
+		return c
+	}
+	if len(as) != len(bs) {
+		return len(as) - len(bs)
+	}
+	return strings.Compare(as, bs)
 }
 
 // maxCallCommits bounds the commits of one script call: Redis runs a script alone, so a

@@ -113,7 +113,8 @@ func snapshot(t *testing.T, r *store.Redis, flow string) string {
 	return b.String()
 }
 
-// The commits of one stream sent in one call are fenced each on its own: a step whose
+// The commits of one stream sent in one call are fenced each on its own: the fence is
+// checked for all of them at once (one XPENDING over their entries), and a step whose
 // entry another worker claimed meanwhile, or the same entry sent twice, is refused as
 // stale while the others commit, whatever order they come in.
 func TestACallOfOneStreamsCommitsFencesEachCommit(t *testing.T) {

@@ -57,8 +57,12 @@
 --   not roll back a script that stops with an error, so a bad op found halfway would
 --   leave half a commit behind.
 --
--- The fence: each commit's entry must still be pending to the committing consumer
--- (one XPENDING of the entry); an entry twice in one call commits once.
+-- The fence: each commit's entry must still be pending to the committing consumer; an
+-- entry twice in one call commits once. store/commit.go puts a call's commits of one
+-- stream in a row, in the order of their entries, and one XPENDING over their range
+-- (FIRST LAST COUNT) fences them all; an entry the reply does not show, or a range
+-- holding more pending entries than asked for, is checked alone (one XPENDING of the
+-- entry).
 --
 -- Forks: the run hash's forks says the run has a frames hash; openf counts its forks
 -- open, so that the join of its only open fork deletes the frames hash with one DEL (a
@@ -169,9 +173,36 @@ do
   end
 end
 
+-- The fence of the commits of one stream that are in a row (store/commit.go puts a
+-- call's commits of one stream in a row, in the order of their entries): one XPENDING
+-- over their range gives each entry's consumer, instead of one XPENDING each. A range
+-- holding more pending entries than asked for, or an entry it does not show, is
+-- checked alone below.
+local owner = {}
+do
+  local c = 1
+  while c <= ncommits do
+    local kin = KEYS[5 + 5 * (c - 1)]
+    local e = c
+    while e < ncommits and KEYS[5 + 5 * e] == kin do e = e + 1 end
+    if e > c then
+      local count = 2 * (e - c + 1) + 16
+      local p = redis.call('XPENDING', kin, group, ARGV[starts[c] + 1], ARGV[starts[e] + 1], count)
+      if #p < count then
+        local who = {}
+        for _, x in ipairs(p) do who[x[1]] = x[2] end
+        for q = c, e do owner[q] = who[ARGV[starts[q] + 1]] end
+      end
+    end
+    c = e + 1
+  end
+end
+
 -- The entries to acknowledge, by stream, and the ones fenced in this call (an entry
 -- twice in one batch commits once).
 local ackstreams, ackids, fenced = {}, {}, {}
+-- Runs that finished in this call, for one ZADD to the expiry set: score, run, ...
+local expiring = {}
 -- The committed steps' events: run, its new status or "", checkpoint entry, first step,
 -- the steps' events JSON.
 local events = {}
@@ -192,10 +223,12 @@ end
 
 -- expire_run starts the retention of a run nothing is live in (its frames are gone):
 -- the expiry set says when it ends, and the janitor (prune.lua) deletes the run's keys
--- then. One ZADD, where an EXPIRE of each key cost three calls more.
+-- then. One ZADD per call for every run that finished in it, where an EXPIRE of each
+-- key cost three calls more per run.
 local function expire_run(run)
   if ttl ~= '0' then
-    redis.call('ZADD', KEYS[4], expireat, run)
+    expiring[#expiring + 1] = expireat
+    expiring[#expiring + 1] = run
   end
 end
 
@@ -276,8 +309,12 @@ if not fk then
   fenced[KIN] = fk
 end
 if fk[entry] then return {STALE} end
-local p = redis.call('XPENDING', KIN, group, entry, entry, 1)
-if #p == 0 or p[1][2] ~= consumer then
+local o = owner[c]
+if not o then
+  local p = redis.call('XPENDING', KIN, group, entry, entry, 1)
+  if #p > 0 then o = p[1][2] end
+end
+if o ~= consumer then
   return {STALE}
 end
 fk[entry] = true
@@ -479,13 +516,7 @@ for c = 1, ncommits do
   replies[c] = commit(c, 4 + 5 * (c - 1), starts[c])
 end
 
--- newer reports whether stream id x is after y.
-local function newer(x, y)
-  local xm, xs = string.match(x, '^(%d+)-(%d+)$')
-  local ym, ys = string.match(y, '^(%d+)-(%d+)$')
-  xm, ym = tonumber(xm), tonumber(ym)
-  return xm > ym or (xm == ym and tonumber(xs) > tonumber(ys))
-end
+if #expiring > 0 then redis.call('ZADD', KEYS[4], unpack(expiring)) end
 -- One events entry for the batch: a commit's own ("steps") when it is alone, else one
 -- ("batch") whose data lists the commits, each as its own entry's fields would be.
 if #events == 1 then
@@ -503,15 +534,10 @@ for _, key in ipairs(ackstreams) do
   local ids = ackids[key]
   redis.call('XACK', key, group, unpack(ids))
   local p = redis.call('XPENDING', key, group, '-', '+', 1)
-  local min
-  if #p > 0 then
-    min = p[1][1]
-  else
-    min = ids[1]
-    for j = 2, #ids do
-      if newer(ids[j], min) then min = ids[j] end
-    end
-  end
+  -- Nothing pending: trim below the last entry acknowledged, the newest (the commits of
+  -- a stream come in entry order; were they not, this trims less, never too much).
+  local min = ids[#ids]
+  if #p > 0 then min = p[1][1] end
   redis.call('XTRIM', key, 'MINID', '~', min)
 end
 return replies
