@@ -112,7 +112,7 @@ func (call *commitCall) add(c *Commit, n int) {
 	}
 	args := call.args
 	args = append(args, c.Consumer, c.Act.ID, run,
-		strconv.Itoa(c.Act.Depth), strconv.Itoa(len(c.Steps)),
+		strconv.Itoa(c.Act.Depth+len(c.Steps)), strconv.Itoa(len(c.Steps)),
 		strconv.FormatInt(usage.InputTokens, 10), strconv.FormatInt(usage.OutputTokens, 10), evs,
 		first.Node, last.Node, parent, packedBody(c.Steps))
 	// Only the last step's state is stored: a fused step's state is the one before the

@@ -26,8 +26,8 @@
 -- +0 -> consumer name: the entry must still be pending for it (the fence)
 -- +1 -> entry id
 -- +2 -> run id
--- +3 -> depth of the consumed activation: steps along its line since the run started
---       (the activations the commit adds are that plus the steps committed deep)
+-- +3 -> depth after the steps: the consumed activation's depth (steps along its line
+--       since the run started) plus s, the depth of the activations the commit adds
 -- +4 -> s, the number of steps committed (the first ran the consumed activation, each
 --       further one the single successor of the one before)
 -- +5, +6 -> input and output tokens the steps spent ("0" for none)
@@ -96,7 +96,8 @@ local group, now, maxlen = ARGV[1], ARGV[2], ARGV[3]
 local maxsteps, ttl, keeplast, expireat = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local maxdepth = tonumber(maxsteps)
 local ncommits = tonumber(ARGV[8])
-if not ncommits or not maxdepth or not tonumber(keeplast) then return redis.error_reply('commit.lua: max_steps, keep_last or the number of commits is not a number') end
+local keep = tonumber(keeplast)
+if not ncommits or not maxdepth or not keep then return redis.error_reply('commit.lua: max_steps, keep_last or the number of commits is not a number') end
 local firstextra = 5 + 5 * ncommits -- the first transition stream's index in KEYS
 
 -- The transitions and the counts before them are checked before the first write. The
@@ -119,10 +120,11 @@ do
     local nt = tonumber(ARGV[ti])
     if not nt then return redis.error_reply('commit.lua: commit ' .. c .. ': the number of transitions is not a number') end
     states[c], finals[c], transs[c] = nstates, nfinals, nt
-    depths[c], nstepss[c] = tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
-    if not depths[c] or not nstepss[c] then
+    local d, ns = tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
+    if not d or not ns then
       return redis.error_reply('commit.lua: commit ' .. c .. ': depth or steps is not a number')
     end
+    depths[c], nstepss[c] = d - ns, ns
     i = ti + 1
     local seeds = 0
     for k = 1, nt do
@@ -240,7 +242,6 @@ local function finish(st, run, set, kframes, kckpt, kstate, frames, dead)
   redis.call('XADD', KEYS[2], '*', 'run', run, 'status', st)
   -- A run with dead letters keeps its open forks: a retried one arrives at its join.
   if frames and dead <= 0 then redis.call('DEL', kframes) end
-  local keep = tonumber(keeplast)
   if keep > 0 then
     -- Keep the last keep checkpoints. Entries older than the one that holds the oldest
     -- of them go; in that entry (a packed commit), the states of the steps before it go,
@@ -332,7 +333,8 @@ local status, version = r[1], r[2]
 -- A traced run's activations carry its traceparent ("tp"), so that the steps of the
 -- run form one trace in whatever process they run; an untraced run's carry nothing.
 local tp = r[7]
-local live = tonumber(r[4] or '0')
+local live = 0
+if r[4] then live = tonumber(r[4]) end
 
 if not status or status == 'cancelled' or status == 'succeeded' then
   -- A cancelled run drops its activations; a lost run (expired, or Redis lost it)
@@ -345,16 +347,17 @@ if not status or status == 'cancelled' or status == 'succeeded' then
   return {DROPPED, status or 'lost'}
 end
 
-local steps = tonumber(r[3] or '0')
-local parked, dead = tonumber(r[5] or '0'), tonumber(r[6] or '0')
-local set = {'updated_at', now} -- run hash fields written at the end
+local steps, parked, dead = 0, 0, 0
+if r[3] then steps = tonumber(r[3]) end
+if r[5] then parked = tonumber(r[5]) end
+if r[6] then dead = tonumber(r[6]) end
 -- The frames hash may hold something: a fork was opened and, as far as is known, not
 -- every one was closed.
 local frames = forks and openf ~= 0
 
 if depth > maxdepth then
   consume(KIN, entry)
-  set[#set + 1] = 'live'; set[#set + 1] = live - 1
+  local set = {'updated_at', now, 'live', tostring(live - 1)}
   if status ~= 'failed' then
     set[#set + 1] = 'error'
     set[#set + 1] = 'the run went more than max_steps (' .. maxsteps .. ') steps deep: a loop that does not end?'
@@ -367,12 +370,19 @@ if depth > maxdepth then
   return {MAX_STEPS, depth}
 end
 
--- The steps: one checkpoint entry for all of them, a state each.
+-- The steps: one checkpoint entry for all of them, a state each. A number becomes a
+-- string by sprintf (in Lua, or in redis.call for a number argument): each is made once,
+-- and a count that did not change is not written.
 local node = ARGV[a + 9]
-local first = steps + 1
 steps = steps + nsteps
-local nextdepth = tostring(depth + nsteps)
-local ckpt = redis.call('XADD', KCKPT, '*', 'n', node, 'p', ARGV[a + 10], 'c', ARGV[a + 11], 'k', ARGV[a + 4], 's', tostring(first), 't', now)
+local stepss = tostring(steps)
+local firsts = stepss
+if nsteps > 1 then firsts = tostring(steps - nsteps + 1) end
+local nextdepth = ARGV[a + 3]
+local ckpt = redis.call('XADD', KCKPT, '*', 'n', node, 'p', ARGV[a + 10], 'c', ARGV[a + 11], 'k', ARGV[a + 4], 's', firsts, 't', now)
+-- Run hash fields written at the end: the first six always, nset in all.
+local set = {'updated_at', now, 'steps', stepss, 'last_ckpt', ckpt}
+local nset = 6
 if nstates == 1 then
   redis.call('HSET', KSTATE, ckpt, ARGV[a + 13])
 else
@@ -385,7 +395,7 @@ else
 end
 local i = a + 13 + nstates
 for _ = 1, nfinals do
-  set[#set + 1] = 'out:' .. ARGV[i + 1]; set[#set + 1] = ARGV[i + 2]
+  set[nset + 1] = 'out:' .. ARGV[i + 1]; set[nset + 2] = ARGV[i + 2]; nset = nset + 2
   i = i + 2
 end
 i = i + 1
@@ -408,7 +418,7 @@ for _ = 1, ntrans do
     -- The run has a frames hash from now on (a run of an older build may have one
     -- already: its next fork op marks it).
     forks = '1'
-    set[#set + 1] = 'forks'; set[#set + 1] = '1'
+    set[nset + 1] = 'forks'; set[nset + 2] = '1'; nset = nset + 2
   end
   if op == 'A' then
     local x, from = ARGV[i + 2], ckpt
@@ -420,7 +430,7 @@ for _ = 1, ntrans do
     end
     delta = delta + 1
   elseif op == 'S' then
-    local id = redis.call('XADD', KCKPT, '*', 'n', node, 'p', ckpt, 'c', ARGV[i + 1], 'k', '1', 's', tostring(steps), 't', now)
+    local id = redis.call('XADD', KCKPT, '*', 'n', node, 'p', ckpt, 'c', ARGV[i + 1], 'k', '1', 's', stepss, 't', now)
     redis.call('HSET', KSTATE, id, ARGV[i + 2])
     if not refs then refs = {} end
     refs[#refs + 1] = id
@@ -462,23 +472,24 @@ for _ = 1, ntrans do
     -- The activation stays live while it waits for a person.
     delta = delta + 1
     parked = parked + 1
-    set[#set + 1] = 'parked'; set[#set + 1] = parked
-    set[#set + 1] = 'wait:' .. node; set[#set + 1] = ARGV[i + 1]
-    set[#set + 1] = 'waitckpt:' .. node; set[#set + 1] = ckpt
+    set[nset + 1] = 'parked'; set[nset + 2] = tostring(parked)
+    set[nset + 3] = 'wait:' .. node; set[nset + 4] = ARGV[i + 1]
+    set[nset + 5] = 'waitckpt:' .. node; set[nset + 6] = ckpt
+    nset = nset + 6
     if ARGV[i + 2] ~= '0' then redis.call('ZADD', KEYS[3], ARGV[i + 2], run .. ' ' .. node) end
   end
   i = i + n + 1
 end
-if openf and forks and tostring(openf) ~= r[9] then
-  set[#set + 1] = 'openf'; set[#set + 1] = openf
+if openf and forks and (not r[9] or tonumber(r[9]) ~= openf) then
+  set[nset + 1] = 'openf'; set[nset + 2] = tostring(openf); nset = nset + 2
 end
 
 consume(KIN, entry)
-live = live + delta
-set[#set + 1] = 'steps'; set[#set + 1] = steps
-set[#set + 1] = 'live'; set[#set + 1] = live
-set[#set + 1] = 'last_ckpt'; set[#set + 1] = ckpt
-if status == 'queued' then set[#set + 1] = 'started_at'; set[#set + 1] = now end
+if delta ~= 0 or not r[4] then
+  live = live + delta
+  set[nset + 1] = 'live'; set[nset + 2] = tostring(live); nset = nset + 2
+end
+if status == 'queued' then set[nset + 1] = 'started_at'; set[nset + 2] = now; nset = nset + 2 end
 local newstatus = status
 if status ~= 'failed' then
   if live <= 0 then
@@ -503,7 +514,7 @@ elseif live <= 0 and frames and dead <= 0 then
 end
 local changed = ''
 if newstatus ~= status then changed = newstatus end
-events[#events + 1] = {run, changed, ckpt, first, ARGV[a + 7]}
+events[#events + 1] = {run, changed, ckpt, firsts, ARGV[a + 7]}
 redis.call('HSET', KRUN, unpack(set))
 if live <= 0 then expire_run(run) end
 return {OK, ckpt, steps, live, newstatus}
@@ -521,7 +532,7 @@ if #expiring > 0 then redis.call('ZADD', KEYS[4], unpack(expiring)) end
 -- ("batch") whose data lists the commits, each as its own entry's fields would be.
 if #events == 1 then
   local e = events[1]
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'type', 'steps', 'run', e[1], 'node', e[2], 'data', e[5], 'ckpt', e[3], 'step', tostring(e[4]))
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'type', 'steps', 'run', e[1], 'node', e[2], 'data', e[5], 'ckpt', e[3], 'step', e[4])
 elseif #events > 1 then
   local parts = {}
   for j, e in ipairs(events) do
