@@ -246,14 +246,14 @@ func (r *Redis) CommitBatch(ctx context.Context, commits []*Commit) ([]CommitRes
 			}
 			g := groups[gi]
 			res, err := cmd.Slice()
-			if err == nil && len(res) != len(g) {
-				err = fmt.Errorf("commit: %d replies to %d commits", len(res), len(g))
+			var crs []CommitResult
+			if err == nil {
+				crs, err = parseCommitResults(res, len(g))
 			}
 			for j, i := range g {
 				errs[i] = err
 				if err == nil {
-					reply, _ := res[j].([]any)
-					results[i] = parseCommitResult(reply)
+					results[i] = crs[j]
 				}
 			}
 			switch {
@@ -290,30 +290,44 @@ func isScriptError(err error) bool {
 	return errors.As(err, &re) && !isNoScript(err)
 }
 
-func parseCommitResult(res []any) CommitResult {
-	var cr CommitResult
-	if len(res) > 0 {
-		s, _ := res[0].(string)
-		cr.Status = CommitStatus(s)
-	}
-	switch cr.Status {
-	case CommitOK:
-		cr.Ckpt, _ = res[1].(string)
-		s, _ := res[2].(int64)
-		l, _ := res[3].(int64)
-		cr.Step, cr.Live = int(s), int(l)
-		cr.RunStatus, _ = res[4].(string)
-	case CommitDropped:
-		if len(res) > 1 {
-			cr.RunStatus, _ = res[1].(string)
+// replyValues is how many values of commit.lua's flat reply each status has, itself
+// included.
+var replyValues = map[CommitStatus]int{CommitOK: 5, CommitStale: 1, CommitDropped: 2, CommitMaxSteps: 2}
+
+// parseCommitResults reads the replies of n commits from commit.lua's flat array.
+func parseCommitResults(res []any, n int) ([]CommitResult, error) {
+	crs := make([]CommitResult, n)
+	j := 0
+	for c := range crs {
+		if j >= len(res) {
+			return nil, fmt.Errorf("commit: %d values hold the replies of %d commits, not %d", len(res), c, n)
 		}
-	case CommitMaxSteps:
-		if len(res) > 1 {
-			d, _ := res[1].(int64)
+		s, _ := res[j].(string)
+		cr := CommitResult{Status: CommitStatus(s)}
+		w := replyValues[cr.Status]
+		if w == 0 || j+w > len(res) {
+			return nil, fmt.Errorf("commit: reply %d: %v is no commit reply", c+1, res[j])
+		}
+		switch cr.Status {
+		case CommitOK:
+			cr.Ckpt, _ = res[j+1].(string)
+			s, _ := res[j+2].(int64)
+			l, _ := res[j+3].(int64)
+			cr.Step, cr.Live = int(s), int(l)
+			cr.RunStatus, _ = res[j+4].(string)
+		case CommitDropped:
+			cr.RunStatus, _ = res[j+1].(string)
+		case CommitMaxSteps:
+			d, _ := res[j+1].(int64)
 			cr.Step = int(d)
 		}
+		crs[c] = cr
+		j += w
 	}
-	return cr
+	if j != len(res) {
+		return nil, fmt.Errorf("commit: %d values left after the replies of %d commits", len(res)-j, n)
+	}
+	return crs, nil
 }
 
 // Drop acknowledges an activation without committing a step: its run was cancelled or

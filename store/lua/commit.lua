@@ -87,10 +87,10 @@
 -- ARITY (the ops' numbers of arguments) and the replies OK, STALE, DROPPED and MAX_STEPS
 -- are defined by the prelude store/ops.go puts before this script.
 --
--- Returns one reply per commit, in order: {"ok", last checkpoint id, step number, live
--- activations, run status}, or {"stale"} when the fence fails, {"dropped", status} for
--- a cancelled or lost run, {"max_steps", depth} when the activation is deeper than
--- max_steps (the run fails).
+-- Returns the commits' replies in order, in one flat array: "ok", last checkpoint id,
+-- step number, live activations, run status; or "stale" when the fence fails;
+-- "dropped", status for a cancelled or lost run; "max_steps", depth when the activation
+-- is deeper than max_steps (the run fails). The first value says how many follow.
 
 local group, now, maxlen = ARGV[1], ARGV[2], ARGV[3]
 local maxsteps, ttl, keeplast, expireat = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
@@ -297,7 +297,7 @@ local function done(kframes, frame, key, run, version, nextdepth, tp)
 end
 
 -- commit commits the c-th commit; b is the index of its first key minus one, a of its
--- first argument.
+-- first argument. It returns its reply's values (not a table: see the replies below).
 local function commit(c, b, a)
 local KIN, KRUN, KCKPT, KSTATE, KFRAMES = KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4], KEYS[b + 5]
 local consumer, entry, run = ARGV[a], ARGV[a + 1], ARGV[a + 2]
@@ -309,14 +309,14 @@ if not fk then
   fk = {}
   fenced[KIN] = fk
 end
-if fk[entry] then return {STALE} end
+if fk[entry] then return STALE end
 local o = owner[c]
 if not o then
   local p = redis.call('XPENDING', KIN, group, entry, entry, 1)
   if #p > 0 then o = p[1][2] end
 end
 if o ~= consumer then
-  return {STALE}
+  return STALE
 end
 fk[entry] = true
 
@@ -344,7 +344,7 @@ if not status or status == 'cancelled' or status == 'succeeded' then
     live = redis.call('HINCRBY', KRUN, 'live', -1)
     if live <= 0 then expire_run(run) end
   end
-  return {DROPPED, status or 'lost'}
+  return DROPPED, status or 'lost'
 end
 
 local steps, parked, dead = 0, 0, 0
@@ -367,7 +367,7 @@ if depth > maxdepth then
     expire_run(run)
   end
   redis.call('HSET', KRUN, unpack(set))
-  return {MAX_STEPS, depth}
+  return MAX_STEPS, depth
 end
 
 -- The steps: one checkpoint entry for all of them, a state each. A number becomes a
@@ -517,14 +517,27 @@ if newstatus ~= status then changed = newstatus end
 events[#events + 1] = {run, changed, ckpt, firsts, ARGV[a + 7]}
 redis.call('HSET', KRUN, unpack(set))
 if live <= 0 then expire_run(run) end
-return {OK, ckpt, steps, live, newstatus}
+return OK, ckpt, steps, live, newstatus
 end
 
 
 -- The commits, in order; then each stream's acknowledgements and trim.
-local replies = {}
+-- The replies are one flat array, each commit's values after the one before's: Redis
+-- turns each table a script returns into a reply by looking up six fields in it (err,
+-- ok, double, ...) before its elements, so a table per commit cost more than its values.
+local replies, nrep = {}, 0
 for c = 1, ncommits do
-  replies[c] = commit(c, 4 + 5 * (c - 1), starts[c])
+  local x1, x2, x3, x4, x5 = commit(c, 4 + 5 * (c - 1), starts[c])
+  replies[nrep + 1] = x1
+  if x1 == OK then
+    replies[nrep + 2], replies[nrep + 3], replies[nrep + 4], replies[nrep + 5] = x2, x3, x4, x5
+    nrep = nrep + 5
+  elseif x1 == STALE then
+    nrep = nrep + 1
+  else
+    replies[nrep + 2] = x2
+    nrep = nrep + 2
+  end
 end
 
 if #expiring > 0 then redis.call('ZADD', KEYS[4], unpack(expiring)) end
