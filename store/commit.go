@@ -75,7 +75,7 @@ func newCommitCall(c *Commit, n int) *commitCall {
 	ttl := int64(c.TTL / time.Second)
 	call.args = append(call.args, Group, strconv.FormatInt(now, 10), strconv.Itoa(EventsMaxLen),
 		strconv.Itoa(c.MaxSteps), strconv.FormatInt(ttl, 10), strconv.Itoa(c.KeepLast), strconv.FormatInt(now+ttl*1000, 10),
-		strconv.Itoa(n))
+		strconv.Itoa(n), c.Consumer)
 	return call
 }
 
@@ -111,9 +111,8 @@ func (call *commitCall) add(c *Commit, n int) {
 		parent = c.Act.Ckpt
 	}
 	args := call.args
-	args = append(args, c.Consumer, c.Act.ID, run,
-		strconv.Itoa(c.Act.Depth+len(c.Steps)), strconv.Itoa(len(c.Steps)),
-		strconv.FormatInt(usage.InputTokens, 10), strconv.FormatInt(usage.OutputTokens, 10), evs,
+	args = append(args, c.Act.ID, run,
+		strconv.Itoa(c.Act.Depth+len(c.Steps)), strconv.Itoa(len(c.Steps)), evs,
 		first.Node, last.Node, parent, packedBody(c.Steps))
 	// Only the last step's state is stored: a fused step's state is the one before the
 	// commit with the steps' updates applied, and the engine computes it when someone
@@ -125,21 +124,29 @@ func (call *commitCall) add(c *Commit, n int) {
 			args = append(args, s.State)
 		}
 	} else {
-		args = append(args, "1", last.State)
+		args = append(args, last.State)
 	}
-	nfinals := 0
+	// The ops: the steps' outputs and tokens (only those there are), then the
+	// transitions.
+	nops := len(c.Transitions)
 	for _, s := range c.Steps {
 		if s.Final != nil {
-			nfinals++
+			nops++
 		}
 	}
-	args = append(args, strconv.Itoa(nfinals))
+	spent := usage.InputTokens != 0 || usage.OutputTokens != 0
+	if spent {
+		nops++
+	}
+	args = append(args, strconv.Itoa(nops))
 	for _, s := range c.Steps {
 		if s.Final != nil {
-			args = append(args, s.Node, s.Final)
+			args = append(args, opFinal, s.Node, s.Final)
 		}
 	}
-	args = append(args, strconv.Itoa(len(c.Transitions)))
+	if spent {
+		args = append(args, opTokens, strconv.FormatInt(usage.InputTokens, 10), strconv.FormatInt(usage.OutputTokens, 10))
+	}
 	for _, t := range c.Transitions {
 		code, key, targs := t.op(k)
 		args = append(args, code)
@@ -155,18 +162,19 @@ func (call *commitCall) add(c *Commit, n int) {
 
 // commitGroups splits commits into the groups one script call commits: those of one
 // partition of one flow (whose keys share a slot and the partition's streams) with the
-// same settings (max_steps, retention, keep_last: the flow's), at most maxCallCommits
-// each, in order.
+// same settings (max_steps, retention, keep_last: the flow's) and consumer (the script
+// takes them once per call), at most maxCallCommits each, in order.
 func commitGroups(commits []*Commit) [][]int {
 	type groupKey struct {
 		k                  Keys
 		maxSteps, keepLast int
 		ttl                time.Duration
+		consumer           string
 	}
 	var groups [][]int
 	at := map[groupKey]int{}
 	for i, c := range commits {
-		k := groupKey{c.Act.keys(), c.MaxSteps, c.KeepLast, c.TTL}
+		k := groupKey{c.Act.keys(), c.MaxSteps, c.KeepLast, c.TTL, c.Consumer}
 		g, ok := at[k]
 		if !ok || len(groups[g]) >= maxCallCommits {
 			g = len(groups)

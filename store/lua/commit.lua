@@ -22,25 +22,28 @@
 -- ARGV[6] -> keep_last: checkpoints kept when the run finishes ("0": all)
 -- ARGV[7] -> when a run finishing now expires, unix ms (its score in the expiry set)
 --            (the settings are the flow's: the commits of one call share them)
--- ARGV[8] -> n, the number of commits; then each commit's arguments, from its first (+0):
--- +0 -> consumer name: the entry must still be pending for it (the fence)
--- +1 -> entry id
--- +2 -> run id
--- +3 -> depth after the steps: the consumed activation's depth (steps along its line
+-- ARGV[8] -> n, the number of commits
+-- ARGV[9] -> consumer name: each entry must still be pending for it (the fence); the
+--            commits of one call are one consumer's
+-- then each commit's arguments, from its first (+0):
+-- +0 -> entry id
+-- +1 -> run id
+-- +2 -> depth after the steps: the consumed activation's depth (steps along its line
 --       since the run started) plus s, the depth of the activations the commit adds
--- +4 -> s, the number of steps committed (the first ran the consumed activation, each
+-- +3 -> s, the number of steps committed (the first ran the consumed activation, each
 --       further one the single successor of the one before)
--- +5, +6 -> input and output tokens the steps spent ("0" for none)
--- +7 -> the steps' live events: a JSON array, one object per step
--- +8, +9 -> the first and the last step's node ids
--- +10 -> the parent checkpoint of the first step
--- +11 -> the steps' checkpoints, packed (see store/checkpoints.go): one entry holds
---        them all; step k of s gets the id "<entry>.<k-1>", the last the entry's id
--- +12 -> m, the number of states: 1 (only the last step's: a fused step's state is
---        computed from the updates when asked for) or s (each step's)
--- +13 .. +12+m -> the state JSON after the steps
--- then f, the number of final (output node) values, then f pairs: node id, output JSON
--- then t, the number of transitions, then each: an op code and its arguments.
+-- +4 -> the steps' live events: a JSON array, one object per step
+-- +5, +6 -> the first and the last step's node ids
+-- +7 -> the parent checkpoint of the first step
+-- +8 -> the steps' checkpoints, packed (see store/checkpoints.go): one entry holds
+--       them all; step k of s gets the id "<entry>.<k-1>", the last the entry's id
+-- +9 -> with keep_last "0": the last step's state JSON (only the last step's: a fused
+--       step's state is computed from the updates when asked for); with keep_last set:
+--       m (s: each step's), then the m states
+-- then t, the number of ops, then each: an op code and its arguments. The steps' own:
+--   F NODE VALUE              the value of an output node (part of the run's output)
+--   T IN OUT                  the input and output tokens the steps spent
+-- then the transitions after the last step:
 --   A KEY REF TOK             activate: an activation on KEYS[KEY] reading REF
 --   S BODY STATE              a fanout seed checkpoint after the last step; it becomes ref k
 --   O FRAME N TOK REF KEY     open a fork with N branches; TOK is the stack outside it,
@@ -96,6 +99,7 @@ local group, now, maxlen = ARGV[1], ARGV[2], ARGV[3]
 local maxsteps, ttl, keeplast, expireat = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local maxdepth = tonumber(maxsteps)
 local ncommits = tonumber(ARGV[8])
+local consumer = ARGV[9]
 local keep = tonumber(keeplast)
 if not ncommits or not maxdepth or not keep then return redis.error_reply('commit.lua: max_steps, keep_last or the number of commits is not a number') end
 local firstextra = 5 + 5 * ncommits -- the first transition stream's index in KEYS
@@ -103,24 +107,25 @@ local firstextra = 5 + 5 * ncommits -- the first transition stream's index in KE
 -- The transitions and the counts before them are checked before the first write. The
 -- check runs on every commit, so it is written for speed: no tables or closures, and
 -- the offsets it finds are kept for the writes below.
-local starts, states, finals, transs = {}, {}, {}, {}
+local starts, states, sfirst, transs = {}, {}, {}, {}
 -- Each commit's depth and number of steps, as numbers; keyat[j] is the KEYS index that
 -- argument j names (a transition's KEY), as a number.
 local depths, nstepss, keyat = {}, {}, {}
 do
   local nargv = #ARGV
-  local i = 9
+  local i = 10
   for c = 1, ncommits do
     starts[c] = i
-    local nstates = tonumber(ARGV[i + 12])
-    if not nstates or nstates < 1 then return redis.error_reply('commit.lua: commit ' .. c .. ': the number of states is not a number') end
-    local nfinals = tonumber(ARGV[i + 13 + nstates])
-    if not nfinals then return redis.error_reply('commit.lua: commit ' .. c .. ': the number of outputs is not a number') end
-    local ti = i + 14 + nstates + 2 * nfinals
+    local nstates, si = 1, i + 9
+    if keep ~= 0 then
+      nstates, si = tonumber(ARGV[i + 9]), i + 10
+      if not nstates or nstates < 1 then return redis.error_reply('commit.lua: commit ' .. c .. ': the number of states is not a number') end
+    end
+    local ti = si + nstates
     local nt = tonumber(ARGV[ti])
-    if not nt then return redis.error_reply('commit.lua: commit ' .. c .. ': the number of transitions is not a number') end
-    states[c], finals[c], transs[c] = nstates, nfinals, nt
-    local d, ns = tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
+    if not nt then return redis.error_reply('commit.lua: commit ' .. c .. ': the number of ops is not a number') end
+    states[c], sfirst[c], transs[c] = nstates, si, nt
+    local d, ns = tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
     if not d or not ns then
       return redis.error_reply('commit.lua: commit ' .. c .. ': depth or steps is not a number')
     end
@@ -146,6 +151,9 @@ do
       elseif op == 'R' then ki, ref = i + 4, ARGV[i + 3]
       elseif op == 'G' then ki = i + 2
       elseif op == 'W' then count = ARGV[i + 2]
+      elseif op == 'T' then
+        count = ARGV[i + 1]
+        if not tonumber(ARGV[i + 2]) then count = ARGV[i + 2] end
       end
       if ki then
         local key = ARGV[ki]
@@ -189,11 +197,11 @@ do
     while e < ncommits and KEYS[5 + 5 * e] == kin do e = e + 1 end
     if e > c then
       local count = 2 * (e - c + 1) + 16
-      local p = redis.call('XPENDING', kin, group, ARGV[starts[c] + 1], ARGV[starts[e] + 1], count)
+      local p = redis.call('XPENDING', kin, group, ARGV[starts[c]], ARGV[starts[e]], count)
       if #p < count then
         local who = {}
         for _, x in ipairs(p) do who[x[1]] = x[2] end
-        for q = c, e do owner[q] = who[ARGV[starts[q] + 1]] end
+        for q = c, e do owner[q] = who[ARGV[starts[q]]] end
       end
     end
     c = e + 1
@@ -300,9 +308,9 @@ end
 -- first argument. It returns its reply's values (not a table: see the replies below).
 local function commit(c, b, a)
 local KIN, KRUN, KCKPT, KSTATE, KFRAMES = KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4], KEYS[b + 5]
-local consumer, entry, run = ARGV[a], ARGV[a + 1], ARGV[a + 2]
+local entry, run = ARGV[a], ARGV[a + 1]
 local depth, nsteps = depths[c], nstepss[c]
-local nstates, nfinals, ntrans = states[c], finals[c], transs[c]
+local nstates, ntrans, si = states[c], transs[c], sfirst[c]
 
 local fk = fenced[KIN]
 if not fk then
@@ -361,7 +369,7 @@ if depth > maxdepth then
   if status ~= 'failed' then
     set[#set + 1] = 'error'
     set[#set + 1] = 'the run went more than max_steps (' .. maxsteps .. ') steps deep: a loop that does not end?'
-    set[#set + 1] = 'error_node'; set[#set + 1] = ARGV[a + 8]
+    set[#set + 1] = 'error_node'; set[#set + 1] = ARGV[a + 5]
     finish('failed', run, set, KFRAMES, KCKPT, KSTATE, frames, dead)
     redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'type', 'steps', 'run', run, 'node', 'failed', 'data', '[]', 'ckpt', '', 'step', '')
     expire_run(run)
@@ -373,38 +381,29 @@ end
 -- The steps: one checkpoint entry for all of them, a state each. A number becomes a
 -- string by sprintf (in Lua, or in redis.call for a number argument): each is made once,
 -- and a count that did not change is not written.
-local node = ARGV[a + 9]
+local node = ARGV[a + 6]
 steps = steps + nsteps
 local stepss = tostring(steps)
 local firsts = stepss
 if nsteps > 1 then firsts = tostring(steps - nsteps + 1) end
-local nextdepth = ARGV[a + 3]
-local ckpt = redis.call('XADD', KCKPT, '*', 'n', node, 'p', ARGV[a + 10], 'c', ARGV[a + 11], 'k', ARGV[a + 4], 's', firsts, 't', now)
+local nextdepth = ARGV[a + 2]
+local ckpt = redis.call('XADD', KCKPT, '*', 'n', node, 'p', ARGV[a + 7], 'c', ARGV[a + 8], 'k', ARGV[a + 3], 's', firsts, 't', now)
 -- Run hash fields written at the end: the first six always, nset in all.
 local set = {'updated_at', now, 'steps', stepss, 'last_ckpt', ckpt}
 local nset = 6
 if nstates == 1 then
-  redis.call('HSET', KSTATE, ckpt, ARGV[a + 13])
+  redis.call('HSET', KSTATE, ckpt, ARGV[si])
 else
   local sts = {}
   for k = 1, nstates - 1 do
-    sts[#sts + 1] = ckpt .. '.' .. (k - 1); sts[#sts + 1] = ARGV[a + 12 + k]
+    sts[#sts + 1] = ckpt .. '.' .. (k - 1); sts[#sts + 1] = ARGV[si + k - 1]
   end
-  sts[#sts + 1] = ckpt; sts[#sts + 1] = ARGV[a + 12 + nstates]
+  sts[#sts + 1] = ckpt; sts[#sts + 1] = ARGV[si + nstates - 1]
   redis.call('HSET', KSTATE, unpack(sts))
 end
-local i = a + 13 + nstates
-for _ = 1, nfinals do
-  set[nset + 1] = 'out:' .. ARGV[i + 1]; set[nset + 2] = ARGV[i + 2]; nset = nset + 2
-  i = i + 2
-end
-i = i + 1
-if ARGV[a + 5] ~= '0' then redis.call('HINCRBY', KRUN, 'in_tokens', ARGV[a + 5]) end
-if ARGV[a + 6] ~= '0' then redis.call('HINCRBY', KRUN, 'out_tokens', ARGV[a + 6]) end
-
 local refs -- the seeds' checkpoint ids, when the commit has seeds
 local delta = -1
-i = i + 1
+local i = si + nstates + 1
 for _ = 1, ntrans do
   local op = ARGV[i]
   local n = ARITY[op] -- checked above
@@ -420,7 +419,12 @@ for _ = 1, ntrans do
     forks = '1'
     set[nset + 1] = 'forks'; set[nset + 2] = '1'; nset = nset + 2
   end
-  if op == 'A' then
+  if op == 'F' then
+    set[nset + 1] = 'out:' .. ARGV[i + 1]; set[nset + 2] = ARGV[i + 2]; nset = nset + 2
+  elseif op == 'T' then
+    if ARGV[i + 1] ~= '0' then redis.call('HINCRBY', KRUN, 'in_tokens', ARGV[i + 1]) end
+    if ARGV[i + 2] ~= '0' then redis.call('HINCRBY', KRUN, 'out_tokens', ARGV[i + 2]) end
+  elseif op == 'A' then
     local x, from = ARGV[i + 2], ckpt
     if x ~= '0' then from = refs[tonumber(x)] end
     if tp then
@@ -514,7 +518,7 @@ elseif live <= 0 and frames and dead <= 0 then
 end
 local changed = ''
 if newstatus ~= status then changed = newstatus end
-events[#events + 1] = {run, changed, ckpt, firsts, ARGV[a + 7]}
+events[#events + 1] = {run, changed, ckpt, firsts, ARGV[a + 4]}
 redis.call('HSET', KRUN, unpack(set))
 if live <= 0 then expire_run(run) end
 return OK, ckpt, steps, live, newstatus
