@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -121,7 +123,7 @@ func newCommitCall(c *Commit, n int) *commitCall {
 	ttl := int64(c.TTL / time.Second)
 	call.args = append(call.args, Group, strconv.FormatInt(now, 10), strconv.Itoa(EventsMaxLen),
 		strconv.Itoa(c.MaxSteps), strconv.FormatInt(ttl, 10), strconv.Itoa(c.KeepLast), strconv.FormatInt(now+ttl*1000, 10),
-		strconv.Itoa(n))
+		strconv.Itoa(n), c.Consumer)
 	return call
 }
 
@@ -157,9 +159,8 @@ func (call *commitCall) add(c *Commit, n int) {
 		parent = c.Act.Ckpt
 	}
 	args := call.args
-	args = append(args, c.Consumer, c.Act.ID, run,
-		strconv.Itoa(c.Act.Depth), strconv.Itoa(len(c.Steps)),
-		strconv.FormatInt(usage.InputTokens, 10), strconv.FormatInt(usage.OutputTokens, 10), evs,
+	args = append(args, c.Act.ID, run,
+		strconv.Itoa(c.Act.Depth+len(c.Steps)), strconv.Itoa(len(c.Steps)), evs,
 		first.Node, last.Node, parent, packedBody(c.Steps, c.KeepLast == 0))
 	// Only the last step's state is stored: a fused step's state is the one before the
 	// commit with the steps' updates applied, and the engine computes it when someone
@@ -171,21 +172,29 @@ func (call *commitCall) add(c *Commit, n int) {
 			args = append(args, s.State)
 		}
 	} else {
-		args = append(args, "1", last.State)
+		args = append(args, last.State)
 	}
-	nfinals := 0
+	// The ops: the steps' outputs and tokens (only those there are), then the
+	// transitions.
+	nops := len(c.Transitions)
 	for _, s := range c.Steps {
 		if s.Final != nil {
-			nfinals++
+			nops++
 		}
 	}
-	args = append(args, strconv.Itoa(nfinals))
+	spent := usage.InputTokens != 0 || usage.OutputTokens != 0
+	if spent {
+		nops++
+	}
+	args = append(args, strconv.Itoa(nops))
 	for _, s := range c.Steps {
 		if s.Final != nil {
-			args = append(args, s.Node, s.Final)
+			args = append(args, opFinal, s.Node, s.Final)
 		}
 	}
-	args = append(args, strconv.Itoa(len(c.Transitions)))
+	if spent {
+		args = append(args, opTokens, strconv.FormatInt(usage.InputTokens, 10), strconv.FormatInt(usage.OutputTokens, 10))
+	}
 	for _, t := range c.Transitions {
 		code, key, targs := t.op(k)
 		args = append(args, code)
@@ -201,18 +210,19 @@ func (call *commitCall) add(c *Commit, n int) {
 
 // commitGroups splits commits into the groups one script call commits: those of one
 // partition of one flow (whose keys share a slot and the partition's streams) with the
-// same settings (max_steps, retention, keep_last: the flow's), at most maxCallCommits
-// each, in order.
+// same settings (max_steps, retention, keep_last: the flow's) and consumer (the script
+// takes them once per call), at most maxCallCommits each, in order.
 func commitGroups(commits []*Commit) [][]int {
 	type groupKey struct {
 		k                  Keys
 		maxSteps, keepLast int
 		ttl                time.Duration
+		consumer           string
 	}
 	var groups [][]int
 	at := map[groupKey]int{}
 	for i, c := range commits {
-		k := groupKey{c.Act.keys(), c.MaxSteps, c.KeepLast, c.TTL}
+		k := groupKey{c.Act.keys(), c.MaxSteps, c.KeepLast, c.TTL, c.Consumer}
 		g, ok := at[k]
 		if !ok || len(groups[g]) >= maxCallCommits {
 			g = len(groups)
@@ -221,7 +231,38 @@ func commitGroups(commits []*Commit) [][]int {
 		}
 		groups[g] = append(groups[g], i)
 	}
+	// Within a call, the commits of one stream are in a row, in the order of their
+	// entries: commit.lua then checks the fence of a stream's commits with one XPENDING
+	// over their range, and trims below the last one acknowledged without comparing ids.
+	for _, g := range groups {
+		if len(g) > 1 {
+			slices.SortStableFunc(g, func(a, b int) int {
+				x, y := commits[a].Act, commits[b].Act
+				if c := strings.Compare(x.Node, y.Node); c != 0 {
+					return c
+				}
+				return compareEntryIDs(x.ID, y.ID)
+			})
+		}
+	}
 	return groups
+}
+
+// compareEntryIDs orders stream entry ids ("ms-seq", decimal without leading zeros) as
+// Redis does: a shorter number is the smaller.
+func compareEntryIDs(a, b string) int {
+	am, as, _ := strings.Cut(a, "-")
+	bm, bs, _ := strings.Cut(b, "-")
+	if len(am) != len(bm) {
+		return len(am) - len(bm)
+	}
+	if c := strings.Compare(am, bm); c != 0 {
+		return c
+	}
+	if len(as) != len(bs) {
+		return len(as) - len(bs)
+	}
+	return strings.Compare(as, bs)
 }
 
 // maxCallCommits bounds the commits of one script call: Redis runs a script alone, so a
@@ -261,14 +302,14 @@ func (r *Redis) CommitBatch(ctx context.Context, commits []*Commit) ([]CommitRes
 			}
 			g := groups[gi]
 			res, err := cmd.Slice()
-			if err == nil && len(res) != len(g) {
-				err = fmt.Errorf("commit: %d replies to %d commits", len(res), len(g))
+			var crs []CommitResult
+			if err == nil {
+				crs, err = parseCommitResults(res, len(g))
 			}
 			for j, i := range g {
 				errs[i] = err
 				if err == nil {
-					reply, _ := res[j].([]any)
-					results[i] = parseCommitResult(reply)
+					results[i] = crs[j]
 				}
 			}
 			switch {
@@ -305,30 +346,44 @@ func isScriptError(err error) bool {
 	return errors.As(err, &re) && !isNoScript(err)
 }
 
-func parseCommitResult(res []any) CommitResult {
-	var cr CommitResult
-	if len(res) > 0 {
-		s, _ := res[0].(string)
-		cr.Status = CommitStatus(s)
-	}
-	switch cr.Status {
-	case CommitOK:
-		cr.Ckpt, _ = res[1].(string)
-		s, _ := res[2].(int64)
-		l, _ := res[3].(int64)
-		cr.Step, cr.Live = int(s), int(l)
-		cr.RunStatus, _ = res[4].(string)
-	case CommitDropped:
-		if len(res) > 1 {
-			cr.RunStatus, _ = res[1].(string)
+// replyValues is how many values of commit.lua's flat reply each status has, itself
+// included.
+var replyValues = map[CommitStatus]int{CommitOK: 5, CommitStale: 1, CommitDropped: 2, CommitMaxSteps: 2}
+
+// parseCommitResults reads the replies of n commits from commit.lua's flat array.
+func parseCommitResults(res []any, n int) ([]CommitResult, error) {
+	crs := make([]CommitResult, n)
+	j := 0
+	for c := range crs {
+		if j >= len(res) {
+			return nil, fmt.Errorf("commit: %d values hold the replies of %d commits, not %d", len(res), c, n)
 		}
-	case CommitMaxSteps:
-		if len(res) > 1 {
-			d, _ := res[1].(int64)
+		s, _ := res[j].(string)
+		cr := CommitResult{Status: CommitStatus(s)}
+		w := replyValues[cr.Status]
+		if w == 0 || j+w > len(res) {
+			return nil, fmt.Errorf("commit: reply %d: %v is no commit reply", c+1, res[j])
+		}
+		switch cr.Status {
+		case CommitOK:
+			cr.Ckpt, _ = res[j+1].(string)
+			s, _ := res[j+2].(int64)
+			l, _ := res[j+3].(int64)
+			cr.Step, cr.Live = int(s), int(l)
+			cr.RunStatus, _ = res[j+4].(string)
+		case CommitDropped:
+			cr.RunStatus, _ = res[j+1].(string)
+		case CommitMaxSteps:
+			d, _ := res[j+1].(int64)
 			cr.Step = int(d)
 		}
+		crs[c] = cr
+		j += w
 	}
-	return cr
+	if j != len(res) {
+		return nil, fmt.Errorf("commit: %d values left after the replies of %d commits", len(res)-j, n)
+	}
+	return crs, nil
 }
 
 // Drop acknowledges an activation without committing a step: its run was cancelled or

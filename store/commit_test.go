@@ -113,7 +113,8 @@ func snapshot(t *testing.T, r *store.Redis, flow string) string {
 	return b.String()
 }
 
-// The commits of one stream sent in one call are fenced each on its own: a step whose
+// The commits of one stream sent in one call are fenced each on its own: the fence is
+// checked for all of them at once (one XPENDING over their entries), and a step whose
 // entry another worker claimed meanwhile, or the same entry sent twice, is refused as
 // stale while the others commit, whatever order they come in.
 func TestACallOfOneStreamsCommitsFencesEachCommit(t *testing.T) {
@@ -166,6 +167,38 @@ func TestACallOfOneStreamsCommitsFencesEachCommit(t *testing.T) {
 		p, err := r.Client.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: in, Group: store.Group, Start: "-", End: "+", Count: 10}).Result()
 		if err != nil || len(p) != 1 || p[0].ID != acts[2].ID || p[0].Consumer != "w-2" {
 			t.Errorf("pending after the call: %+v %v; want only the claimed entry, w-2's", p, err)
+		}
+	})
+}
+
+// Commits of two consumers sent in one batch are each fenced against their own
+// consumer: the script takes the consumer once per call, so the store must not put
+// them in one call (each would be refused as stale against the other's name).
+func TestABatchOfTwoConsumersCommitsBoth(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		ctx := context.Background()
+		flow := costFlow(t, r, "a")
+		for i := range 2 {
+			if _, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: fmt.Sprintf("r%d", i), Version: "v1", State: []byte("{}"),
+				Checkpoint: store.Checkpoint{Kind: "input"}, Entries: []string{"a"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var cs []*store.Commit
+		for _, w := range []string{"w-1", "w-2"} {
+			acts, err := r.ReadNodes(ctx, w, []store.NodeRef{{Flow: flow, Node: "a"}}, 1, 0)
+			if err != nil || len(acts) != 1 {
+				t.Fatalf("read of %s: %v %v", w, acts, err)
+			}
+			cs = append(cs, &store.Commit{Act: acts[0], Consumer: w, MaxSteps: 100, TTL: time.Hour,
+				Steps: []store.CommitStep{{Node: "a", State: []byte(`{"x":1}`), Event: []byte(`{"status":"done"}`),
+					Checkpoint: store.Checkpoint{Node: "a", Kind: "step", Attempt: 1, Worker: w}}}})
+		}
+		res, errs := r.CommitBatch(ctx, cs)
+		for j := range cs {
+			if errs[j] != nil || res[j].Status != store.CommitOK {
+				t.Errorf("commit of %s: %v %+v; want ok", cs[j].Consumer, errs[j], res[j])
+			}
 		}
 	})
 }

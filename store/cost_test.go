@@ -70,7 +70,7 @@ func TestAFusedRunCostsPinnedRedisCommands(t *testing.T) {
 			t.Fatalf("commit: %v %+v", errs[0], res[0])
 		}
 	})
-	want := runCost{Commands: 11, Bytes: 2809, Scripts: 1, InScripts: 11}
+	want := runCost{Commands: 11, Bytes: 2806, Scripts: 1, InScripts: 11}
 	if got.Commands != want.Commands || got.Scripts != want.Scripts || got.InScripts != want.InScripts ||
 		got.Bytes < want.Bytes-16 || got.Bytes > want.Bytes+16 {
 		t.Errorf("one fused run: %d commands (%d scripts) of %d argument bytes, %d commands inside scripts; want %d (%d), %d ± 16, %d\n%s",
@@ -161,7 +161,7 @@ func TestAnUnfusedHopCostsPinnedRedisCommands(t *testing.T) {
 	got := monitorRun(t, flow, func() {
 		costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "b"), []store.Transition{store.Activate{Node: "c"}})
 	})
-	checkCost(t, "one unfused hop", got, runCost{Commands: 2, Bytes: 1377, Scripts: 1, InScripts: 10})
+	checkCost(t, "one unfused hop", got, runCost{Commands: 2, Bytes: 1373, Scripts: 1, InScripts: 10})
 }
 
 // A fork of three branches into a join, pinned: the start, the step that opens the fork
@@ -198,7 +198,7 @@ func TestAForkOfThreeIntoAJoinCostsPinnedRedisCommands(t *testing.T) {
 	if n, err := r.Client.Exists(ctx, store.FlowKeys(flow).Frames(run)).Result(); err != nil || n != 0 {
 		t.Errorf("the run's frames hash is still there after its join (%d, %v)", n, err)
 	}
-	checkCost(t, "a fork of three into a join", got, runCost{Commands: 17, Bytes: 8700, Scripts: 4, InScripts: 71})
+	checkCost(t, "a fork of three into a join", got, runCost{Commands: 17, Bytes: 8671, Scripts: 4, InScripts: 71})
 }
 
 // monitorLine is one line of MONITOR: "<time> [<db> <client or lua>] "ARG" "ARG" ...".

@@ -23,6 +23,9 @@ const (
 	opGiveBack = "G"
 	opClose    = "C"
 	opPark     = "W"
+	// The ops of a commit's steps, before its transitions.
+	opFinal  = "F"
+	opTokens = "T"
 )
 
 // opArity is each op's number of arguments after its code.
@@ -35,6 +38,8 @@ var opArity = map[string]int{
 	opGiveBack: 2, // FRAME KEY
 	opClose:    1, // FRAME
 	opPark:     2, // RECORD DEADLINE
+	opFinal:    2, // NODE VALUE
+	opTokens:   2, // IN OUT
 }
 
 // CommitStatus is what commit.lua says of one commit.

@@ -406,6 +406,59 @@ func TestFaultLateHeartbeatOnALeftStepDoesNotStrandIt(t *testing.T) {
 	mustStatus(t, r, store.StatusSucceeded)
 }
 
+// A sweeper's claim that Redis ran but whose reply was lost (the connection broke after
+// the request went out) is sent again on a new connection by the client, without an
+// error: Redis then finds nothing idle, and the entries the first claim took are
+// pending for a live worker that does not run them. The worker must take them back
+// after claim_after, not at the full sweep five minutes later. A consumer that read the
+// run's first step and stopped ("gone") leaves it for the sweeper; the proxy loses the
+// reply of the worker's first claim. The worker's reads block for longer than the test
+// waits, so that only its sweeper can notice.
+func TestFaultAClaimWhoseReplyIsLostIsTakenBackAgain(t *testing.T) {
+	srv := storetest.StartServer(t, false)
+	proxy := storetest.StartProxy(t, srv.Addr())
+	v := faultEnv(t, srv.URL()) // the test's own client goes direct
+	p := v.compile(`{"sluice": 1, "id": "FLOW",
+ "settings": {"claim_after": "300ms"},
+ "nodes": [
+  {"id": "in", "type": "input"},
+  {"id": "out", "type": "output", "params": {"value": ".n"}}
+ ],
+ "edges": [{"from": "in", "to": "out"}]}`)
+	ctx := context.Background()
+	id := v.start(p, `{"n": 1}`)
+	in := store.NodeRef{Flow: p.Flow, Node: "in"}
+	if acts, err := v.r.ReadNodes(ctx, "gone", []store.NodeRef{in}, 1, 0); err != nil || len(acts) != 1 {
+		t.Fatalf("the gone consumer's read: %v, %d entries", err, len(acts))
+	}
+	waitFor(t, "the entry to be idle for claim_after", 20*time.Second, func() bool {
+		ps, err := v.r.Client.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: in.Key(), Group: store.Group, Start: "-", End: "+", Count: 1}).Result()
+		return err == nil && len(ps) == 1 && ps[0].Idle > 400*time.Millisecond
+	})
+
+	proxy.CutAfter("XAUTOCLAIM")
+	wr, err := store.Open(ctx, store.Options{URL: proxy.URL(), PoolSize: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	we := engine.New(wr, nodetest.Registry(wr.Client), engine.Options{Logger: testLogger(t)})
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- we.NewWorker(engine.WorkerOptions{Flows: []string{p.Flow}, Block: time.Minute, Grace: time.Second}).Run(wctx)
+	}()
+	t.Cleanup(func() { cancel(); wr.Close(); <-done }) // closed first: a read blocks for a minute
+
+	// Far less than the full sweep (five minutes), and than the reads' block.
+	ctx2, cancel2 := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel2()
+	r, err := v.e.Wait(ctx2, p.Flow, id)
+	if err != nil {
+		t.Fatalf("run %s did not end: %v (last seen %+v)\n%s", id, err, r, stuckRunReport(v, p, id))
+	}
+	mustStatus(t, r, store.StatusSucceeded)
+}
+
 // proxiedWorker runs a worker of flow that reaches Redis at url (a test proxy) until the
 // test ends.
 func proxiedWorker(t *testing.T, url, flow string, pool int, log *slog.Logger) {

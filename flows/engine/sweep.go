@@ -207,7 +207,15 @@ func (w *Worker) claimNode(ctx context.Context, ref store.NodeRef, limit int, se
 	if free <= 0 {
 		return false, nil
 	}
+	dials := w.e.rdb.Dials()
 	acts, deleted, err := w.e.rdb.AutoClaim(ctx, ref, w.consumer, settings.ClaimAfter.D(), free)
+	if err != nil || w.e.rdb.Dials() != dials {
+		// Redis may have run the claim and lost its reply: what it took is pending for
+		// this worker, which does not run it. Whether the client then failed or sent
+		// the claim again on a new connection (store/dials.go), which found nothing
+		// idle, the sweeper takes it back after claim_after, as for a read.
+		w.left()
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			w.e.log.Warn("sweeper: claim failed", "flow", id, "node", n, "partition", ref.Part, "error", err)

@@ -22,25 +22,28 @@
 -- ARGV[6] -> keep_last: checkpoints kept when the run finishes ("0": all)
 -- ARGV[7] -> when a run finishing now expires, unix ms (its score in the expiry set)
 --            (the settings are the flow's: the commits of one call share them)
--- ARGV[8] -> n, the number of commits; then each commit's arguments, from its first (+0):
--- +0 -> consumer name: the entry must still be pending for it (the fence)
--- +1 -> entry id
--- +2 -> run id
--- +3 -> depth of the consumed activation: steps along its line since the run started
---       (the activations the commit adds are that plus the steps committed deep)
--- +4 -> s, the number of steps committed (the first ran the consumed activation, each
+-- ARGV[8] -> n, the number of commits
+-- ARGV[9] -> consumer name: each entry must still be pending for it (the fence); the
+--            commits of one call are one consumer's
+-- then each commit's arguments, from its first (+0):
+-- +0 -> entry id
+-- +1 -> run id
+-- +2 -> depth after the steps: the consumed activation's depth (steps along its line
+--       since the run started) plus s, the depth of the activations the commit adds
+-- +3 -> s, the number of steps committed (the first ran the consumed activation, each
 --       further one the single successor of the one before)
--- +5, +6 -> input and output tokens the steps spent ("0" for none)
--- +7 -> the steps' live events: a JSON array, one object per step
--- +8, +9 -> the first and the last step's node ids
--- +10 -> the parent checkpoint of the first step
--- +11 -> the steps' checkpoints, packed (see store/checkpoints.go): one entry holds
---        them all; step k of s gets the id "<entry>.<k-1>", the last the entry's id
--- +12 -> m, the number of states: 1 (only the last step's: a fused step's state is
---        computed from the updates when asked for) or s (each step's)
--- +13 .. +12+m -> the state JSON after the steps
--- then f, the number of final (output node) values, then f pairs: node id, output JSON
--- then t, the number of transitions, then each: an op code and its arguments.
+-- +4 -> the steps' live events: a JSON array, one object per step
+-- +5, +6 -> the first and the last step's node ids
+-- +7 -> the parent checkpoint of the first step
+-- +8 -> the steps' checkpoints, packed (see store/checkpoints.go): one entry holds
+--       them all; step k of s gets the id "<entry>.<k-1>", the last the entry's id
+-- +9 -> with keep_last "0": the last step's state JSON (only the last step's: a fused
+--       step's state is computed from the updates when asked for); with keep_last set:
+--       m (s: each step's), then the m states
+-- then t, the number of ops, then each: an op code and its arguments. The steps' own:
+--   F NODE VALUE              the value of an output node (part of the run's output)
+--   T IN OUT                  the input and output tokens the steps spent
+-- then the transitions after the last step:
 --   A KEY REF TOK             activate: an activation on KEYS[KEY] reading REF
 --   S BODY STATE              a fanout seed checkpoint after the last step; it becomes ref k
 --   O FRAME N TOK REF KEY     open a fork with N branches; TOK is the stack outside it,
@@ -57,8 +60,12 @@
 --   not roll back a script that stops with an error, so a bad op found halfway would
 --   leave half a commit behind.
 --
--- The fence: each commit's entry must still be pending to the committing consumer
--- (one XPENDING of the entry); an entry twice in one call commits once.
+-- The fence: each commit's entry must still be pending to the committing consumer; an
+-- entry twice in one call commits once. store/commit.go puts a call's commits of one
+-- stream in a row, in the order of their entries, and one XPENDING over their range
+-- (FIRST LAST COUNT) fences them all; an entry the reply does not show, or a range
+-- holding more pending entries than asked for, is checked alone (one XPENDING of the
+-- entry).
 --
 -- Forks: the run hash's forks says the run has a frames hash; openf counts its forks
 -- open, so that the join of its only open fork deletes the frames hash with one DEL (a
@@ -83,42 +90,46 @@
 -- ARITY (the ops' numbers of arguments) and the replies OK, STALE, DROPPED and MAX_STEPS
 -- are defined by the prelude store/ops.go puts before this script.
 --
--- Returns one reply per commit, in order: {"ok", last checkpoint id, step number, live
--- activations, run status}, or {"stale"} when the fence fails, {"dropped", status} for
--- a cancelled or lost run, {"max_steps", depth} when the activation is deeper than
--- max_steps (the run fails).
+-- Returns the commits' replies in order, in one flat array: "ok", last checkpoint id,
+-- step number, live activations, run status; or "stale" when the fence fails;
+-- "dropped", status for a cancelled or lost run; "max_steps", depth when the activation
+-- is deeper than max_steps (the run fails). The first value says how many follow.
 
 local group, now, maxlen = ARGV[1], ARGV[2], ARGV[3]
 local maxsteps, ttl, keeplast, expireat = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local maxdepth = tonumber(maxsteps)
 local ncommits = tonumber(ARGV[8])
-if not ncommits or not maxdepth or not tonumber(keeplast) then return redis.error_reply('commit.lua: max_steps, keep_last or the number of commits is not a number') end
+local consumer = ARGV[9]
+local keep = tonumber(keeplast)
+if not ncommits or not maxdepth or not keep then return redis.error_reply('commit.lua: max_steps, keep_last or the number of commits is not a number') end
 local firstextra = 5 + 5 * ncommits -- the first transition stream's index in KEYS
 
 -- The transitions and the counts before them are checked before the first write. The
 -- check runs on every commit, so it is written for speed: no tables or closures, and
 -- the offsets it finds are kept for the writes below.
-local starts, states, finals, transs = {}, {}, {}, {}
+local starts, states, sfirst, transs = {}, {}, {}, {}
 -- Each commit's depth and number of steps, as numbers; keyat[j] is the KEYS index that
 -- argument j names (a transition's KEY), as a number.
 local depths, nstepss, keyat = {}, {}, {}
 do
   local nargv = #ARGV
-  local i = 9
+  local i = 10
   for c = 1, ncommits do
     starts[c] = i
-    local nstates = tonumber(ARGV[i + 12])
-    if not nstates or nstates < 1 then return redis.error_reply('commit.lua: commit ' .. c .. ': the number of states is not a number') end
-    local nfinals = tonumber(ARGV[i + 13 + nstates])
-    if not nfinals then return redis.error_reply('commit.lua: commit ' .. c .. ': the number of outputs is not a number') end
-    local ti = i + 14 + nstates + 2 * nfinals
+    local nstates, si = 1, i + 9
+    if keep ~= 0 then
+      nstates, si = tonumber(ARGV[i + 9]), i + 10
+      if not nstates or nstates < 1 then return redis.error_reply('commit.lua: commit ' .. c .. ': the number of states is not a number') end
+    end
+    local ti = si + nstates
     local nt = tonumber(ARGV[ti])
-    if not nt then return redis.error_reply('commit.lua: commit ' .. c .. ': the number of transitions is not a number') end
-    states[c], finals[c], transs[c] = nstates, nfinals, nt
-    depths[c], nstepss[c] = tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
-    if not depths[c] or not nstepss[c] then
+    if not nt then return redis.error_reply('commit.lua: commit ' .. c .. ': the number of ops is not a number') end
+    states[c], sfirst[c], transs[c] = nstates, si, nt
+    local d, ns = tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
+    if not d or not ns then
       return redis.error_reply('commit.lua: commit ' .. c .. ': depth or steps is not a number')
     end
+    depths[c], nstepss[c] = d - ns, ns
     i = ti + 1
     local seeds = 0
     for k = 1, nt do
@@ -140,6 +151,9 @@ do
       elseif op == 'R' then ki, ref = i + 4, ARGV[i + 3]
       elseif op == 'G' then ki = i + 2
       elseif op == 'W' then count = ARGV[i + 2]
+      elseif op == 'T' then
+        count = ARGV[i + 1]
+        if not tonumber(ARGV[i + 2]) then count = ARGV[i + 2] end
       end
       if ki then
         local key = ARGV[ki]
@@ -169,9 +183,36 @@ do
   end
 end
 
+-- The fence of the commits of one stream that are in a row (store/commit.go puts a
+-- call's commits of one stream in a row, in the order of their entries): one XPENDING
+-- over their range gives each entry's consumer, instead of one XPENDING each. A range
+-- holding more pending entries than asked for, or an entry it does not show, is
+-- checked alone below.
+local owner = {}
+do
+  local c = 1
+  while c <= ncommits do
+    local kin = KEYS[5 + 5 * (c - 1)]
+    local e = c
+    while e < ncommits and KEYS[5 + 5 * e] == kin do e = e + 1 end
+    if e > c then
+      local count = 2 * (e - c + 1) + 16
+      local p = redis.call('XPENDING', kin, group, ARGV[starts[c]], ARGV[starts[e]], count)
+      if #p < count then
+        local who = {}
+        for _, x in ipairs(p) do who[x[1]] = x[2] end
+        for q = c, e do owner[q] = who[ARGV[starts[q]]] end
+      end
+    end
+    c = e + 1
+  end
+end
+
 -- The entries to acknowledge, by stream, and the ones fenced in this call (an entry
 -- twice in one batch commits once).
 local ackstreams, ackids, fenced = {}, {}, {}
+-- Runs that finished in this call, for one ZADD to the expiry set: score, run, ...
+local expiring = {}
 -- The committed steps' events: run, its new status or "", checkpoint entry, first step,
 -- the steps' events JSON.
 local events = {}
@@ -192,10 +233,12 @@ end
 
 -- expire_run starts the retention of a run nothing is live in (its frames are gone):
 -- the expiry set says when it ends, and the janitor (prune.lua) deletes the run's keys
--- then. One ZADD, where an EXPIRE of each key cost three calls more.
+-- then. One ZADD per call for every run that finished in it, where an EXPIRE of each
+-- key cost three calls more per run.
 local function expire_run(run)
   if ttl ~= '0' then
-    redis.call('ZADD', KEYS[4], expireat, run)
+    expiring[#expiring + 1] = expireat
+    expiring[#expiring + 1] = run
   end
 end
 
@@ -207,7 +250,6 @@ local function finish(st, run, set, kframes, kckpt, kstate, frames, dead)
   redis.call('XADD', KEYS[2], '*', 'run', run, 'status', st)
   -- A run with dead letters keeps its open forks: a retried one arrives at its join.
   if frames and dead <= 0 then redis.call('DEL', kframes) end
-  local keep = tonumber(keeplast)
   if keep > 0 then
     -- Keep the last keep checkpoints. Entries older than the one that holds the oldest
     -- of them go; in that entry (a packed commit), the states of the steps before it go,
@@ -263,22 +305,26 @@ local function done(kframes, frame, key, run, version, nextdepth, tp)
 end
 
 -- commit commits the c-th commit; b is the index of its first key minus one, a of its
--- first argument.
+-- first argument. It returns its reply's values (not a table: see the replies below).
 local function commit(c, b, a)
 local KIN, KRUN, KCKPT, KSTATE, KFRAMES = KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4], KEYS[b + 5]
-local consumer, entry, run = ARGV[a], ARGV[a + 1], ARGV[a + 2]
+local entry, run = ARGV[a], ARGV[a + 1]
 local depth, nsteps = depths[c], nstepss[c]
-local nstates, nfinals, ntrans = states[c], finals[c], transs[c]
+local nstates, ntrans, si = states[c], transs[c], sfirst[c]
 
 local fk = fenced[KIN]
 if not fk then
   fk = {}
   fenced[KIN] = fk
 end
-if fk[entry] then return {STALE} end
-local p = redis.call('XPENDING', KIN, group, entry, entry, 1)
-if #p == 0 or p[1][2] ~= consumer then
-  return {STALE}
+if fk[entry] then return STALE end
+local o = owner[c]
+if not o then
+  local p = redis.call('XPENDING', KIN, group, entry, entry, 1)
+  if #p > 0 then o = p[1][2] end
+end
+if o ~= consumer then
+  return STALE
 end
 fk[entry] = true
 
@@ -295,7 +341,8 @@ local status, version = r[1], r[2]
 -- A traced run's activations carry its traceparent ("tp"), so that the steps of the
 -- run form one trace in whatever process they run; an untraced run's carry nothing.
 local tp = r[7]
-local live = tonumber(r[4] or '0')
+local live = 0
+if r[4] then live = tonumber(r[4]) end
 
 if not status or status == 'cancelled' or status == 'succeeded' then
   -- A cancelled run drops its activations; a lost run (expired, or Redis lost it)
@@ -305,59 +352,58 @@ if not status or status == 'cancelled' or status == 'succeeded' then
     live = redis.call('HINCRBY', KRUN, 'live', -1)
     if live <= 0 then expire_run(run) end
   end
-  return {DROPPED, status or 'lost'}
+  return DROPPED, status or 'lost'
 end
 
-local steps = tonumber(r[3] or '0')
-local parked, dead = tonumber(r[5] or '0'), tonumber(r[6] or '0')
-local set = {'updated_at', now} -- run hash fields written at the end
+local steps, parked, dead = 0, 0, 0
+if r[3] then steps = tonumber(r[3]) end
+if r[5] then parked = tonumber(r[5]) end
+if r[6] then dead = tonumber(r[6]) end
 -- The frames hash may hold something: a fork was opened and, as far as is known, not
 -- every one was closed.
 local frames = forks and openf ~= 0
 
 if depth > maxdepth then
   consume(KIN, entry)
-  set[#set + 1] = 'live'; set[#set + 1] = live - 1
+  local set = {'updated_at', now, 'live', tostring(live - 1)}
   if status ~= 'failed' then
     set[#set + 1] = 'error'
     set[#set + 1] = 'the run went more than max_steps (' .. maxsteps .. ') steps deep: a loop that does not end?'
-    set[#set + 1] = 'error_node'; set[#set + 1] = ARGV[a + 8]
+    set[#set + 1] = 'error_node'; set[#set + 1] = ARGV[a + 5]
     finish('failed', run, set, KFRAMES, KCKPT, KSTATE, frames, dead)
     redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'type', 'steps', 'run', run, 'node', 'failed', 'data', '[]', 'ckpt', '', 'step', '')
     expire_run(run)
   end
   redis.call('HSET', KRUN, unpack(set))
-  return {MAX_STEPS, depth}
+  return MAX_STEPS, depth
 end
 
--- The steps: one checkpoint entry for all of them, a state each.
-local node = ARGV[a + 9]
-local first = steps + 1
+-- The steps: one checkpoint entry for all of them, a state each. A number becomes a
+-- string by sprintf (in Lua, or in redis.call for a number argument): each is made once,
+-- and a count that did not change is not written.
+local node = ARGV[a + 6]
 steps = steps + nsteps
-local nextdepth = tostring(depth + nsteps)
-local ckpt = redis.call('XADD', KCKPT, '*', 'n', node, 'p', ARGV[a + 10], 'c', ARGV[a + 11], 'k', ARGV[a + 4], 's', tostring(first), 't', now)
+local stepss = tostring(steps)
+local firsts = stepss
+if nsteps > 1 then firsts = tostring(steps - nsteps + 1) end
+local nextdepth = ARGV[a + 2]
+local ckpt = redis.call('XADD', KCKPT, '*', 'n', node, 'p', ARGV[a + 7], 'c', ARGV[a + 8], 'k', ARGV[a + 3], 's', firsts, 't', now)
+-- Run hash fields written at the end: the first six always, nset in all.
+local set = {'updated_at', now, 'steps', stepss, 'last_ckpt', ckpt}
+local nset = 6
 if nstates == 1 then
-  redis.call('HSET', KSTATE, ckpt, ARGV[a + 13])
+  redis.call('HSET', KSTATE, ckpt, ARGV[si])
 else
   local sts = {}
   for k = 1, nstates - 1 do
-    sts[#sts + 1] = ckpt .. '.' .. (k - 1); sts[#sts + 1] = ARGV[a + 12 + k]
+    sts[#sts + 1] = ckpt .. '.' .. (k - 1); sts[#sts + 1] = ARGV[si + k - 1]
   end
-  sts[#sts + 1] = ckpt; sts[#sts + 1] = ARGV[a + 12 + nstates]
+  sts[#sts + 1] = ckpt; sts[#sts + 1] = ARGV[si + nstates - 1]
   redis.call('HSET', KSTATE, unpack(sts))
 end
-local i = a + 13 + nstates
-for _ = 1, nfinals do
-  set[#set + 1] = 'out:' .. ARGV[i + 1]; set[#set + 1] = ARGV[i + 2]
-  i = i + 2
-end
-i = i + 1
-if ARGV[a + 5] ~= '0' then redis.call('HINCRBY', KRUN, 'in_tokens', ARGV[a + 5]) end
-if ARGV[a + 6] ~= '0' then redis.call('HINCRBY', KRUN, 'out_tokens', ARGV[a + 6]) end
-
 local refs -- the seeds' checkpoint ids, when the commit has seeds
 local delta = -1
-i = i + 1
+local i = si + nstates + 1
 for _ = 1, ntrans do
   local op = ARGV[i]
   local n = ARITY[op] -- checked above
@@ -371,9 +417,14 @@ for _ = 1, ntrans do
     -- The run has a frames hash from now on (a run of an older build may have one
     -- already: its next fork op marks it).
     forks = '1'
-    set[#set + 1] = 'forks'; set[#set + 1] = '1'
+    set[nset + 1] = 'forks'; set[nset + 2] = '1'; nset = nset + 2
   end
-  if op == 'A' then
+  if op == 'F' then
+    set[nset + 1] = 'out:' .. ARGV[i + 1]; set[nset + 2] = ARGV[i + 2]; nset = nset + 2
+  elseif op == 'T' then
+    if ARGV[i + 1] ~= '0' then redis.call('HINCRBY', KRUN, 'in_tokens', ARGV[i + 1]) end
+    if ARGV[i + 2] ~= '0' then redis.call('HINCRBY', KRUN, 'out_tokens', ARGV[i + 2]) end
+  elseif op == 'A' then
     local x, from = ARGV[i + 2], ckpt
     if x ~= '0' then from = refs[tonumber(x)] end
     if tp then
@@ -383,7 +434,7 @@ for _ = 1, ntrans do
     end
     delta = delta + 1
   elseif op == 'S' then
-    local id = redis.call('XADD', KCKPT, '*', 'n', node, 'p', ckpt, 'c', ARGV[i + 1], 'k', '1', 's', tostring(steps), 't', now)
+    local id = redis.call('XADD', KCKPT, '*', 'n', node, 'p', ckpt, 'c', ARGV[i + 1], 'k', '1', 's', stepss, 't', now)
     redis.call('HSET', KSTATE, id, ARGV[i + 2])
     if not refs then refs = {} end
     refs[#refs + 1] = id
@@ -425,23 +476,24 @@ for _ = 1, ntrans do
     -- The activation stays live while it waits for a person.
     delta = delta + 1
     parked = parked + 1
-    set[#set + 1] = 'parked'; set[#set + 1] = parked
-    set[#set + 1] = 'wait:' .. node; set[#set + 1] = ARGV[i + 1]
-    set[#set + 1] = 'waitckpt:' .. node; set[#set + 1] = ckpt
+    set[nset + 1] = 'parked'; set[nset + 2] = tostring(parked)
+    set[nset + 3] = 'wait:' .. node; set[nset + 4] = ARGV[i + 1]
+    set[nset + 5] = 'waitckpt:' .. node; set[nset + 6] = ckpt
+    nset = nset + 6
     if ARGV[i + 2] ~= '0' then redis.call('ZADD', KEYS[3], ARGV[i + 2], run .. ' ' .. node) end
   end
   i = i + n + 1
 end
-if openf and forks and tostring(openf) ~= r[9] then
-  set[#set + 1] = 'openf'; set[#set + 1] = openf
+if openf and forks and (not r[9] or tonumber(r[9]) ~= openf) then
+  set[nset + 1] = 'openf'; set[nset + 2] = tostring(openf); nset = nset + 2
 end
 
 consume(KIN, entry)
-live = live + delta
-set[#set + 1] = 'steps'; set[#set + 1] = steps
-set[#set + 1] = 'live'; set[#set + 1] = live
-set[#set + 1] = 'last_ckpt'; set[#set + 1] = ckpt
-if status == 'queued' then set[#set + 1] = 'started_at'; set[#set + 1] = now end
+if delta ~= 0 or not r[4] then
+  live = live + delta
+  set[nset + 1] = 'live'; set[nset + 2] = tostring(live); nset = nset + 2
+end
+if status == 'queued' then set[nset + 1] = 'started_at'; set[nset + 2] = now; nset = nset + 2 end
 local newstatus = status
 if status ~= 'failed' then
   if live <= 0 then
@@ -466,31 +518,38 @@ elseif live <= 0 and frames and dead <= 0 then
 end
 local changed = ''
 if newstatus ~= status then changed = newstatus end
-events[#events + 1] = {run, changed, ckpt, first, ARGV[a + 7]}
+events[#events + 1] = {run, changed, ckpt, firsts, ARGV[a + 4]}
 redis.call('HSET', KRUN, unpack(set))
 if live <= 0 then expire_run(run) end
-return {OK, ckpt, steps, live, newstatus}
+return OK, ckpt, steps, live, newstatus
 end
 
 
 -- The commits, in order; then each stream's acknowledgements and trim.
-local replies = {}
+-- The replies are one flat array, each commit's values after the one before's: Redis
+-- turns each table a script returns into a reply by looking up six fields in it (err,
+-- ok, double, ...) before its elements, so a table per commit cost more than its values.
+local replies, nrep = {}, 0
 for c = 1, ncommits do
-  replies[c] = commit(c, 4 + 5 * (c - 1), starts[c])
+  local x1, x2, x3, x4, x5 = commit(c, 4 + 5 * (c - 1), starts[c])
+  replies[nrep + 1] = x1
+  if x1 == OK then
+    replies[nrep + 2], replies[nrep + 3], replies[nrep + 4], replies[nrep + 5] = x2, x3, x4, x5
+    nrep = nrep + 5
+  elseif x1 == STALE then
+    nrep = nrep + 1
+  else
+    replies[nrep + 2] = x2
+    nrep = nrep + 2
+  end
 end
 
--- newer reports whether stream id x is after y.
-local function newer(x, y)
-  local xm, xs = string.match(x, '^(%d+)-(%d+)$')
-  local ym, ys = string.match(y, '^(%d+)-(%d+)$')
-  xm, ym = tonumber(xm), tonumber(ym)
-  return xm > ym or (xm == ym and tonumber(xs) > tonumber(ys))
-end
+if #expiring > 0 then redis.call('ZADD', KEYS[4], unpack(expiring)) end
 -- One events entry for the batch: a commit's own ("steps") when it is alone, else one
 -- ("batch") whose data lists the commits, each as its own entry's fields would be.
 if #events == 1 then
   local e = events[1]
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'type', 'steps', 'run', e[1], 'node', e[2], 'data', e[5], 'ckpt', e[3], 'step', tostring(e[4]))
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'type', 'steps', 'run', e[1], 'node', e[2], 'data', e[5], 'ckpt', e[3], 'step', e[4])
 elseif #events > 1 then
   local parts = {}
   for j, e in ipairs(events) do
@@ -503,15 +562,10 @@ for _, key in ipairs(ackstreams) do
   local ids = ackids[key]
   redis.call('XACK', key, group, unpack(ids))
   local p = redis.call('XPENDING', key, group, '-', '+', 1)
-  local min
-  if #p > 0 then
-    min = p[1][1]
-  else
-    min = ids[1]
-    for j = 2, #ids do
-      if newer(ids[j], min) then min = ids[j] end
-    end
-  end
+  -- Nothing pending: trim below the last entry acknowledged, the newest (the commits of
+  -- a stream come in entry order; were they not, this trims less, never too much).
+  local min = ids[#ids]
+  if #p > 0 then min = p[1][1] end
   redis.call('XTRIM', key, 'MINID', '~', min)
 end
 return replies

@@ -1,7 +1,7 @@
 package storetest
 
 import (
-	"io"
+	"bytes"
 	"net"
 	"sync"
 	"testing"
@@ -18,6 +18,7 @@ type Proxy struct {
 	conns   map[net.Conn]bool
 	latency time.Duration
 	down    bool
+	cut     []byte // CutAfter's command
 }
 
 // StartProxy listens on a spare loopback port until the test ends.
@@ -67,6 +68,15 @@ func (p *Proxy) SetDown(down bool) {
 	}
 }
 
+// CutAfter makes the proxy forward the next request that holds command (its name as
+// sent, e.g. "XAUTOCLAIM") to Redis, then close the client's side of that connection: Redis
+// runs the command and its reply is lost, as when a connection breaks at the wrong moment.
+func (p *Proxy) CutAfter(command string) {
+	p.mu.Lock()
+	p.cut = []byte(command)
+	p.mu.Unlock()
+}
+
 // Close stops the proxy.
 func (p *Proxy) Close() {
 	p.ln.Close()
@@ -94,32 +104,42 @@ func (p *Proxy) accept() {
 		p.mu.Lock()
 		p.conns[c], p.conns[u] = true, true
 		p.mu.Unlock()
-		go p.pipe(u, c)
-		go p.pipe(c, u)
+		go p.pipe(u, c, true)
+		go p.pipe(c, u, false)
 	}
 }
 
-func (p *Proxy) pipe(dst, src net.Conn) {
-	defer dst.Close()
-	defer src.Close()
+// pipe copies src to dst; toServer says src is the client's side.
+func (p *Proxy) pipe(dst, src net.Conn, toServer bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
 			d := p.latency
+			cut := toServer && len(p.cut) > 0 && bytes.Contains(buf[:n], p.cut)
+			if cut {
+				p.cut = nil
+			}
 			p.mu.Unlock()
 			if d > 0 {
 				time.Sleep(d)
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
+				dst.Close()
+				src.Close()
+				return
+			}
+			if cut {
+				// Only the client's side: Redis reads the request and runs it, and the
+				// reply, copied to a closed connection, ends the other pipe.
+				src.Close()
 				return
 			}
 		}
 		if err != nil {
-			if err != io.EOF {
-				return
-			}
+			dst.Close()
+			src.Close()
 			return
 		}
 	}
