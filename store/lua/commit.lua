@@ -412,6 +412,7 @@ else
 end
 local refs -- the seeds' and branches' checkpoint ids, when the commit has any
 local refk -- a branch ref's number of steps, when the commit has branches
+local opened, openedby -- the forks this commit opens, in order and by frame
 -- The commit's own events go before its branches' (its slot is filled at the end).
 local evat = #events + 1
 events[evat] = false
@@ -470,22 +471,48 @@ for _ = 1, ntrans do
     local frame, count = ARGV[i + 1], ARGV[i + 2]
     local x, base = ARGV[i + 4], ckpt
     if x ~= '0' then base = refs[tonumber(x)] end
-    redis.call('HSET', KFRAMES, frame .. ':n', count, frame .. ':d', '0', frame .. ':tok', ARGV[i + 3], frame .. ':base', base, frame .. ':depth', nextdepth)
     if openf then openf = openf + 1 end
     frames = true
     if count == '0' then
+      redis.call('HSET', KFRAMES, frame .. ':n', count, frame .. ':d', '0', frame .. ':tok', ARGV[i + 3], frame .. ':base', base, frame .. ':depth', nextdepth)
       fire(KFRAMES, frame, keyat[i + 5], run, version, nextdepth, tp)
       delta = delta + 1
+    else
+      -- Written after the ops, with the branches that arrive in this commit (branches
+      -- run inline) counted in: {frame, n, d, tok, base, join stream, arrivals, n as
+      -- given}.
+      local fr = {frame, tonumber(count), 0, ARGV[i + 3], base, keyat[i + 5], {}, count}
+      if not opened then opened, openedby = {}, {} end
+      opened[#opened + 1] = fr
+      openedby[frame] = fr
     end
   elseif op == 'P' then
-    redis.call('HINCRBY', KFRAMES, ARGV[i + 1] .. ':n', ARGV[i + 2])
+    local fr = openedby and openedby[ARGV[i + 1]]
+    if fr then
+      fr[2], fr[8] = fr[2] + tonumber(ARGV[i + 2]), nil
+    else
+      redis.call('HINCRBY', KFRAMES, ARGV[i + 1] .. ':n', ARGV[i + 2])
+    end
   elseif op == 'R' then
     local x, from = ARGV[i + 3], ckpt
     if x ~= '0' then from = refs[tonumber(x)] end
-    redis.call('HSET', KFRAMES, ARGV[i + 1] .. ':b:' .. ARGV[i + 2], from)
-    delta = delta + done(KFRAMES, ARGV[i + 1], keyat[i + 4], run, version, nextdepth, tp)
+    local fr = openedby and openedby[ARGV[i + 1]]
+    if fr then
+      local arr = fr[7]
+      arr[#arr + 1] = ARGV[i + 1] .. ':b:' .. ARGV[i + 2]
+      arr[#arr + 1] = from
+      fr[3] = fr[3] + 1
+    else
+      redis.call('HSET', KFRAMES, ARGV[i + 1] .. ':b:' .. ARGV[i + 2], from)
+      delta = delta + done(KFRAMES, ARGV[i + 1], keyat[i + 4], run, version, nextdepth, tp)
+    end
   elseif op == 'G' then
-    delta = delta + done(KFRAMES, ARGV[i + 1], keyat[i + 2], run, version, nextdepth, tp)
+    local fr = openedby and openedby[ARGV[i + 1]]
+    if fr then
+      fr[3] = fr[3] + 1
+    else
+      delta = delta + done(KFRAMES, ARGV[i + 1], keyat[i + 2], run, version, nextdepth, tp)
+    end
   elseif op == 'C' then
     if openf == 1 then
       -- The only fork open: its fields are all the frames hash holds.
@@ -511,6 +538,24 @@ for _ = 1, ntrans do
     if ARGV[i + 2] ~= '0' then redis.call('ZADD', KEYS[3], ARGV[i + 2], run .. ' ' .. node) end
   end
   i = i + n + 1
+end
+if opened then
+  -- The forks opened here, each in one HSET, and their joins activated when every
+  -- branch arrived (or ended elsewhere) in this commit: done and fire without reading
+  -- back what this commit wrote.
+  for _, fr in ipairs(opened) do
+    local f, base, tok = fr[1], fr[5], fr[4]
+    local d = tostring(fr[3])
+    redis.call('HSET', KFRAMES, f .. ':n', fr[8] or tostring(fr[2]), f .. ':d', d, f .. ':tok', tok, f .. ':base', base, f .. ':depth', nextdepth, unpack(fr[7]))
+    if fr[3] == fr[2] then
+      if tp then
+        redis.call('XADD', KEYS[fr[6]], '*', 'run', run, 'v', version, 'ckpt', base, 'tok', tok, 'join', f, 'd', nextdepth, 'tp', tp)
+      else
+        redis.call('XADD', KEYS[fr[6]], '*', 'run', run, 'v', version, 'ckpt', base, 'tok', tok, 'join', f, 'd', nextdepth)
+      end
+      delta = delta + 1
+    end
+  end
 end
 if refk then
   -- Branches ran inline: the run's steps count theirs too.
