@@ -151,3 +151,50 @@ func TestPureBranchesOfAForkRunInlineWithTheSameRun(t *testing.T) {
 		}
 	})
 }
+
+// A fork whose branch c runs two pure steps inline and then activates a step with side
+// effects (s): that activation is as deep as it would be had c and c2 each been an
+// activation of their own, so max_steps stops the run at the same depth with fusion on
+// and off.
+const forkDeepBranch = `{"sluice": 1, "id": "FLOW",
+ "settings": {"max_steps": MAX},
+ "nodes": [
+  {"id": "in", "type": "input"},
+  {"id": "a", "type": "transform", "params": {"expr": "{}"}},
+  {"id": "c", "type": "transform", "params": {"expr": "{}"}},
+  {"id": "c2", "type": "transform", "params": {"expr": "{}"}},
+  {"id": "s", "type": "script", "params": {}},
+  {"id": "j", "type": "join"},
+  {"id": "out", "type": "output", "params": {"value": "1"}}
+ ],
+ "edges": [
+  {"from": "in", "to": "a"}, {"from": "in", "to": "c"}, {"from": "a", "to": "j"},
+  {"from": "c", "to": "c2"}, {"from": "c2", "to": "s"}, {"from": "s", "to": "j"},
+  {"from": "j", "to": "out"}
+ ]}`
+
+func TestMaxStepsCountsTheStepsOfBranchesRunInline(t *testing.T) {
+	r := storetest.Real(t)
+	reg := nodetest.Registry(r.Client)
+	fused := &env{t: t, r: r, reg: reg, e: engine.New(r, reg, engine.Options{Logger: testLogger(t)})}
+	plain := &env{t: t, r: r, reg: reg, e: engine.New(r, reg, engine.Options{Logger: testLogger(t), NoFuse: true})}
+	failed := 0
+	for max := 2; max <= 7; max++ {
+		doc := strings.Replace(forkDeepBranch, "MAX", fmt.Sprint(max), 1)
+		var got [2]string
+		for i, v := range []*env{fused, plain} {
+			p := v.compile(doc)
+			v.work(p)
+			got[i] = v.run(p, `{}`).Status
+		}
+		if got[0] != got[1] {
+			t.Errorf("max_steps %d: the run %s, with fusion off %s", max, got[0], got[1])
+		}
+		if got[1] == store.StatusFailed {
+			failed++
+		}
+	}
+	if failed == 0 || failed == 6 {
+		t.Errorf("with fusion off, %d of the 6 runs failed: the test does not reach max_steps's edge", failed)
+	}
+}
