@@ -46,7 +46,9 @@ type Seed struct {
 // the branch (an Arrive at the join, an Activate of a node that does not run inline, a
 // GiveBack) reads it, and an Activate reading it is len(Steps) steps deeper than the
 // commit's other activations. Its steps' outputs (Final) and tokens count as the
-// commit's own.
+// commit's own. Only the last step's state is stored, and only when it is not nil: a
+// branch that arrives at its join needs none (the join reads the branch's updates), and
+// the history computes it when asked, as it does a fused step's.
 type Branch struct {
 	Steps []CommitStep
 }

@@ -180,6 +180,11 @@ func (w *Worker) fuseBranches(j *job, c *store.Commit, depth int, state map[stri
 			e.From = ref
 			end = e
 		}
+		if _, reads := end.(store.Activate); !reads && c.KeepLast == 0 {
+			// Nothing reads the state after the branch: its join merges the branch's
+			// updates, and the history computes it when asked.
+			steps[len(steps)-1].State = nil
+		}
 		out = append(out, store.Branch{Steps: steps}, end)
 		fused = append(fused, fs...)
 	}

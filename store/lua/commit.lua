@@ -50,7 +50,8 @@
 --                             opened: one checkpoint entry (node NODE, the last's; packed
 --                             BODY; parent the last step's checkpoint; its steps numbered
 --                             on from the run's steps, which count them), the last one's
---                             STATE, the steps' live EVENTS (an entry of their own in the
+--                             STATE ("" for none: it is computed when asked, as a fused
+--                             step's), the steps' live EVENTS (an entry of their own in the
 --                             call's events, after the commit's); it becomes ref k too, and
 --                             an A reading it is K steps deeper than the commit's others
 --   O FRAME N TOK REF KEY     open a fork with N branches; TOK is the stack outside it,
@@ -461,7 +462,7 @@ for _ = 1, ntrans do
     local bfirst = tostring(steps + 1)
     steps = steps + tonumber(k)
     local id = redis.call('XADD', KCKPT, '*', 'n', ARGV[i + 1], 'p', ckpt, 'c', ARGV[i + 3], 'k', k, 's', bfirst, 't', now)
-    redis.call('HSET', KSTATE, id, ARGV[i + 5])
+    if ARGV[i + 5] ~= '' then redis.call('HSET', KSTATE, id, ARGV[i + 5]) end
     if not refs then refs = {} end
     if not refk then refk = {} end
     refs[#refs + 1] = id
