@@ -142,7 +142,12 @@ func (w *Worker) fuseBranches(j *job, c *store.Commit, depth int, state map[stri
 	if !open {
 		return fused
 	}
-	perBranch := maxFused
+	// A branch's steps are at most maxFused after the commit's first step, as far as
+	// chainBounded looked when it let that step run on its reader's goroutine.
+	perBranch := maxFused + 1 - len(c.Steps)
+	if perBranch <= 0 {
+		return fused
+	}
 	if c.KeepLast > 0 {
 		// keep_last stores every step's state, and a branch entry holds its last's.
 		perBranch = 1
