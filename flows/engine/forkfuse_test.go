@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/flows/nodes/nodetest"
@@ -197,4 +198,49 @@ func TestMaxStepsCountsTheStepsOfBranchesRunInline(t *testing.T) {
 	if failed == 0 || failed == 6 {
 		t.Errorf("with fusion off, %d of the 6 runs failed: the test does not reach max_steps's edge", failed)
 	}
+}
+
+// A branch whose node another worker pool serves is not run inline: it waits for a
+// worker of that pool, while the fork's other branch ran inline.
+func TestABranchOfAnotherPoolIsNotRunInline(t *testing.T) {
+	r := storetest.Real(t)
+	v := newEnv(t, r)
+	ctx := context.Background()
+	p := v.compile(`{"sluice": 1, "id": "FLOW", "state": {"seen": {"reducer": "append"}},
+	 "nodes": [{"id": "in", "type": "input"},
+	  {"id": "a", "type": "transform", "params": {"expr": "{seen: [\"a\"]}"}},
+	  {"id": "b", "type": "transform", "params": {"expr": "{seen: [\"b\"]}"}},
+	  {"id": "j", "type": "join"}, {"id": "out", "type": "output", "params": {"value": ".seen"}}],
+	 "edges": [{"from": "in", "to": "a"}, {"from": "in", "to": "b"}, {"from": "a", "to": "j"}, {"from": "b", "to": "j"}, {"from": "j", "to": "out"}]}`)
+	pool := func(nodes ...string) {
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		w := v.e.NewWorker(engine.WorkerOptions{Flows: []string{p.Flow}, Nodes: nodes, Block: 200 * time.Millisecond})
+		go func() { done <- w.Run(wctx) }()
+		t.Cleanup(func() { stop(); <-done })
+	}
+	pool("in", "a", "j", "out")
+	id := v.start(p, `{}`)
+	waitFor(t, "the run to wait for a worker of node b", 20*time.Second, func() bool {
+		run, err := v.e.Get(ctx, p.Flow, id)
+		if err != nil || run.Status != store.StatusRunning {
+			return false
+		}
+		nodes, err := r.WaitingForWorker(ctx, run.Ref(), run.Created)
+		return err == nil && len(nodes) == 1 && nodes[0] == "b"
+	})
+	pool("b")
+	run := v.wait(p, id)
+	mustStatus(t, run, store.StatusSucceeded)
+	if got := string(run.Outputs["out"]); got != `["a","b"]` {
+		t.Errorf("output %s, want [\"a\",\"b\"]", got)
+	}
+	workers := map[string]string{}
+	for _, c := range v.checkpoints(p, id) {
+		workers[c.Node] = c.Worker
+	}
+	if workers["a"] != workers["in"] || workers["b"] == "" || workers["b"] == workers["a"] {
+		t.Errorf("in, a and b ran on %q, %q and %q: want a inline with in, b on the other pool's worker", workers["in"], workers["a"], workers["b"])
+	}
+	v.drained(p)
 }
