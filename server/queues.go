@@ -63,10 +63,11 @@ func workerNotes(plans []*flows.Plan) map[string]string {
 
 // queueNotes says, for the nodes whose streams a worker may never read, where their
 // steps run instead: a tool runs within the steps of the agents it is attached to; a
-// pure step right after a pure step that started it and no other node is fused into
-// that step's commit, on the worker that ran it (flows/engine/fuse.go), so its group
-// has no consumer. The targets of a fork or a fanout, a join and the step after a join
-// are read from their streams. Which edges a step takes can depend on its state: a node
+// pure step right after a pure step (or a join) that started it and no other node is
+// fused into that step's commit, on the worker that ran it (flows/engine/fuse.go), so its
+// group has no consumer; so is a pure target of a fork that step opens. The targets of a
+// fanout, branches added to a fork from within it, and a join are read from their
+// streams. Which edges a step takes can depend on its state: a node
 // is said to run inline "when that step starts no other node" where conditions decide.
 func queueNotes(plan *flows.Plan) map[string]string {
 	if plan == nil || plan.Doc == nil {
@@ -103,13 +104,27 @@ func queueNotes(plan *flows.Plan) map[string]string {
 	// when it holds. The edge to X is the only one taken for sure when it is alone on
 	// its port; maybe, when the others on its port all have conditions.
 	after, maybe := map[string][]string{}, map[string][]string{}
+	// A fork's branches run inline when it opens a fork of its own: its join is no other
+	// fork's (a node in a branch that forks again towards the same join adds branches to
+	// that fork, and those are read from their streams).
+	forksTo := map[string]int{}
+	for _, p := range plan.Nodes {
+		if p.Join != "" {
+			forksTo[p.Join]++
+		}
+	}
 	for _, dn := range plan.Doc.Nodes {
 		p := plan.Nodes[dn.ID]
-		if !pure(p) || p.Spec.Fans {
+		join := p != nil && p.Spec != nil && p.Spec.Name == flows.JoinType // a join's step starts a chain too
+		if !pure(p) && !join || p.Spec.Fans {
 			continue // a fanout's items are branches of their own, read from the stream
 		}
 		for _, e := range p.Edges {
 			if !pure(plan.Nodes[e.To]) {
+				continue
+			}
+			if p.Join != "" && forksTo[p.Join] == 1 {
+				after[e.To] = appendNew(after[e.To], p.ID) // alone, or a branch of p's fork
 				continue
 			}
 			others, unconditional := 0, 0

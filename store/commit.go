@@ -26,7 +26,8 @@ type Commit struct {
 	// Steps are the steps committed: the first ran Act; each further one ran the single
 	// successor of the one before, in this process, without an activation of its own.
 	Steps []CommitStep
-	// Transitions follow the last step.
+	// Transitions follow the last step. Among them, Branch holds steps run inline along
+	// a branch of a fork the last step opened.
 	Transitions []Transition
 }
 
@@ -152,6 +153,19 @@ func (call *commitCall) add(c *Commit, n int) {
 	for _, s := range c.Steps {
 		usage = usage.Add(s.Checkpoint.Usage)
 	}
+	// Steps run inline along a fork's branches count as the commit's own: their
+	// tokens and outputs.
+	var finals []CommitStep
+	for _, t := range c.Transitions {
+		if b, ok := t.(Branch); ok {
+			for _, s := range b.Steps {
+				usage = usage.Add(s.Checkpoint.Usage)
+				if s.Final != nil {
+					finals = append(finals, s)
+				}
+			}
+		}
+	}
 	evs := stepEventsJSON(c.Steps)
 	first, last := c.Steps[0], c.Steps[len(c.Steps)-1]
 	parent := first.Checkpoint.Parent
@@ -176,7 +190,7 @@ func (call *commitCall) add(c *Commit, n int) {
 	}
 	// The ops: the steps' outputs and tokens (only those there are), then the
 	// transitions.
-	nops := len(c.Transitions)
+	nops := len(c.Transitions) + len(finals)
 	for _, s := range c.Steps {
 		if s.Final != nil {
 			nops++
@@ -191,6 +205,9 @@ func (call *commitCall) add(c *Commit, n int) {
 		if s.Final != nil {
 			args = append(args, opFinal, s.Node, s.Final)
 		}
+	}
+	for _, s := range finals {
+		args = append(args, opFinal, s.Node, s.Final)
 	}
 	if spent {
 		args = append(args, opTokens, strconv.FormatInt(usage.InputTokens, 10), strconv.FormatInt(usage.OutputTokens, 10))

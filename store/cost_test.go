@@ -164,11 +164,63 @@ func TestAnUnfusedHopCostsPinnedRedisCommands(t *testing.T) {
 	checkCost(t, "one unfused hop", got, runCost{Commands: 2, Bytes: 1373, Scripts: 1, InScripts: 10})
 }
 
-// A fork of three branches into a join, pinned: the start, the step that opens the fork
-// and activates the three branches, the branches' steps (read together, committed in
-// one call: each arrives at the join, the last activates it), the join's step (closes
-// the fork, activates the output) and the output's step, which finishes the run.
+// A fork of three branches into a join, pinned as the engine commits it when the
+// branches start at pure steps: the start, the step that opens the fork with the three
+// branches' steps run inline in its commit (a checkpoint entry each, each arriving at the
+// join with it; the last arrival activates the join), the join's step (closes the fork,
+// activates the output) and the output's step, which finishes the run. Three commits
+// where the branches run apart (below) take five.
 func TestAForkOfThreeIntoAJoinCostsPinnedRedisCommands(t *testing.T) {
+	r := storetest.Real(t)
+	ctx := context.Background()
+	flow := costFlow(t, r, "in", "b0", "b1", "b2", "join", "out")
+	state := []byte(`{"pad":"` + strings.Repeat("x", 240) + `"}`)
+	run := "r0123456789abcdefghijk"
+	const frame = "f1"
+
+	got := monitorRun(t, flow, func() {
+		if _, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: run, Version: "v1", State: state, Fresh: true,
+			Checkpoint: store.Checkpoint{Kind: "input", Update: state}, Entries: []string{"in"}, Fields: []string{"input", string(state)}}); err != nil {
+			t.Fatal(err)
+		}
+		fork := []store.Transition{store.OpenFork{Frame: frame, Branches: 3, Join: "join"}}
+		for b := range 3 {
+			node := fmt.Sprintf("b%d", b)
+			// No state: nothing reads a branch's state after it arrives (the engine sends
+			// none, see Branch).
+			step := store.CommitStep{Node: node, Event: []byte(`{"status":"done","ms":0.01}`),
+				Checkpoint: store.Checkpoint{Node: node, Kind: "step", Attempt: 1, Worker: "w-1", Duration: 10 * time.Microsecond}}
+			fork = append(fork, store.Branch{Steps: []store.CommitStep{step}},
+				store.Arrive{Frame: frame, Branch: strconv.Itoa(b), From: store.Ref(b + 1), Join: "join"})
+		}
+		costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "in"), fork)
+		costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "join"),
+			[]store.Transition{store.CloseFork{Frame: frame}, store.Activate{Node: "out"}})
+		costCommit(t, r, state, store.StatusSucceeded, costRead(t, r, flow, "out"), nil)
+	})
+	if n, err := r.Client.Exists(ctx, store.FlowKeys(flow).Frames(run)).Result(); err != nil || n != 0 {
+		t.Errorf("the run's frames hash is still there after its join (%d, %v)", n, err)
+	}
+	cps, err := r.Checkpoints(ctx, store.RunRef{Flow: flow, Run: run}, "-", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hist []string
+	for _, c := range cps {
+		hist = append(hist, fmt.Sprintf("%s#%d", c.Node, c.Step))
+	}
+	if got := strings.Join(hist, " "); got != "#0 in#1 b0#2 b1#3 b2#4 join#5 out#6" {
+		t.Errorf("history %s, want every step with a checkpoint of its own, numbered in order", got)
+	}
+	checkCost(t, "a fork of three into a join", got, runCost{Commands: 15, Bytes: 5542, Scripts: 3, InScripts: 36})
+}
+
+// A fork of three branches into a join whose branches run apart (a branch step with
+// side effects, or fusion off), pinned: the start, the step that opens the fork and
+// activates the three branches, the branches' steps (read together, committed in one
+// call: each arrives at the join, the last activates it), the join's step (closes the
+// fork, activates the output) and the output's step, which finishes the run.
+func TestAForkOfThreeIntoAJoinWhoseBranchesRunApartCostsPinnedRedisCommands(t *testing.T) {
 	r := storetest.Real(t)
 	ctx := context.Background()
 	flow := costFlow(t, r, "in", "b0", "b1", "b2", "join", "out")

@@ -17,6 +17,7 @@ import (
 const (
 	opActivate = "A"
 	opSeed     = "S"
+	opBranch   = "B"
 	opOpenFork = "O"
 	opSplit    = "P"
 	opArrive   = "R"
@@ -32,6 +33,7 @@ const (
 var opArity = map[string]int{
 	opActivate: 3, // KEY REF TOK
 	opSeed:     2, // BODY STATE
+	opBranch:   5, // NODE K BODY EVENTS STATE
 	opOpenFork: 5, // FRAME N TOK REF KEY
 	opSplit:    2, // FRAME N
 	opArrive:   4, // FRAME BRANCH REF KEY

@@ -17,7 +17,8 @@ type Transition interface {
 }
 
 // Ref names a checkpoint a transition reads: 0 is the commit's last step; k > 0 is the
-// k-th Seed of the same commit (a fanout item's own checkpoint).
+// k-th Seed or Branch of the same commit (a fanout item's own checkpoint, or the last
+// step of a branch run inline).
 type Ref int
 
 func (r Ref) String() string { return strconv.Itoa(int(r)) }
@@ -35,6 +36,21 @@ type Activate struct {
 type Seed struct {
 	Update []byte
 	State  []byte
+}
+
+// Branch records steps run inline, in the same commit, along a branch of a fork the
+// commit's last step opened: one checkpoint entry for them all (like a commit's fused
+// steps: ids "<entry>.0", …, the last the entry's id), whose first step's parent is the
+// commit's last step, numbered on from the run's steps, with the last step's state and
+// the steps' live events. Like a Seed it becomes the next ref: the transition that ends
+// the branch (an Arrive at the join, an Activate of a node that does not run inline, a
+// GiveBack) reads it, and an Activate reading it is len(Steps) steps deeper than the
+// commit's other activations. Its steps' outputs (Final) and tokens count as the
+// commit's own. Only the last step's state is stored, and only when it is not nil: a
+// branch that arrives at its join needs none (the join reads the branch's updates), and
+// the history computes it when asked, as it does a fused step's.
+type Branch struct {
+	Steps []CommitStep
 }
 
 // OpenFork opens fork Frame with Branches branches meeting at node Join; Outer is the
@@ -89,6 +105,14 @@ func (t Seed) op(Keys) (string, string, []string) {
 	return opSeed, "", []string{string(t.Update), string(t.State)}
 }
 
+// A branch keeps its first step's output even when it is the state the step read (false:
+// the marker packedBody would use is for a commit's own first step, whose parent the
+// commit names).
+func (t Branch) op(Keys) (string, string, []string) {
+	last := t.Steps[len(t.Steps)-1]
+	return opBranch, "", []string{last.Node, strconv.Itoa(len(t.Steps)), string(packedBody(t.Steps, false)), string(stepEventsJSON(t.Steps)), string(last.State)}
+}
+
 func (t OpenFork) op(k Keys) (string, string, []string) {
 	return opOpenFork, k.In(t.Join), []string{t.Frame, strconv.Itoa(t.Branches), t.Outer, t.Base.String(), "KEY"}
 }
@@ -120,6 +144,12 @@ func Describe(t Transition) string {
 		return fmt.Sprintf("activate %s from %d tok %q", x.Node, x.From, x.Tokens)
 	case Seed:
 		return fmt.Sprintf("seed %s", x.Update)
+	case Branch:
+		nodes := make([]string, len(x.Steps))
+		for i, st := range x.Steps {
+			nodes[i] = st.Node
+		}
+		return fmt.Sprintf("branch %v", nodes)
 	case OpenFork:
 		return fmt.Sprintf("open %s n=%d outer %q base %d join %s", x.Frame, x.Branches, x.Outer, x.Base, x.Join)
 	case Split:
@@ -139,6 +169,7 @@ func Describe(t Transition) string {
 var (
 	_ Transition = Activate{}
 	_ Transition = Seed{}
+	_ Transition = Branch{}
 	_ Transition = OpenFork{}
 	_ Transition = Split{}
 	_ Transition = Arrive{}

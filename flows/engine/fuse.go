@@ -15,7 +15,7 @@ const maxFused = 16
 // before (a bound for sizing, not a promise: fuse decides).
 func chainLen(plan *flows.Plan, n *flows.PlanNode) int {
 	k := 1
-	for k <= maxFused && pure(n) && len(n.Edges) == 1 {
+	for k <= maxFused && (pure(n) || k == 1 && isJoin(n)) && len(n.Edges) == 1 {
 		if n = plan.Nodes[n.Edges[0].To]; !pure(n) {
 			break
 		}
@@ -37,11 +37,21 @@ type fusedStep struct {
 // state and event per step, as if each had been its own activation, but no stream
 // entry, read or round trip in between. Such steps have no side effects, so if the
 // worker dies before the commit, running them all again is harmless. Fusing stops at a
-// fork, a join, an approval that parks, the end of the branch, a step that fails (it then
-// runs on its own and fails as usual), a node the worker does not serve (a pool's), or
-// max_steps.
+// join, an approval that parks, the end of the branch, a step that fails (it then runs on
+// its own and fails as usual), a node the worker does not serve (a pool's), or max_steps.
+// At a fork, the branches run inline as far as they can (fuseBranches). A join's step,
+// which only merges its branches, starts a chain too: the commit keeps its CloseFork.
 func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
-	if !pure(j.node) {
+	var keep []store.Transition // the join's CloseFork, first in its transitions
+	if isJoin(j.node) {
+		if len(c.Transitions) == 0 {
+			return nil
+		}
+		if _, ok := c.Transitions[0].(store.CloseFork); !ok {
+			return nil
+		}
+		keep = c.Transitions[:1:1]
+	} else if !pure(j.node) {
 		return nil
 	}
 	var fused []fusedStep
@@ -50,10 +60,10 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 	}
 	a, state, stateJSON := j.a, b.newState, b.step.State
 	for k := 1; k <= maxFused; k++ {
-		if len(c.Transitions) != 1 {
-			return fused
+		if len(c.Transitions) != len(keep)+1 {
+			return w.fuseBranches(j, c, a.Depth+k, state, stateJSON, fused)
 		}
-		act, ok := c.Transitions[0].(store.Activate)
+		act, ok := c.Transitions[len(keep)].(store.Activate)
 		if !ok || act.From != 0 {
 			return fused
 		}
@@ -81,11 +91,180 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 		endStep(nj, outcomeFusedSpan, nil, nb.usage)
 		nb.step.Checkpoint.Parent = "" // the step before, in the same commit
 		c.Steps = append(c.Steps, nb.step)
-		c.Transitions = nb.trans
+		if keep != nil {
+			c.Transitions = append(keep, nb.trans...) // keep has no room: a new array
+		} else {
+			c.Transitions = nb.trans
+		}
 		state = nb.newState
 		b.newState, b.newJSON = nb.newState, nb.step.State
 		stateJSON = nb.step.State
 		fused = append(fused, fusedStep{node: act.Node, component: componentOf(node), dur: nb.dur, usage: nb.usage})
 	}
 	return fused
+}
+
+// maxBranchSteps bounds the steps a commit runs inline along its fork's branches, all
+// branches together.
+const maxBranchSteps = 64
+
+// fuseBranches runs inline, after the commit's last step, the branches of the fork that
+// step opened (its transitions: an OpenFork and an Activate or Arrive per branch), each
+// as far as a chain fuses: pure steps the worker serves, within max_steps, each with a
+// single successor. A branch's steps are committed as a store.Branch (one checkpoint
+// entry after the commit's, the first step's parent the fork's checkpoint, a state, a
+// live event per step) and what ends the branch reads its last step: its Arrive at the
+// join (which counts it in and fires the join when it is the last, as an arrival of its
+// own commit would), the Activate of the node it stops before, or its GiveBack. A branch
+// whose first node does not fuse keeps its Activate. depth is the depth of the
+// activations the commit adds (the branches' first steps'); state and stateJSON are the
+// state after the last step. Forks of fanouts (seeds), branches that fork again and
+// forks that do not meet at a join are left as they are.
+func (w *Worker) fuseBranches(j *job, c *store.Commit, depth int, state map[string]any, stateJSON []byte, fused []fusedStep) []fusedStep {
+	open := false
+	for _, t := range c.Transitions {
+		switch t := t.(type) {
+		case store.OpenFork:
+			open = t.Base == 0
+		case store.CloseFork:
+		case store.Activate:
+			if t.From != 0 {
+				return fused
+			}
+		case store.Arrive:
+			if t.From != 0 {
+				return fused
+			}
+		default:
+			return fused
+		}
+	}
+	if !open {
+		return fused
+	}
+	// A branch's steps are at most maxFused after the commit's first step, as far as
+	// chainBounded looked when it let that step run on its reader's goroutine.
+	perBranch := maxFused + 1 - len(c.Steps)
+	if perBranch <= 0 {
+		return fused
+	}
+	if c.KeepLast > 0 {
+		// keep_last stores every step's state, and a branch entry holds its last's.
+		perBranch = 1
+	}
+	budget := maxBranchSteps
+	var out []store.Transition
+	refs := 0
+	for i, t := range c.Transitions {
+		act, ok := t.(store.Activate)
+		if !ok || budget == 0 {
+			if out != nil {
+				out = append(out, t)
+			}
+			continue
+		}
+		steps, end, fs := w.runBranch(j, act, depth, state, stateJSON, min(perBranch, budget))
+		if len(steps) == 0 {
+			if out != nil {
+				out = append(out, t)
+			}
+			continue
+		}
+		if out == nil {
+			out = make([]store.Transition, 0, len(c.Transitions)+len(c.Transitions)-i)
+			out = append(out, c.Transitions[:i]...)
+		}
+		budget -= len(steps)
+		refs++
+		ref := store.Ref(refs)
+		switch e := end.(type) {
+		case store.Arrive:
+			e.From = ref
+			end = e
+		case store.Activate:
+			e.From = ref
+			end = e
+		}
+		if _, reads := end.(store.Activate); !reads && c.KeepLast == 0 {
+			// Nothing reads the state after the branch: its join merges the branch's
+			// updates, and the history computes it when asked.
+			steps[len(steps)-1].State = nil
+		}
+		out = append(out, store.Branch{Steps: steps}, end)
+		fused = append(fused, fs...)
+	}
+	if out != nil {
+		c.Transitions = out
+	}
+	return fused
+}
+
+// runBranch runs the branch that act starts inline: its steps (none when its first node
+// does not fuse), the transition that ends it (reading checkpoint 0: the caller makes it
+// read the branch's entry), and what the observer hears of them.
+func (w *Worker) runBranch(j *job, act store.Activate, depth int, state map[string]any, stateJSON []byte, limit int) ([]store.CommitStep, store.Transition, []fusedStep) {
+	a := j.a
+	var steps []store.CommitStep
+	var fs []fusedStep
+	for k := 0; k < limit; k++ {
+		node := j.plan.Nodes[act.Node]
+		if !pure(node) || depth+k > j.plan.Settings.MaxSteps || !w.servesNode(act.Node) {
+			break
+		}
+		na := store.Activation{Flow: a.Flow, Part: a.Part, Node: act.Node, ID: a.ID, Run: a.Run, Version: a.Version,
+			Tok: act.Tokens, Depth: depth + k, Deliveries: 1, Trace: a.Trace}
+		nj := w.e.newJob(na, j.plan, node, state)
+		nj.stateJSON, nj.stateChecked = stateJSON, true
+		if node.Input != nil {
+			in, err := node.Input.First(w.hard, state, state)
+			if err != nil {
+				break // it runs on its own, and fails there
+			}
+			nj.step.Input = in
+		}
+		w.beginStep(nj, time.Now(), true)
+		nb, err := w.execute(nj)
+		if err != nil {
+			endStep(nj, outcomeLeft, nil, flows.Usage{}) // it runs again on its own
+			break
+		}
+		// What the step does next: on along the branch, its arrival at the join, or its
+		// end elsewhere. Anything else (a park, a fork in the branch) and it runs again on
+		// its own.
+		var next store.Transition
+		if len(nb.trans) == 1 {
+			switch t := nb.trans[0].(type) {
+			case store.Activate:
+				if t.From == 0 {
+					next = t
+				}
+			case store.Arrive:
+				if t.From == 0 {
+					next = t
+				}
+			case store.GiveBack:
+				next = t
+			}
+		}
+		if next == nil {
+			endStep(nj, outcomeLeft, nil, flows.Usage{})
+			break
+		}
+		endStep(nj, outcomeFusedSpan, nil, nb.usage)
+		nb.step.Checkpoint.Parent = "" // the step before (the fork's, for the first)
+		steps = append(steps, nb.step)
+		fs = append(fs, fusedStep{node: act.Node, component: componentOf(node), dur: nb.dur, usage: nb.usage})
+		state, stateJSON = nb.newState, nb.step.State
+		nt, ok := next.(store.Activate)
+		if !ok {
+			return steps, next, fs
+		}
+		act = nt
+	}
+	return steps, act, fs
+}
+
+// isJoin reports whether n is a join.
+func isJoin(n *flows.PlanNode) bool {
+	return n != nil && n.Spec != nil && n.Spec.Name == flows.JoinType
 }

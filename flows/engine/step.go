@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/sluicehq/sluice/flows"
@@ -330,7 +331,13 @@ func (e *Engine) joinState(ctx context.Context, plan *flows.Plan, act store.Acti
 	if len(branches) == 0 {
 		return &joined{state: base, arrivals: arrivals}, nil
 	}
-	cps, err := e.rdb.Checkpoints(ctx, act.Ref(), fr.Base, 0)
+	// The branches' checkpoints come after the base's entry (a base is a whole entry: a
+	// commit's last step or a seed), which the walk below does not read.
+	from := fr.Base
+	if !strings.Contains(from, ".") {
+		from = "(" + from
+	}
+	cps, err := e.rdb.Checkpoints(ctx, act.Ref(), from, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -46,6 +46,14 @@
 -- then the transitions after the last step:
 --   A KEY REF TOK             activate: an activation on KEYS[KEY] reading REF
 --   S BODY STATE              a fanout seed checkpoint after the last step; it becomes ref k
+--   B NODE K BODY EVENTS STATE  K steps run inline along a branch of a fork the last step
+--                             opened: one checkpoint entry (node NODE, the last's; packed
+--                             BODY; parent the last step's checkpoint; its steps numbered
+--                             on from the run's steps, which count them), the last one's
+--                             STATE ("" for none: it is computed when asked, as a fused
+--                             step's), the steps' live EVENTS (an entry of their own in the
+--                             call's events, after the commit's); it becomes ref k too, and
+--                             an A reading it is K steps deeper than the commit's others
 --   O FRAME N TOK REF KEY     open a fork with N branches; TOK is the stack outside it,
 --                             REF its base checkpoint, KEY the join's stream
 --   P FRAME N                 the current branch of FRAME became N+1 branches
@@ -53,7 +61,8 @@
 --   G FRAME KEY               a branch of FRAME ended elsewhere
 --   C FRAME                   the join of FRAME ran: forget the fork
 --   W RECORD DEADLINE         the last step parks the run for a person (deadline ms, 0: none)
---   A REF is "0" (the last step's checkpoint) or "k" (the k-th seed of this commit).
+--   A REF is "0" (the last step's checkpoint) or "k" (the k-th seed or branch of this
+--   commit).
 --   Every op is checked — its code, its number of arguments, that its KEY names one of
 --   the transition streams, that its REF names a seed before it, that its counts are
 --   integers, and that nothing is left over — before anything is written: Redis does
@@ -146,6 +155,7 @@ do
       local ki, ref, count
       if op == 'A' then ki, ref = i + 1, ARGV[i + 2]
       elseif op == 'S' then seeds = seeds + 1
+      elseif op == 'B' then seeds, count = seeds + 1, ARGV[i + 2]
       elseif op == 'O' then ki, ref, count = i + 5, ARGV[i + 4], ARGV[i + 2]
       elseif op == 'P' then count = ARGV[i + 2]
       elseif op == 'R' then ki, ref = i + 4, ARGV[i + 3]
@@ -401,7 +411,12 @@ else
   sts[#sts + 1] = ckpt; sts[#sts + 1] = ARGV[si + nstates - 1]
   redis.call('HSET', KSTATE, unpack(sts))
 end
-local refs -- the seeds' checkpoint ids, when the commit has seeds
+local refs -- the seeds' and branches' checkpoint ids, when the commit has any
+local refk -- a branch ref's number of steps, when the commit has branches
+local opened, openedby -- the forks this commit opens, in order and by frame
+-- The commit's own events go before its branches' (its slot is filled at the end).
+local evat = #events + 1
+events[evat] = false
 local delta = -1
 local i = si + nstates + 1
 for _ = 1, ntrans do
@@ -425,12 +440,16 @@ for _ = 1, ntrans do
     if ARGV[i + 1] ~= '0' then redis.call('HINCRBY', KRUN, 'in_tokens', ARGV[i + 1]) end
     if ARGV[i + 2] ~= '0' then redis.call('HINCRBY', KRUN, 'out_tokens', ARGV[i + 2]) end
   elseif op == 'A' then
-    local x, from = ARGV[i + 2], ckpt
-    if x ~= '0' then from = refs[tonumber(x)] end
+    local x, from, d = ARGV[i + 2], ckpt, nextdepth
+    if x ~= '0' then
+      local q = tonumber(x)
+      from = refs[q]
+      if refk and refk[q] then d = tostring(depth + nsteps + refk[q]) end
+    end
     if tp then
-      redis.call('XADD', KEYS[keyat[i + 1]], '*', 'run', run, 'v', version, 'ckpt', from, 'tok', ARGV[i + 3], 'd', nextdepth, 'tp', tp)
+      redis.call('XADD', KEYS[keyat[i + 1]], '*', 'run', run, 'v', version, 'ckpt', from, 'tok', ARGV[i + 3], 'd', d, 'tp', tp)
     else
-      redis.call('XADD', KEYS[keyat[i + 1]], '*', 'run', run, 'v', version, 'ckpt', from, 'tok', ARGV[i + 3], 'd', nextdepth)
+      redis.call('XADD', KEYS[keyat[i + 1]], '*', 'run', run, 'v', version, 'ckpt', from, 'tok', ARGV[i + 3], 'd', d)
     end
     delta = delta + 1
   elseif op == 'S' then
@@ -438,26 +457,63 @@ for _ = 1, ntrans do
     redis.call('HSET', KSTATE, id, ARGV[i + 2])
     if not refs then refs = {} end
     refs[#refs + 1] = id
+  elseif op == 'B' then
+    local k = ARGV[i + 2]
+    local bfirst = tostring(steps + 1)
+    steps = steps + tonumber(k)
+    local id = redis.call('XADD', KCKPT, '*', 'n', ARGV[i + 1], 'p', ckpt, 'c', ARGV[i + 3], 'k', k, 's', bfirst, 't', now)
+    if ARGV[i + 5] ~= '' then redis.call('HSET', KSTATE, id, ARGV[i + 5]) end
+    if not refs then refs = {} end
+    if not refk then refk = {} end
+    refs[#refs + 1] = id
+    refk[#refs] = tonumber(k)
+    events[#events + 1] = {run, '', id, bfirst, ARGV[i + 4]}
   elseif op == 'O' then
     local frame, count = ARGV[i + 1], ARGV[i + 2]
     local x, base = ARGV[i + 4], ckpt
     if x ~= '0' then base = refs[tonumber(x)] end
-    redis.call('HSET', KFRAMES, frame .. ':n', count, frame .. ':d', '0', frame .. ':tok', ARGV[i + 3], frame .. ':base', base, frame .. ':depth', nextdepth)
     if openf then openf = openf + 1 end
     frames = true
     if count == '0' then
+      redis.call('HSET', KFRAMES, frame .. ':n', count, frame .. ':d', '0', frame .. ':tok', ARGV[i + 3], frame .. ':base', base, frame .. ':depth', nextdepth)
       fire(KFRAMES, frame, keyat[i + 5], run, version, nextdepth, tp)
       delta = delta + 1
+    else
+      -- Written after the ops, with the branches that arrive in this commit (branches
+      -- run inline) counted in: {frame, n, d, tok, base, join stream, arrivals, n as
+      -- given}.
+      local fr = {frame, tonumber(count), 0, ARGV[i + 3], base, keyat[i + 5], {}, count}
+      if not opened then opened, openedby = {}, {} end
+      opened[#opened + 1] = fr
+      openedby[frame] = fr
     end
   elseif op == 'P' then
-    redis.call('HINCRBY', KFRAMES, ARGV[i + 1] .. ':n', ARGV[i + 2])
+    local fr = openedby and openedby[ARGV[i + 1]]
+    if fr then
+      fr[2], fr[8] = fr[2] + tonumber(ARGV[i + 2]), nil
+    else
+      redis.call('HINCRBY', KFRAMES, ARGV[i + 1] .. ':n', ARGV[i + 2])
+    end
   elseif op == 'R' then
     local x, from = ARGV[i + 3], ckpt
     if x ~= '0' then from = refs[tonumber(x)] end
-    redis.call('HSET', KFRAMES, ARGV[i + 1] .. ':b:' .. ARGV[i + 2], from)
-    delta = delta + done(KFRAMES, ARGV[i + 1], keyat[i + 4], run, version, nextdepth, tp)
+    local fr = openedby and openedby[ARGV[i + 1]]
+    if fr then
+      local arr = fr[7]
+      arr[#arr + 1] = ARGV[i + 1] .. ':b:' .. ARGV[i + 2]
+      arr[#arr + 1] = from
+      fr[3] = fr[3] + 1
+    else
+      redis.call('HSET', KFRAMES, ARGV[i + 1] .. ':b:' .. ARGV[i + 2], from)
+      delta = delta + done(KFRAMES, ARGV[i + 1], keyat[i + 4], run, version, nextdepth, tp)
+    end
   elseif op == 'G' then
-    delta = delta + done(KFRAMES, ARGV[i + 1], keyat[i + 2], run, version, nextdepth, tp)
+    local fr = openedby and openedby[ARGV[i + 1]]
+    if fr then
+      fr[3] = fr[3] + 1
+    else
+      delta = delta + done(KFRAMES, ARGV[i + 1], keyat[i + 2], run, version, nextdepth, tp)
+    end
   elseif op == 'C' then
     if openf == 1 then
       -- The only fork open: its fields are all the frames hash holds.
@@ -483,6 +539,29 @@ for _ = 1, ntrans do
     if ARGV[i + 2] ~= '0' then redis.call('ZADD', KEYS[3], ARGV[i + 2], run .. ' ' .. node) end
   end
   i = i + n + 1
+end
+if opened then
+  -- The forks opened here, each in one HSET, and their joins activated when every
+  -- branch arrived (or ended elsewhere) in this commit: done and fire without reading
+  -- back what this commit wrote.
+  for _, fr in ipairs(opened) do
+    local f, base, tok = fr[1], fr[5], fr[4]
+    local d = tostring(fr[3])
+    redis.call('HSET', KFRAMES, f .. ':n', fr[8] or tostring(fr[2]), f .. ':d', d, f .. ':tok', tok, f .. ':base', base, f .. ':depth', nextdepth, unpack(fr[7]))
+    if fr[3] == fr[2] then
+      if tp then
+        redis.call('XADD', KEYS[fr[6]], '*', 'run', run, 'v', version, 'ckpt', base, 'tok', tok, 'join', f, 'd', nextdepth, 'tp', tp)
+      else
+        redis.call('XADD', KEYS[fr[6]], '*', 'run', run, 'v', version, 'ckpt', base, 'tok', tok, 'join', f, 'd', nextdepth)
+      end
+      delta = delta + 1
+    end
+  end
+end
+if refk then
+  -- Branches ran inline: the run's steps count theirs too.
+  stepss = tostring(steps)
+  set[4] = stepss
 end
 if openf and forks and (not r[9] or tonumber(r[9]) ~= openf) then
   set[nset + 1] = 'openf'; set[nset + 2] = tostring(openf); nset = nset + 2
@@ -518,7 +597,7 @@ elseif live <= 0 and frames and dead <= 0 then
 end
 local changed = ''
 if newstatus ~= status then changed = newstatus end
-events[#events + 1] = {run, changed, ckpt, firsts, ARGV[a + 4]}
+events[evat] = {run, changed, ckpt, firsts, ARGV[a + 4]}
 redis.call('HSET', KRUN, unpack(set))
 if live <= 0 then expire_run(run) end
 return OK, ckpt, steps, live, newstatus

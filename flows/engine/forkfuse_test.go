@@ -1,0 +1,246 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/flows/nodes/nodetest"
+	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+// A fork of three branches of pure steps into a join: branch a two transforms long, b
+// one, c one transform and then a step with side effects (a script), which does not run
+// inline.
+const forkOfPureBranches = `{"sluice": 1, "id": "FLOW",
+ "state": {"seen": {"reducer": "append"}},
+ "nodes": [
+  {"id": "in", "type": "input"},
+  {"id": "a", "type": "transform", "params": {"expr": "{seen: [\"a\"]}"}},
+  {"id": "a2", "type": "transform", "params": {"expr": "{seen: [\"a2\"]}"}},
+  {"id": "b", "type": "transform", "params": {"expr": "{seen: [\"b\"]}"}},
+  {"id": "c", "type": "transform", "params": {"expr": "{seen: [\"c\"]}"}},
+  {"id": "s", "type": "script", "params": {"update": {"seen": ["s"]}}},
+  {"id": "j", "type": "join"},
+  {"id": "out", "type": "output", "params": {"value": ".seen"}}
+ ],
+ "edges": [
+  {"from": "in", "to": "a"}, {"from": "in", "to": "b"}, {"from": "in", "to": "c"},
+  {"from": "a", "to": "a2"}, {"from": "a2", "to": "j"}, {"from": "b", "to": "j"},
+  {"from": "c", "to": "s"}, {"from": "s", "to": "j"},
+  {"from": "j", "to": "out"}
+ ]}`
+
+// forkRun is what a user sees of a run of forkOfPureBranches.
+type forkRun struct {
+	output  string
+	history []string          // each checkpoint: "node <- parent's node: update", sorted
+	steps   []int             // the checkpoints' step numbers, sorted
+	events  []string          // each step event: "node: its checkpoint's node", sorted
+	states  map[string]string // each step's state, by node
+	added   map[string]int64  // activations added to each node's stream
+	forked  string            // the output of a fork of the run from a2's checkpoint
+}
+
+func runForkOfPureBranches(t *testing.T, r *store.Redis, noFuse bool) forkRun {
+	t.Helper()
+	ctx := context.Background()
+	reg := nodetest.Registry(r.Client)
+	v := &env{t: t, r: r, reg: reg, e: engine.New(r, reg, engine.Options{Logger: testLogger(t), NoFuse: noFuse})}
+	p := v.compile(forkOfPureBranches)
+	v.work(p)
+	run := v.run(p, `{}`)
+	mustStatus(t, run, store.StatusSucceeded)
+	got := forkRun{output: string(run.Outputs["out"]), states: map[string]string{}, added: map[string]int64{}}
+	cps := v.checkpoints(p, run.ID)
+	byID := map[string]store.Checkpoint{}
+	for _, c := range cps {
+		byID[c.ID] = c
+	}
+	var a2 string
+	for _, c := range cps {
+		parent := "-"
+		if pc, ok := byID[c.Parent]; ok {
+			parent = pc.Node
+		}
+		got.history = append(got.history, fmt.Sprintf("%s <- %s: %s %s", c.Node, parent, c.Kind, c.Update))
+		got.steps = append(got.steps, c.Step)
+		if c.Node == "" {
+			continue
+		}
+		full, err := v.e.Checkpoint(ctx, p.Flow, run.ID, c.ID)
+		if err != nil {
+			t.Fatalf("checkpoint %s of %s: %v", c.ID, c.Node, err)
+		}
+		got.states[c.Node] = string(full.State)
+		if c.Node == "a2" {
+			a2 = c.ID
+		}
+	}
+	slices.Sort(got.history)
+	slices.Sort(got.steps)
+	evs, err := r.EventsAfter(ctx, p.Flow, "0", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.Type == "step" && ev.Run == run.ID {
+			got.events = append(got.events, fmt.Sprintf("%s: %s", ev.Node, byID[ev.Ckpt].Node))
+		}
+	}
+	slices.Sort(got.events)
+	k := store.FlowKeys(p.Flow)
+	for _, node := range p.NodeIDs() {
+		info, err := r.Client.XInfoStream(ctx, k.In(node)).Result()
+		if err == nil {
+			got.added[node] = info.EntriesAdded
+		}
+	}
+	v.drained(p)
+	// A fork from a step inside the branches continues that branch alone.
+	id, err := v.e.Fork(ctx, p.Flow, run.ID, a2, nil, engine.ForkOptions{})
+	if err != nil {
+		t.Fatalf("fork from a2's checkpoint: %v", err)
+	}
+	fr := v.wait(p, id)
+	mustStatus(t, fr, store.StatusSucceeded)
+	got.forked = string(fr.Outputs["out"])
+	return got
+}
+
+// The branches of a fork that start at pure steps run inline, in the commit of the step
+// that opened the fork: the run has the same output, history (every branch step with its
+// own checkpoint, its parent the step before it in its branch) and live events as with
+// fusion off, and the branches' pure steps never go through their streams. A fork from a
+// branch step's checkpoint works as before.
+func TestPureBranchesOfAForkRunInlineWithTheSameRun(t *testing.T) {
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
+		fused := runForkOfPureBranches(t, r, false)
+		plain := runForkOfPureBranches(t, r, true)
+		if fused.output != `["a","a2","b","c","s"]` || fused.output != plain.output {
+			t.Errorf("output %s, with fusion off %s; want [\"a\",\"a2\",\"b\",\"c\",\"s\"]", fused.output, plain.output)
+		}
+		if a, b := strings.Join(fused.history, "\n"), strings.Join(plain.history, "\n"); a != b {
+			t.Errorf("history:\n%s\nwith fusion off:\n%s", a, b)
+		}
+		if !slices.Equal(fused.steps, plain.steps) || !slices.Equal(fused.steps, []int{0, 1, 2, 3, 4, 5, 6, 7, 8}) {
+			t.Errorf("step numbers %v, with fusion off %v; want 0..8", fused.steps, plain.steps)
+		}
+		if a, b := strings.Join(fused.events, ", "), strings.Join(plain.events, ", "); a != b || len(fused.events) != 8 {
+			t.Errorf("step events %s; with fusion off %s (want one per step, with its checkpoint)", a, b)
+		}
+		for node, st := range plain.states {
+			if fused.states[node] != st {
+				t.Errorf("the state after %s: %s, with fusion off %s", node, fused.states[node], st)
+			}
+		}
+		if fused.forked != `["a","a2"]` || fused.forked != plain.forked {
+			t.Errorf("a fork from a2's checkpoint gives %s, with fusion off %s; want [\"a\",\"a2\"]", fused.forked, plain.forked)
+		}
+		if plain.added["in"] == 0 {
+			return // this Redis does not count a stream's entries (XINFO STREAM's entries-added)
+		}
+		for node, want := range map[string]int64{"in": 1, "a": 0, "a2": 0, "b": 0, "c": 0, "s": 1, "j": 1, "out": 0} {
+			if fused.added[node] != want {
+				t.Errorf("node %s: %d activations added to its stream, want %d (with fusion off %d)", node, fused.added[node], want, plain.added[node])
+			}
+		}
+	})
+}
+
+// A fork whose branch c runs two pure steps inline and then activates a step with side
+// effects (s): that activation is as deep as it would be had c and c2 each been an
+// activation of their own, so max_steps stops the run at the same depth with fusion on
+// and off.
+const forkDeepBranch = `{"sluice": 1, "id": "FLOW",
+ "settings": {"max_steps": MAX},
+ "nodes": [
+  {"id": "in", "type": "input"},
+  {"id": "a", "type": "transform", "params": {"expr": "{}"}},
+  {"id": "c", "type": "transform", "params": {"expr": "{}"}},
+  {"id": "c2", "type": "transform", "params": {"expr": "{}"}},
+  {"id": "s", "type": "script", "params": {}},
+  {"id": "j", "type": "join"},
+  {"id": "out", "type": "output", "params": {"value": "1"}}
+ ],
+ "edges": [
+  {"from": "in", "to": "a"}, {"from": "in", "to": "c"}, {"from": "a", "to": "j"},
+  {"from": "c", "to": "c2"}, {"from": "c2", "to": "s"}, {"from": "s", "to": "j"},
+  {"from": "j", "to": "out"}
+ ]}`
+
+func TestMaxStepsCountsTheStepsOfBranchesRunInline(t *testing.T) {
+	r := storetest.Real(t)
+	reg := nodetest.Registry(r.Client)
+	fused := &env{t: t, r: r, reg: reg, e: engine.New(r, reg, engine.Options{Logger: testLogger(t)})}
+	plain := &env{t: t, r: r, reg: reg, e: engine.New(r, reg, engine.Options{Logger: testLogger(t), NoFuse: true})}
+	failed := 0
+	for max := 2; max <= 7; max++ {
+		doc := strings.Replace(forkDeepBranch, "MAX", fmt.Sprint(max), 1)
+		var got [2]string
+		for i, v := range []*env{fused, plain} {
+			p := v.compile(doc)
+			v.work(p)
+			got[i] = v.run(p, `{}`).Status
+		}
+		if got[0] != got[1] {
+			t.Errorf("max_steps %d: the run %s, with fusion off %s", max, got[0], got[1])
+		}
+		if got[1] == store.StatusFailed {
+			failed++
+		}
+	}
+	if failed == 0 || failed == 6 {
+		t.Errorf("with fusion off, %d of the 6 runs failed: the test does not reach max_steps's edge", failed)
+	}
+}
+
+// A branch whose node another worker pool serves is not run inline: it waits for a
+// worker of that pool, while the fork's other branch ran inline.
+func TestABranchOfAnotherPoolIsNotRunInline(t *testing.T) {
+	r := storetest.Real(t)
+	v := newEnv(t, r)
+	ctx := context.Background()
+	p := v.compile(`{"sluice": 1, "id": "FLOW", "state": {"seen": {"reducer": "append"}},
+	 "nodes": [{"id": "in", "type": "input"},
+	  {"id": "a", "type": "transform", "params": {"expr": "{seen: [\"a\"]}"}},
+	  {"id": "b", "type": "transform", "params": {"expr": "{seen: [\"b\"]}"}},
+	  {"id": "j", "type": "join"}, {"id": "out", "type": "output", "params": {"value": ".seen"}}],
+	 "edges": [{"from": "in", "to": "a"}, {"from": "in", "to": "b"}, {"from": "a", "to": "j"}, {"from": "b", "to": "j"}, {"from": "j", "to": "out"}]}`)
+	pool := func(nodes ...string) {
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		w := v.e.NewWorker(engine.WorkerOptions{Flows: []string{p.Flow}, Nodes: nodes, Block: 200 * time.Millisecond})
+		go func() { done <- w.Run(wctx) }()
+		t.Cleanup(func() { stop(); <-done })
+	}
+	pool("in", "a", "j", "out")
+	id := v.start(p, `{}`)
+	waitFor(t, "the run to wait for a worker of node b", 20*time.Second, func() bool {
+		run, err := v.e.Get(ctx, p.Flow, id)
+		if err != nil || run.Status != store.StatusRunning {
+			return false
+		}
+		nodes, err := r.WaitingForWorker(ctx, run.Ref(), run.Created)
+		return err == nil && len(nodes) == 1 && nodes[0] == "b"
+	})
+	pool("b")
+	run := v.wait(p, id)
+	mustStatus(t, run, store.StatusSucceeded)
+	if got := string(run.Outputs["out"]); got != `["a","b"]` {
+		t.Errorf("output %s, want [\"a\",\"b\"]", got)
+	}
+	workers := map[string]string{}
+	for _, c := range v.checkpoints(p, id) {
+		workers[c.Node] = c.Worker
+	}
+	if workers["a"] != workers["in"] || workers["b"] == "" || workers["b"] == workers["a"] {
+		t.Errorf("in, a and b ran on %q, %q and %q: want a inline with in, b on the other pool's worker", workers["in"], workers["a"], workers["b"])
+	}
+	v.drained(p)
+}
