@@ -140,12 +140,25 @@ func (b *browser) choose(sel, value string) {
 	b.run("choose "+value+" in "+sel, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const s = document.querySelector(%q); s.focus(); s.value = %q; s.dispatchEvent(new Event("change", {bubbles: true})); })()`, sel, value)))
 }
 
-// inspect selects a node on the canvas and shows its inspector.
+// inspect selects a node on the canvas and shows its inspector. A click on a canvas the
+// editor is still laying out (fitting the view on a loaded machine) can miss the node, as
+// a person's would, and a person clicks again: up to three times, each retry logged.
 func (b *browser) inspect(node string) {
 	b.t.Helper()
-	b.click(fmt.Sprintf(`.react-flow__node[data-id=%q]`, node))
-	b.click(".side-panel [role=tab]:first-child") // Inspect
-	b.waitFor("the inspector of "+node, fmt.Sprintf(`!!document.querySelector('[aria-label="node %s"]')`, node))
+	shown := fmt.Sprintf(`!!document.querySelector('[aria-label="node %s"]')`, node)
+	for attempt := 1; attempt <= 3; attempt++ {
+		b.click(fmt.Sprintf(`.react-flow__node[data-id=%q]`, node))
+		b.click(".side-panel [role=tab]:first-child") // Inspect
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if ok, _ := b.holds(shown); ok {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		b.t.Logf("inspect %s: attempt %d did not show its inspector; clicking again", node, attempt)
+	}
+	b.waitFor("the inspector of "+node, shown)
 }
 
 // crash crashes the tab's renderer, as a browser does when a page runs out of memory, and

@@ -98,8 +98,7 @@ func TestBrowserWhatEachRoleSeesAndCanClick(t *testing.T) {
 			b.open("/flows/" + flowID)
 			b.waitFor("Save is enabled", `(() => { const s = document.getElementById("save-button"); return s && !s.disabled; })()`)
 			// The editor saves a change: the history says who saved the new version.
-			b.click(`.react-flow__node[data-id="greet"]`)
-			b.click(`.tabs button:first-child`) // Inspect
+			b.inspect("greet")
 			b.typeInto(`input[aria-label="Label"]`, "Say hello")
 			b.click("#history-tab")
 			b.click("#save-button")
