@@ -70,11 +70,13 @@ type catalog struct {
 }
 
 // readerSet counts a worker's readers; wake tells those waiting for room that a step
-// ended.
+// ended. busyBlock is how long a reader waits, while a node is left out of its reads for
+// lack of room, before it reads again (the const busyBlock; tests set it).
 type readerSet struct {
-	mu   sync.Mutex
-	n    int
-	wake chan struct{}
+	mu        sync.Mutex
+	n         int
+	wake      chan struct{}
+	busyBlock time.Duration
 }
 
 // leftMark is when an entry was last left pending for this worker while it ran on (a
@@ -144,7 +146,7 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 		opts.Prune = 30 * time.Second
 	}
 	w := &Worker{e: e, opts: opts, consumer: e.consumerName(), inflight: newInflight(),
-		cat: catalog{served: map[string]*served{}}, rs: readerSet{wake: make(chan struct{}, 1)}, pureSem: make(chan struct{}, maxPureSteps)}
+		cat: catalog{served: map[string]*served{}}, rs: readerSet{wake: make(chan struct{}, 1), busyBlock: busyBlock}, pureSem: make(chan struct{}, maxPureSteps)}
 	w.run = chain(component, w.withCancel, e.withAnnounce, withDeadline, withRecover)
 	w.runPure = chain(component, withDeadline, withRecover)
 	w.runBounded = chain(component, withRecover)
