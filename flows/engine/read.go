@@ -196,10 +196,11 @@ func (w *Worker) done(rd aRead) {
 // busyBlock is how long a reader waits, after a read that found nothing while some node
 // was left out of it for lack of room, before it reads again if no step ended meanwhile.
 // Such a read does not block: a read blocked in Redis cannot be told that room was made,
-// only that an entry came to one of its streams. (It blocked for busyBlock, and Redis
-// ends a BLOCK on its own timer, at 10 hz: when the steps that filled the node ended
-// their runs, adding no entry anywhere, a join with its room full was read about every
-// 50 ms, 16 steps at a time: ~400 fork runs/s instead of ~5,000.)
+// only that an entry came to one of its streams. (It blocked for busyBlock: when the
+// steps that filled the node ended their runs, adding no entry anywhere, a join with
+// its room full was read again once Redis timed the BLOCK out, about every 50 ms (a
+// timed-out BLOCK ends when Redis's event loop next wakes, at worst its 10 hz cron),
+// 16 steps at a time: ~400 fork runs/s instead of ~5,000.)
 const busyBlock = 20 * time.Millisecond
 
 // readAhead is how many read batches a reader has between its read and their steps'

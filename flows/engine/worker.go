@@ -110,9 +110,10 @@ func (l *leftMark) clear(t time.Time) {
 // maxPureSteps bounds the pure steps (jq, templates) a worker has in flight, per node
 // and in all: those that run on goroutines of their own (so a slow one delays only
 // itself) and, most of them under load, those that wait for their commit. A reader
-// reads a node when half its limit is free, and otherwise comes back after busyBlock:
-// with 256, a node's steps could not pass 128 per 20 ms, which held one worker process
-// near 7k fused runs/s on a box where two did 11k (docs/benchmarks.md, issue 29).
+// reads a node when half its limit is free, and otherwise comes back when a step ends
+// (it came back after busyBlock then): with 256, a node's steps could not pass 128 per
+// 20 ms, which held one worker process near 7k fused runs/s on a box where two did 11k
+// (docs/benchmarks.md, issue 29).
 const maxPureSteps = 1024
 
 // served is what a worker knows of one flow it serves.
