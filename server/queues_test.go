@@ -11,8 +11,8 @@ import (
 
 // queueNotes names where the steps of a node without consumers run. A note that says
 // "inline" must match what the engine fuses (flows/engine/fuse.go): a pure step right
-// after a pure step that started exactly one node, or a pure target of a fork that step
-// opened.
+// after a pure step (or a join) that started exactly one node, or a pure target of a fork
+// that step opened.
 func TestQueueNotesSayInlineOnlyWhereTheEngineFuses(t *testing.T) {
 	const (
 		afterIn    = "runs inline after in: fused into that step, on the worker that runs it"
@@ -37,10 +37,11 @@ func TestQueueNotesSayInlineOnlyWhereTheEngineFuses(t *testing.T) {
 			want:  map[string]string{"t": afterIn, "out": "runs inline after t: fused into that step, on the worker that runs it"},
 		},
 		{
-			name:  "the pure targets of a fork run inline; the join and the step after it are read by workers",
+			name:  "the pure targets of a fork and the step after its join run inline; the join is read by workers",
 			nodes: []map[string]any{node("in", "input"), transform("a"), transform("b"), node("j", "join"), node("out", "output")},
 			edges: []map[string]any{edge("in", "a"), edge("in", "b"), edge("a", "j"), edge("b", "j"), edge("j", "out")},
-			want:  map[string]string{"a": afterIn, "b": afterIn},
+			want: map[string]string{"a": afterIn, "b": afterIn,
+				"out": "runs inline after j: fused into that step, on the worker that runs it"},
 		},
 		{
 			name: "a route with one edge runs inline after the router; a route with two forks",
@@ -59,7 +60,8 @@ func TestQueueNotesSayInlineOnlyWhereTheEngineFuses(t *testing.T) {
 			nodes: []map[string]any{node("in", "input"), {"id": "each", "type": "fanout", "params": map[string]any{"items": ".items", "as": "x"}},
 				transform("item"), node("merge", "join"), node("out", "output")},
 			edges: []map[string]any{edge("in", "each"), edge("each", "item"), edge("item", "merge"), edge("merge", "out")},
-			want:  map[string]string{"each": afterIn},
+			want: map[string]string{"each": afterIn,
+				"out": "runs inline after merge: fused into that step, on the worker that runs it"},
 		},
 		{
 			name: "a tool runs within its agents' steps, and the step after an agent is read by workers",

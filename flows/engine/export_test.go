@@ -52,3 +52,9 @@ func ServedParts(w *Worker, flow string) []int {
 	}
 	return nil
 }
+
+// SetBusyBlock sets how long w's readers wait, while a node is left out of their reads
+// for lack of room, before they read again. Set it before Run: a test that sets it far
+// beyond its own timeout knows that such a node read again was read because its room
+// was freed, not because a timer ran out.
+func SetBusyBlock(w *Worker, d time.Duration) { w.rs.busyBlock = d }

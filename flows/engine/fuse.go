@@ -15,7 +15,7 @@ const maxFused = 16
 // before (a bound for sizing, not a promise: fuse decides).
 func chainLen(plan *flows.Plan, n *flows.PlanNode) int {
 	k := 1
-	for k <= maxFused && pure(n) && len(n.Edges) == 1 {
+	for k <= maxFused && (pure(n) || k == 1 && isJoin(n)) && len(n.Edges) == 1 {
 		if n = plan.Nodes[n.Edges[0].To]; !pure(n) {
 			break
 		}
@@ -39,12 +39,19 @@ type fusedStep struct {
 // worker dies before the commit, running them all again is harmless. Fusing stops at a
 // join, an approval that parks, the end of the branch, a step that fails (it then runs on
 // its own and fails as usual), a node the worker does not serve (a pool's), or max_steps.
-// At a fork, the branches run inline as far as they can (fuseBranches). A join's step
-// does not start a chain: tried, it saved ~60k Redis instructions per fork run, and
-// the fork bench's throughput fell from ~4,900 to ~430 runs/s at 16 submitters (not
-// understood yet; docs/benchmarks.md, "Fused fork branches").
+// At a fork, the branches run inline as far as they can (fuseBranches). A join's step,
+// which only merges its branches, starts a chain too: the commit keeps its CloseFork.
 func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
-	if !pure(j.node) {
+	var keep []store.Transition // the join's CloseFork, first in its transitions
+	if isJoin(j.node) {
+		if len(c.Transitions) == 0 {
+			return nil
+		}
+		if _, ok := c.Transitions[0].(store.CloseFork); !ok {
+			return nil
+		}
+		keep = c.Transitions[:1:1]
+	} else if !pure(j.node) {
 		return nil
 	}
 	var fused []fusedStep
@@ -53,10 +60,10 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 	}
 	a, state, stateJSON := j.a, b.newState, b.step.State
 	for k := 1; k <= maxFused; k++ {
-		if len(c.Transitions) != 1 {
+		if len(c.Transitions) != len(keep)+1 {
 			return w.fuseBranches(j, c, a.Depth+k, state, stateJSON, fused)
 		}
-		act, ok := c.Transitions[0].(store.Activate)
+		act, ok := c.Transitions[len(keep)].(store.Activate)
 		if !ok || act.From != 0 {
 			return fused
 		}
@@ -84,7 +91,11 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 		endStep(nj, outcomeFusedSpan, nil, nb.usage)
 		nb.step.Checkpoint.Parent = "" // the step before, in the same commit
 		c.Steps = append(c.Steps, nb.step)
-		c.Transitions = nb.trans
+		if keep != nil {
+			c.Transitions = append(keep, nb.trans...) // keep has no room: a new array
+		} else {
+			c.Transitions = nb.trans
+		}
 		state = nb.newState
 		b.newState, b.newJSON = nb.newState, nb.step.State
 		stateJSON = nb.step.State
@@ -251,4 +262,9 @@ func (w *Worker) runBranch(j *job, act store.Activate, depth int, state map[stri
 		act = nt
 	}
 	return steps, act, fs
+}
+
+// isJoin reports whether n is a join.
+func isJoin(n *flows.PlanNode) bool {
+	return n != nil && n.Spec != nil && n.Spec.Name == flows.JoinType
 }

@@ -70,11 +70,13 @@ type catalog struct {
 }
 
 // readerSet counts a worker's readers; wake tells those waiting for room that a step
-// ended.
+// ended. busyBlock is how long a reader waits, while a node is left out of its reads for
+// lack of room, before it reads again (the const busyBlock; tests set it).
 type readerSet struct {
-	mu   sync.Mutex
-	n    int
-	wake chan struct{}
+	mu        sync.Mutex
+	n         int
+	wake      chan struct{}
+	busyBlock time.Duration
 }
 
 // leftMark is when an entry was last left pending for this worker while it ran on (a
@@ -108,9 +110,10 @@ func (l *leftMark) clear(t time.Time) {
 // maxPureSteps bounds the pure steps (jq, templates) a worker has in flight, per node
 // and in all: those that run on goroutines of their own (so a slow one delays only
 // itself) and, most of them under load, those that wait for their commit. A reader
-// reads a node when half its limit is free, and otherwise comes back after busyBlock:
-// with 256, a node's steps could not pass 128 per 20 ms, which held one worker process
-// near 7k fused runs/s on a box where two did 11k (docs/benchmarks.md, issue 29).
+// reads a node when half its limit is free, and otherwise comes back when a step ends
+// (it came back after busyBlock then): with 256, a node's steps could not pass 128 per
+// 20 ms, which held one worker process near 7k fused runs/s on a box where two did 11k
+// (docs/benchmarks.md, issue 29).
 const maxPureSteps = 1024
 
 // served is what a worker knows of one flow it serves.
@@ -144,7 +147,7 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 		opts.Prune = 30 * time.Second
 	}
 	w := &Worker{e: e, opts: opts, consumer: e.consumerName(), inflight: newInflight(),
-		cat: catalog{served: map[string]*served{}}, rs: readerSet{wake: make(chan struct{}, 1)}, pureSem: make(chan struct{}, maxPureSteps)}
+		cat: catalog{served: map[string]*served{}}, rs: readerSet{wake: make(chan struct{}, 1), busyBlock: busyBlock}, pureSem: make(chan struct{}, maxPureSteps)}
 	w.run = chain(component, w.withCancel, e.withAnnounce, withDeadline, withRecover)
 	w.runPure = chain(component, withDeadline, withRecover)
 	w.runBounded = chain(component, withRecover)
