@@ -171,7 +171,11 @@ func TestALoadThatReadTheFlowFirstButEndsLastDoesNotUndoANewerOne(t *testing.T) 
 		if got.Part == 0 {
 			t.Fatalf("run %s is on partition 0: the test needs it elsewhere", run)
 		}
-		until(t, "the load the start asked for has applied", laterDone.Load)
+		// The start's loads (one when it stores the version, another when it places the
+		// run, if the first read the flow before that) end with the run's partition read.
+		until(t, "a load the start asked for has applied the run's partition", func() bool {
+			return laterDone.Load() && slices.Contains(engine.ServedParts(w, p.Flow), got.Part)
+		})
 		releaseFirst()
 		until(t, "the first load has ended", firstDone.Load)
 		if parts := engine.ServedParts(w, p.Flow); !slices.Contains(parts, got.Part) {
