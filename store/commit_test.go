@@ -121,12 +121,7 @@ func TestACallOfOneStreamsCommitsFencesEachCommit(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, r *store.Redis) {
 		ctx := context.Background()
 		flow := costFlow(t, r, "a")
-		for i := range 5 {
-			if _, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: fmt.Sprintf("r%d", i), Version: "v1", State: []byte("{}"),
-				Checkpoint: store.Checkpoint{Kind: "input"}, Entries: []string{"a"}}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		startRunsAtA(t, r, flow, 5)
 		acts, err := r.ReadNodes(ctx, "w-1", []store.NodeRef{{Flow: flow, Node: "a"}}, 16, 0)
 		if err != nil || len(acts) != 5 {
 			t.Fatalf("read: %v %v", acts, err)
@@ -136,16 +131,11 @@ func TestACallOfOneStreamsCommitsFencesEachCommit(t *testing.T) {
 		if err := r.Client.XClaim(ctx, &redis.XClaimArgs{Stream: in, Group: store.Group, Consumer: "w-2", Messages: []string{acts[2].ID}}).Err(); err != nil {
 			t.Fatal(err)
 		}
-		commit := func(a store.Activation) *store.Commit {
-			return &store.Commit{Act: a, Consumer: "w-1", MaxSteps: 100, TTL: time.Hour,
-				Steps: []store.CommitStep{{Node: "a", State: []byte(`{"x":1}`), Event: []byte(`{"status":"done"}`),
-					Checkpoint: store.Checkpoint{Node: "a", Kind: "step", Attempt: 1, Worker: "w-1"}}}}
-		}
 		// Out of entry order, and the first entry twice.
 		order := []int{4, 2, 0, 3, 1, 0}
 		var cs []*store.Commit
 		for _, i := range order {
-			cs = append(cs, commit(acts[i]))
+			cs = append(cs, stepOfA(acts[i], "w-1"))
 		}
 		res, errs := r.CommitBatch(ctx, cs)
 		okFor := map[int]int{}
@@ -178,21 +168,14 @@ func TestABatchOfTwoConsumersCommitsBoth(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, r *store.Redis) {
 		ctx := context.Background()
 		flow := costFlow(t, r, "a")
-		for i := range 2 {
-			if _, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: fmt.Sprintf("r%d", i), Version: "v1", State: []byte("{}"),
-				Checkpoint: store.Checkpoint{Kind: "input"}, Entries: []string{"a"}}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		startRunsAtA(t, r, flow, 2)
 		var cs []*store.Commit
 		for _, w := range []string{"w-1", "w-2"} {
 			acts, err := r.ReadNodes(ctx, w, []store.NodeRef{{Flow: flow, Node: "a"}}, 1, 0)
 			if err != nil || len(acts) != 1 {
 				t.Fatalf("read of %s: %v %v", w, acts, err)
 			}
-			cs = append(cs, &store.Commit{Act: acts[0], Consumer: w, MaxSteps: 100, TTL: time.Hour,
-				Steps: []store.CommitStep{{Node: "a", State: []byte(`{"x":1}`), Event: []byte(`{"status":"done"}`),
-					Checkpoint: store.Checkpoint{Node: "a", Kind: "step", Attempt: 1, Worker: w}}}})
+			cs = append(cs, stepOfA(acts[0], w))
 		}
 		res, errs := r.CommitBatch(ctx, cs)
 		for j := range cs {
@@ -201,4 +184,22 @@ func TestABatchOfTwoConsumersCommitsBoth(t *testing.T) {
 			}
 		}
 	})
+}
+
+// startRunsAtA starts n runs of flow (r0, r1, ...), each with an activation of node a.
+func startRunsAtA(t *testing.T, r *store.Redis, flow string, n int) {
+	t.Helper()
+	for i := range n {
+		if _, err := r.StartRun(context.Background(), store.StartArgs{Flow: flow, Run: fmt.Sprintf("r%d", i), Version: "v1", State: []byte("{}"),
+			Checkpoint: store.Checkpoint{Kind: "input"}, Entries: []string{"a"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// stepOfA is consumer's commit of one step of node a that ends its run.
+func stepOfA(a store.Activation, consumer string) *store.Commit {
+	return &store.Commit{Act: a, Consumer: consumer, MaxSteps: 100, TTL: time.Hour,
+		Steps: []store.CommitStep{{Node: "a", State: []byte(`{"x":1}`), Event: []byte(`{"status":"done"}`),
+			Checkpoint: store.Checkpoint{Node: "a", Kind: "step", Attempt: 1, Worker: consumer}}}}
 }

@@ -48,10 +48,7 @@ func TestAFusedRunCostsPinnedRedisCommands(t *testing.T) {
 	run := "r0123456789abcdefghijk" // as long as engine.NewRunID's
 
 	got := monitorRun(t, flow, func() {
-		if _, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: run, Version: "v1", State: state, Fresh: true,
-			Checkpoint: store.Checkpoint{Kind: "input", Update: state}, Entries: []string{"in"}, Fields: []string{"input", string(state)}}); err != nil {
-			t.Fatal(err)
-		}
+		costStart(t, r, flow, run, "in", state)
 		acts, err := r.ReadNodes(ctx, "w-1", []store.NodeRef{{Flow: flow, Node: "in"}}, 16, 0)
 		if err != nil || len(acts) != 1 {
 			t.Fatalf("read: %v %v", acts, err)
@@ -148,14 +145,9 @@ func checkCost(t *testing.T, what string, got, want runCost) {
 // node. An unfused flow pays this for every node.
 func TestAnUnfusedHopCostsPinnedRedisCommands(t *testing.T) {
 	r := storetest.Real(t)
-	ctx := context.Background()
 	flow := costFlow(t, r, "a", "b", "c")
 	state := []byte(`{"pad":"` + strings.Repeat("x", 240) + `"}`)
-	run := "r0123456789abcdefghijk"
-	if _, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: run, Version: "v1", State: state, Fresh: true,
-		Checkpoint: store.Checkpoint{Kind: "input", Update: state}, Entries: []string{"a"}, Fields: []string{"input", string(state)}}); err != nil {
-		t.Fatal(err)
-	}
+	costStart(t, r, flow, costRun, "a", state)
 	costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "a"), []store.Transition{store.Activate{Node: "b"}})
 
 	got := monitorRun(t, flow, func() {
@@ -174,34 +166,18 @@ func TestAForkOfThreeIntoAJoinCostsPinnedRedisCommands(t *testing.T) {
 	r := storetest.Real(t)
 	ctx := context.Background()
 	flow := costFlow(t, r, "in", "b0", "b1", "b2", "join", "out")
-	state := []byte(`{"pad":"` + strings.Repeat("x", 240) + `"}`)
-	run := "r0123456789abcdefghijk"
-	const frame = "f1"
-
-	got := monitorRun(t, flow, func() {
-		if _, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: run, Version: "v1", State: state, Fresh: true,
-			Checkpoint: store.Checkpoint{Kind: "input", Update: state}, Entries: []string{"in"}, Fields: []string{"input", string(state)}}); err != nil {
-			t.Fatal(err)
-		}
-		fork := []store.Transition{store.OpenFork{Frame: frame, Branches: 3, Join: "join"}}
-		for b := range 3 {
-			node := fmt.Sprintf("b%d", b)
-			// No state: nothing reads a branch's state after it arrives (the engine sends
-			// none, see Branch).
-			step := store.CommitStep{Node: node, Event: []byte(`{"status":"done","ms":0.01}`),
-				Checkpoint: store.Checkpoint{Node: node, Kind: "step", Attempt: 1, Worker: "w-1", Duration: 10 * time.Microsecond}}
-			fork = append(fork, store.Branch{Steps: []store.CommitStep{step}},
-				store.Arrive{Frame: frame, Branch: strconv.Itoa(b), From: store.Ref(b + 1), Join: "join"})
-		}
-		costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "in"), fork)
-		costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "join"),
-			[]store.Transition{store.CloseFork{Frame: frame}, store.Activate{Node: "out"}})
-		costCommit(t, r, state, store.StatusSucceeded, costRead(t, r, flow, "out"), nil)
-	})
-	if n, err := r.Client.Exists(ctx, store.FlowKeys(flow).Frames(run)).Result(); err != nil || n != 0 {
-		t.Errorf("the run's frames hash is still there after its join (%d, %v)", n, err)
+	fork := []store.Transition{store.OpenFork{Frame: costFrame, Branches: 3, Join: "join"}}
+	for b := range 3 {
+		node := fmt.Sprintf("b%d", b)
+		// No state: nothing reads a branch's state after it arrives (the engine sends
+		// none, see Branch).
+		step := store.CommitStep{Node: node, Event: []byte(`{"status":"done","ms":0.01}`),
+			Checkpoint: store.Checkpoint{Node: node, Kind: "step", Attempt: 1, Worker: "w-1", Duration: 10 * time.Microsecond}}
+		fork = append(fork, store.Branch{Steps: []store.CommitStep{step}},
+			store.Arrive{Frame: costFrame, Branch: strconv.Itoa(b), From: store.Ref(b + 1), Join: "join"})
 	}
-	cps, err := r.Checkpoints(ctx, store.RunRef{Flow: flow, Run: run}, "-", 0)
+	got := costFork(t, r, flow, fork, nil)
+	cps, err := r.Checkpoints(ctx, store.RunRef{Flow: flow, Run: costRun}, "-", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,35 +198,57 @@ func TestAForkOfThreeIntoAJoinCostsPinnedRedisCommands(t *testing.T) {
 // fork, activates the output) and the output's step, which finishes the run.
 func TestAForkOfThreeIntoAJoinWhoseBranchesRunApartCostsPinnedRedisCommands(t *testing.T) {
 	r := storetest.Real(t)
-	ctx := context.Background()
 	flow := costFlow(t, r, "in", "b0", "b1", "b2", "join", "out")
-	state := []byte(`{"pad":"` + strings.Repeat("x", 240) + `"}`)
-	run := "r0123456789abcdefghijk"
-	const frame = "f1"
-
-	got := monitorRun(t, flow, func() {
-		if _, err := r.StartRun(ctx, store.StartArgs{Flow: flow, Run: run, Version: "v1", State: state, Fresh: true,
-			Checkpoint: store.Checkpoint{Kind: "input", Update: state}, Entries: []string{"in"}, Fields: []string{"input", string(state)}}); err != nil {
-			t.Fatal(err)
-		}
-		fork := []store.Transition{store.OpenFork{Frame: frame, Branches: 3, Join: "join"}}
-		for b := range 3 {
-			fork = append(fork, store.Activate{Node: fmt.Sprintf("b%d", b), Tokens: fmt.Sprintf("%s@%d", frame, b)})
-		}
-		costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "in"), fork)
+	fork := []store.Transition{store.OpenFork{Frame: costFrame, Branches: 3, Join: "join"}}
+	for b := range 3 {
+		fork = append(fork, store.Activate{Node: fmt.Sprintf("b%d", b), Tokens: fmt.Sprintf("%s@%d", costFrame, b)})
+	}
+	got := costFork(t, r, flow, fork, func(state []byte) {
 		var arrive [][]store.Transition
 		for b := range 3 {
-			arrive = append(arrive, []store.Transition{store.Arrive{Frame: frame, Branch: strconv.Itoa(b), Join: "join"}})
+			arrive = append(arrive, []store.Transition{store.Arrive{Frame: costFrame, Branch: strconv.Itoa(b), Join: "join"}})
 		}
 		costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "b0", "b1", "b2"), arrive...)
+	})
+	checkCost(t, "a fork of three into a join", got, runCost{Commands: 17, Bytes: 8671, Scripts: 4, InScripts: 71})
+}
+
+// The run and the fork frame of the fork tests.
+const (
+	costRun   = "r0123456789abcdefghijk" // as long as engine.NewRunID's
+	costFrame = "f1"
+)
+
+// costFork runs, under MONITOR, run costRun of flow (nodes in, b0..b2, join, out) through
+// a fork into its join: the start, the commit of in's step with the fork's transitions,
+// the branches' steps (branches, when they run apart), the join's step and the output's,
+// which finishes the run. It checks that the frames hash is gone and returns the cost.
+func costFork(t *testing.T, r *store.Redis, flow string, fork []store.Transition, branches func(state []byte)) runCost {
+	t.Helper()
+	state := []byte(`{"pad":"` + strings.Repeat("x", 240) + `"}`)
+	got := monitorRun(t, flow, func() {
+		costStart(t, r, flow, costRun, "in", state)
+		costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "in"), fork)
+		if branches != nil {
+			branches(state)
+		}
 		costCommit(t, r, state, store.StatusRunning, costRead(t, r, flow, "join"),
-			[]store.Transition{store.CloseFork{Frame: frame}, store.Activate{Node: "out"}})
+			[]store.Transition{store.CloseFork{Frame: costFrame}, store.Activate{Node: "out"}})
 		costCommit(t, r, state, store.StatusSucceeded, costRead(t, r, flow, "out"), nil)
 	})
-	if n, err := r.Client.Exists(ctx, store.FlowKeys(flow).Frames(run)).Result(); err != nil || n != 0 {
+	if n, err := r.Client.Exists(context.Background(), store.FlowKeys(flow).Frames(costRun)).Result(); err != nil || n != 0 {
 		t.Errorf("the run's frames hash is still there after its join (%d, %v)", n, err)
 	}
-	checkCost(t, "a fork of three into a join", got, runCost{Commands: 17, Bytes: 8671, Scripts: 4, InScripts: 71})
+	return got
+}
+
+// costStart starts a fresh run of flow at node entry with state as its input.
+func costStart(t *testing.T, r *store.Redis, flow, run, entry string, state []byte) {
+	t.Helper()
+	if _, err := r.StartRun(context.Background(), store.StartArgs{Flow: flow, Run: run, Version: "v1", State: state, Fresh: true,
+		Checkpoint: store.Checkpoint{Kind: "input", Update: state}, Entries: []string{entry}, Fields: []string{"input", string(state)}}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // monitorLine is one line of MONITOR: "<time> [<db> <client or lua>] "ARG" "ARG" ...".

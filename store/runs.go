@@ -205,10 +205,8 @@ type StartArgs struct {
 // state), which the state hash keeps already: "" is no JSON, so it says "the input"
 // (sameAsInput) to every reader of states, and the input is kept once.
 func (a *StartArgs) firstState() any {
-	for i := 0; i+1 < len(a.Fields); i += 2 {
-		if a.Fields[i] == "input" && a.Fields[i+1] == string(a.State) {
-			return sameAsInput
-		}
+	if in, i := a.input(); i >= 0 && in == string(a.State) {
+		return sameAsInput
 	}
 	return a.State
 }
@@ -219,6 +217,16 @@ const sameAsInput = ""
 // inputField is the field of a run's state hash that keeps the run's input (a run an
 // older build started keeps it in its run hash, under the same name).
 const inputField = "input"
+
+// input returns the run's input among Fields and the index of its field name (-1: none).
+func (a *StartArgs) input() (string, int) {
+	for i := 0; i+1 < len(a.Fields); i += 2 {
+		if a.Fields[i] == inputField {
+			return a.Fields[i+1], i
+		}
+	}
+	return "", -1
+}
 
 // setInput gives a run its input as read from its state hash, unless its run hash had
 // it (a run an older build started).
@@ -232,24 +240,21 @@ func setInput(r *Run, in *redis.StringCmd) {
 // and the run's input, which the run hash does not keep (see Keys.State).
 func (a *StartArgs) stateFields(ckpt string) []any {
 	out := []any{ckpt, a.firstState()}
-	for i := 0; i+1 < len(a.Fields); i += 2 {
-		if a.Fields[i] == inputField {
-			out = append(out, inputField, a.Fields[i+1])
-		}
+	if in, i := a.input(); i >= 0 {
+		out = append(out, inputField, in)
 	}
 	return out
 }
 
 // runFields are the run hash's fields a start writes of Fields: all but the input.
 func (a *StartArgs) runFields() []string {
-	for i := 0; i+1 < len(a.Fields); i += 2 {
-		if a.Fields[i] == inputField {
-			out := make([]string, 0, len(a.Fields)-2)
-			out = append(out, a.Fields[:i]...)
-			return append(out, a.Fields[i+2:]...)
-		}
+	_, i := a.input()
+	if i < 0 {
+		return a.Fields
 	}
-	return a.Fields
+	out := make([]string, 0, len(a.Fields)-2)
+	out = append(out, a.Fields[:i]...)
+	return append(out, a.Fields[i+2:]...)
 }
 
 // StartRun creates a run and its first activations on its partition. In the same round

@@ -213,11 +213,7 @@ func TestABranchOfAnotherPoolIsNotRunInline(t *testing.T) {
 	  {"id": "j", "type": "join"}, {"id": "out", "type": "output", "params": {"value": ".seen"}}],
 	 "edges": [{"from": "in", "to": "a"}, {"from": "in", "to": "b"}, {"from": "a", "to": "j"}, {"from": "b", "to": "j"}, {"from": "j", "to": "out"}]}`)
 	pool := func(nodes ...string) {
-		wctx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		w := v.e.NewWorker(engine.WorkerOptions{Flows: []string{p.Flow}, Nodes: nodes, Block: 200 * time.Millisecond})
-		go func() { done <- w.Run(wctx) }()
-		t.Cleanup(func() { stop(); <-done })
+		v.worker(engine.WorkerOptions{Flows: []string{p.Flow}, Nodes: nodes, Block: 200 * time.Millisecond})
 	}
 	pool("in", "a", "j", "out")
 	id := v.start(p, `{}`)

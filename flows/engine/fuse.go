@@ -67,25 +67,8 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 		if !ok || act.From != 0 {
 			return fused
 		}
-		node := j.plan.Nodes[act.Node]
-		if !pure(node) || a.Depth+k > j.plan.Settings.MaxSteps || !w.servesNode(act.Node) {
-			return fused // a node of another worker pool runs there
-		}
-		na := store.Activation{Flow: a.Flow, Part: a.Part, Node: act.Node, ID: a.ID, Run: a.Run, Version: a.Version,
-			Tok: act.Tokens, Depth: a.Depth + k, Deliveries: 1, Trace: a.Trace}
-		nj := w.e.newJob(na, j.plan, node, state)
-		nj.stateJSON, nj.stateChecked = stateJSON, true
-		if node.Input != nil {
-			in, err := node.Input.First(w.hard, state, state)
-			if err != nil {
-				return fused // it runs on its own, and fails there
-			}
-			nj.step.Input = in
-		}
-		w.beginStep(nj, time.Now(), true)
-		nb, err := w.execute(nj)
-		if err != nil {
-			endStep(nj, outcomeLeft, nil, flows.Usage{}) // it runs again on its own
+		nj, nb := w.runFused(j, act, a.Depth+k, state, stateJSON)
+		if nb == nil {
 			return fused
 		}
 		endStep(nj, outcomeFusedSpan, nil, nb.usage)
@@ -99,9 +82,39 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 		state = nb.newState
 		b.newState, b.newJSON = nb.newState, nb.step.State
 		stateJSON = nb.step.State
-		fused = append(fused, fusedStep{node: act.Node, component: componentOf(node), dur: nb.dur, usage: nb.usage})
+		fused = append(fused, fusedStep{node: act.Node, component: componentOf(nj.node), dur: nb.dur, usage: nb.usage})
 	}
 	return fused
+}
+
+// runFused runs inline the step of act's node at depth d on state, for a commit it may
+// join: nil when the node may not run here (not pure, deeper than max_steps, a node of
+// another worker pool) or its input mapping or component failed (it then runs on its own
+// and fails there). Its caller ends the step, once it knows whether the commit takes it.
+func (w *Worker) runFused(j *job, act store.Activate, d int, state map[string]any, stateJSON []byte) (*job, *built) {
+	node := j.plan.Nodes[act.Node]
+	if !pure(node) || d > j.plan.Settings.MaxSteps || !w.servesNode(act.Node) {
+		return nil, nil
+	}
+	a := j.a
+	na := store.Activation{Flow: a.Flow, Part: a.Part, Node: act.Node, ID: a.ID, Run: a.Run, Version: a.Version,
+		Tok: act.Tokens, Depth: d, Deliveries: 1, Trace: a.Trace}
+	nj := w.e.newJob(na, j.plan, node, state)
+	nj.stateJSON, nj.stateChecked = stateJSON, true
+	if node.Input != nil {
+		in, err := node.Input.First(w.hard, state, state)
+		if err != nil {
+			return nil, nil
+		}
+		nj.step.Input = in
+	}
+	w.beginStep(nj, time.Now(), true)
+	nb, err := w.execute(nj)
+	if err != nil {
+		endStep(nj, outcomeLeft, nil, flows.Usage{}) // it runs again on its own
+		return nil, nil
+	}
+	return nj, nb
 }
 
 // maxBranchSteps bounds the steps a commit runs inline along its fork's branches, all
@@ -203,29 +216,11 @@ func (w *Worker) fuseBranches(j *job, c *store.Commit, depth int, state map[stri
 // does not fuse), the transition that ends it (reading checkpoint 0: the caller makes it
 // read the branch's entry), and what the observer hears of them.
 func (w *Worker) runBranch(j *job, act store.Activate, depth int, state map[string]any, stateJSON []byte, limit int) ([]store.CommitStep, store.Transition, []fusedStep) {
-	a := j.a
 	var steps []store.CommitStep
 	var fs []fusedStep
 	for k := 0; k < limit; k++ {
-		node := j.plan.Nodes[act.Node]
-		if !pure(node) || depth+k > j.plan.Settings.MaxSteps || !w.servesNode(act.Node) {
-			break
-		}
-		na := store.Activation{Flow: a.Flow, Part: a.Part, Node: act.Node, ID: a.ID, Run: a.Run, Version: a.Version,
-			Tok: act.Tokens, Depth: depth + k, Deliveries: 1, Trace: a.Trace}
-		nj := w.e.newJob(na, j.plan, node, state)
-		nj.stateJSON, nj.stateChecked = stateJSON, true
-		if node.Input != nil {
-			in, err := node.Input.First(w.hard, state, state)
-			if err != nil {
-				break // it runs on its own, and fails there
-			}
-			nj.step.Input = in
-		}
-		w.beginStep(nj, time.Now(), true)
-		nb, err := w.execute(nj)
-		if err != nil {
-			endStep(nj, outcomeLeft, nil, flows.Usage{}) // it runs again on its own
+		nj, nb := w.runFused(j, act, depth+k, state, stateJSON)
+		if nb == nil {
 			break
 		}
 		// What the step does next: on along the branch, its arrival at the join, or its
@@ -253,7 +248,7 @@ func (w *Worker) runBranch(j *job, act store.Activate, depth int, state map[stri
 		endStep(nj, outcomeFusedSpan, nil, nb.usage)
 		nb.step.Checkpoint.Parent = "" // the step before (the fork's, for the first)
 		steps = append(steps, nb.step)
-		fs = append(fs, fusedStep{node: act.Node, component: componentOf(node), dur: nb.dur, usage: nb.usage})
+		fs = append(fs, fusedStep{node: act.Node, component: componentOf(nj.node), dur: nb.dur, usage: nb.usage})
 		state, stateJSON = nb.newState, nb.step.State
 		nt, ok := next.(store.Activate)
 		if !ok {
