@@ -91,3 +91,52 @@ func TestRunsWaitingAtAFullJoinGoOnWhenItsStepEndsTheRun(t *testing.T) {
 		v.drained(p)
 	})
 }
+
+// twoLimitedNodes has two nodes in a row that run one step at a time: with a reader per
+// node, each reader waits for its own node's room.
+const twoLimitedNodes = `{"sluice": 1, "id": "FLOW",
+ "nodes": [
+  {"id": "in", "type": "input"},
+  {"id": "x", "type": "hold", "concurrency": 1},
+  {"id": "y", "type": "hold", "concurrency": 1},
+  {"id": "out", "type": "output", "params": {"value": ".held"}}
+ ],
+ "edges": [{"from": "in", "to": "x"}, {"from": "x", "to": "y"}, {"from": "y", "to": "out"}]}`
+
+// A worker with a reader per node (as past 256 streams, or with a flow's partitions on
+// a cluster's slots) runs a chain of nodes of concurrency 1 to the end, one step of a
+// node at a time, while its reads and its waits for room last an hour: each step's end
+// wakes the reader of the node it freed (TestAStepsEndWakesEveryReaderWaitingForRoom:
+// every reader waiting, not one of them).
+func TestAReaderPerNodeRunsAChainOfNodesOfConcurrencyOne(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		v := newEnv(t, r)
+		h := &hold{release: make(chan struct{})}
+		close(h.release)
+		v.reg.Register(h.spec())
+		p := v.compile(twoLimitedNodes)
+		var runs []string
+		for i := 0; i < 12; i++ {
+			runs = append(runs, v.start(p, `{}`))
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		w := v.e.NewWorker(engine.WorkerOptions{Flows: []string{p.Flow}, Block: time.Hour, Grace: 2 * time.Second})
+		engine.SetBusyBlock(w, time.Hour)
+		engine.SetMaxReadStreams(w, 1)
+		go w.Run(ctx)
+		// The readers' reads block for an hour; they end when the store's client closes,
+		// after this.
+		t.Cleanup(cancel)
+		for _, id := range runs {
+			run := v.wait(p, id)
+			mustStatus(t, run, store.StatusSucceeded)
+			if got := string(run.Outputs["out"]); got != "true" {
+				t.Errorf("run %s: output %s, want true", id, got)
+			}
+		}
+		if most := h.most.Load(); most > 1 {
+			t.Errorf("%d steps of one node at once, want at most 1 (concurrency 1)", most)
+		}
+		v.drained(p)
+	})
+}

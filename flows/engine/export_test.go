@@ -58,3 +58,7 @@ func ServedParts(w *Worker, flow string) []int {
 // beyond its own timeout knows that such a node read again was read because its room
 // was freed, not because a timer ran out.
 func SetBusyBlock(w *Worker, d time.Duration) { w.rs.busyBlock = d }
+
+// SetMaxReadStreams sets the most streams one of w's readers reads: a test with a few
+// nodes gets a reader per node. Set it before Run.
+func SetMaxReadStreams(w *Worker, n int) { w.rs.maxStreams = n }

@@ -47,11 +47,11 @@ func (w *Worker) readGroups() ([][]store.NodeRef, map[nodeKey]int, map[nodeKey]i
 		sort.SliceStable(all, func(i, j int) bool { return all[i].Tag() < all[j].Tag() })
 	}
 	for len(all) > 0 {
-		n := min(len(all), maxReadStreams)
+		n := min(len(all), w.rs.maxStreams)
 		if w.e.rdb.Cluster() {
 			tag := all[0].Tag()
 			n = 1
-			for n < len(all) && n < maxReadStreams && all[n].Tag() == tag {
+			for n < len(all) && n < w.rs.maxStreams && all[n].Tag() == tag {
 				n++
 			}
 		}
@@ -218,6 +218,7 @@ func (w *Worker) readLoop(ctx context.Context, i int) {
 	var batches sync.WaitGroup
 	defer batches.Wait()
 	for turn := 0; ctx.Err() == nil; turn++ {
+		wake := w.rs.wakeup()
 		rd := w.planRead(i, turn)
 		if rd.topUp && len(rd.streams) == 0 {
 			continue // other readers hold the starved nodes' room: read the others
@@ -226,7 +227,7 @@ func (w *Worker) readLoop(ctx context.Context, i int) {
 			// Nothing to read, or every node is busy: wait for a step to finish.
 			select {
 			case <-ctx.Done():
-			case <-w.rs.wake:
+			case <-wake:
 			case <-time.After(w.opts.Block):
 			}
 			continue
@@ -271,7 +272,7 @@ func (w *Worker) readLoop(ctx context.Context, i int) {
 			w.done(rd)
 			select {
 			case <-ctx.Done():
-			case <-w.rs.wake:
+			case <-wake:
 			case <-time.After(w.rs.busyBlock):
 			}
 			continue

@@ -48,3 +48,34 @@ func TestAReaderLeftWithoutRoomComesBackSoon(t *testing.T) {
 		t.Errorf("reader 0 reads %v without node a, for lack of room, and blocks a whole read: want a short one", rd.streams)
 	}
 }
+
+// A step's end wakes every reader waiting for room, not one of them: with a reader per
+// partition or per group of streams, a wake-up taken by a reader whose nodes were still
+// full left the reader of the node the step freed asleep until its Block ran out (the
+// wake-up was one slot that the first waiter emptied).
+func TestAStepsEndWakesEveryReaderWaitingForRoom(t *testing.T) {
+	var rs readerSet
+	waiting := []<-chan struct{}{rs.wakeup(), rs.wakeup(), rs.wakeup()}
+	rs.poke()
+	for i, wake := range waiting {
+		select {
+		case <-wake:
+		default:
+			t.Errorf("reader %d still waits after a step ended", i)
+		}
+	}
+	// The next wait is for the next step's end, and a step that ends after a reader
+	// took its wake-up (while it read) wakes it when it waits.
+	next := rs.wakeup()
+	select {
+	case <-next:
+		t.Fatal("a reader woke with no step ended since it last woke")
+	default:
+	}
+	rs.poke()
+	select {
+	case <-next:
+	default:
+		t.Error("a step that ended while the reader read did not wake it")
+	}
+}

@@ -69,14 +69,41 @@ type catalog struct {
 	gen    string // the version generation the served flows were loaded at
 }
 
-// readerSet counts a worker's readers; wake tells those waiting for room that a step
-// ended. busyBlock is how long a reader waits, while a node is left out of its reads for
-// lack of room, before it reads again (the const busyBlock; tests set it).
+// readerSet counts a worker's readers. A reader that waits for room (a step to end)
+// waits on wake, which the next poke closes: every reader waiting then reads again, not
+// just one of them (a single wake-up taken by a reader whose nodes were still full left
+// the reader of the node a step freed asleep until its Block ran out). busyBlock is how
+// long a reader waits, while a node is left out of its reads for lack of room, before it
+// reads again (the const busyBlock; tests set it).
 type readerSet struct {
 	mu        sync.Mutex
 	n         int
-	wake      chan struct{}
+	wake      chan struct{} // closed by the next poke; nil when no reader took it since
 	busyBlock time.Duration
+	// maxStreams is the most streams one reader reads (the const maxReadStreams; tests
+	// set it).
+	maxStreams int
+}
+
+// wakeup returns what the next poke closes. A reader takes it before it plans a read,
+// so that a step that ends while it reads wakes it as soon as it waits.
+func (rs *readerSet) wakeup() <-chan struct{} {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.wake == nil {
+		rs.wake = make(chan struct{})
+	}
+	return rs.wake
+}
+
+// poke wakes every reader waiting on wakeup.
+func (rs *readerSet) poke() {
+	rs.mu.Lock()
+	if rs.wake != nil {
+		close(rs.wake)
+		rs.wake = nil
+	}
+	rs.mu.Unlock()
 }
 
 // leftMark is when an entry was last left pending for this worker while it ran on (a
@@ -147,7 +174,7 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 		opts.Prune = 30 * time.Second
 	}
 	w := &Worker{e: e, opts: opts, consumer: e.consumerName(), inflight: newInflight(),
-		cat: catalog{served: map[string]*served{}}, rs: readerSet{wake: make(chan struct{}, 1), busyBlock: busyBlock}, pureSem: make(chan struct{}, maxPureSteps)}
+		cat: catalog{served: map[string]*served{}}, rs: readerSet{busyBlock: busyBlock, maxStreams: maxReadStreams}, pureSem: make(chan struct{}, maxPureSteps)}
 	w.run = chain(component, w.withCancel, e.withAnnounce, withDeadline, withRecover)
 	w.runPure = chain(component, withDeadline, withRecover)
 	w.runBounded = chain(component, withRecover)
@@ -238,13 +265,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// poke wakes readers that wait for capacity.
-func (w *Worker) poke() {
-	select {
-	case w.rs.wake <- struct{}{}:
-	default:
-	}
-}
+// poke wakes the readers that wait for room.
+func (w *Worker) poke() { w.rs.poke() }
 
 // flowsServed returns the ids of the served flows, sorted.
 func (w *Worker) flowsServed() []string {
