@@ -419,6 +419,10 @@ func (r *Redis) inputOf(ctx context.Context, ref RunRef) ([]byte, error) {
 type StateRef struct {
 	RunRef
 	Ckpt string
+	// First says the checkpoint may be its run's first (the activation's depth is 1):
+	// its state is then usually kept as the run's input (sameAsInput), which
+	// LoadStepInputs reads with it, in the same command.
+	First bool
 }
 
 // StepInput is what a step needs from Redis before it runs: the state of the checkpoint
@@ -434,15 +438,22 @@ type StepInput struct {
 }
 
 // LoadStepInputs reads, for several activations, their checkpoints' states (only where
-// want[i]) and their runs' statuses and pins, in one round trip.
+// want[i]) and their runs' statuses and pins, in one round trip. A first checkpoint's
+// state kept as its run's input (sameAsInput) is read with the input in one HMGET where
+// the ref says First; elsewhere, or for a run an older build started (its input in the
+// run hash), one more round trip reads the input.
 func (r *Redis) LoadStepInputs(ctx context.Context, refs []StateRef, want []bool) ([]StepInput, error) {
 	pipe := r.Client.Pipeline()
-	states := make([]*redis.StringCmd, len(refs))
+	states := make([]*redis.SliceCmd, len(refs))
 	runs := make([]*redis.SliceCmd, len(refs))
 	for i, ref := range refs {
 		k := ref.keys()
 		if want[i] {
-			states[i] = pipe.HGet(ctx, k.State(ref.Run), ref.Ckpt)
+			if ref.First {
+				states[i] = pipe.HMGet(ctx, k.State(ref.Run), ref.Ckpt, inputField)
+			} else {
+				states[i] = pipe.HMGet(ctx, k.State(ref.Run), ref.Ckpt)
+			}
 		}
 		runs[i] = pipe.HMGet(ctx, k.Run(ref.Run), "status", "pins", "keys_of")
 	}
@@ -450,17 +461,20 @@ func (r *Redis) LoadStepInputs(ctx context.Context, refs []StateRef, want []bool
 		return nil, err
 	}
 	out := make([]StepInput, len(refs))
-	var inputs map[int]*redis.StringCmd // states kept as the run's input
+	var inputs []int // states kept as the run's input, not read with it
 	for i := range refs {
 		if states[i] != nil {
-			if b, err := states[i].Bytes(); err == nil {
-				if string(b) == sameAsInput {
-					if inputs == nil {
-						inputs = map[int]*redis.StringCmd{}
+			v := states[i].Val()
+			if s, ok := v[0].(string); ok {
+				out[i].State = []byte(s)
+				if s == sameAsInput {
+					out[i].State = nil
+					if in, ok := hmgetAt(v, 1); ok {
+						out[i].State = []byte(in)
+					} else {
+						inputs = append(inputs, i)
 					}
-					inputs[i] = nil
 				}
-				out[i].State = b
 			}
 		}
 		if v := runs[i].Val(); len(v) == 3 {
@@ -470,30 +484,37 @@ func (r *Redis) LoadStepInputs(ctx context.Context, refs []StateRef, want []bool
 		}
 	}
 	if inputs != nil {
-		// A first checkpoint's state kept as the run's input: one more round trip, for
-		// a worker of another process than the start's (that one has the state at hand).
 		// The input is in the state hash, or for a run an older build started in the run
 		// hash.
 		pipe := r.Client.Pipeline()
-		old := make(map[int]*redis.StringCmd, len(inputs))
-		for i := range inputs {
+		in := make([]*redis.StringCmd, len(inputs))
+		old := make([]*redis.StringCmd, len(inputs))
+		for j, i := range inputs {
 			k := refs[i].keys()
-			inputs[i] = pipe.HGet(ctx, k.State(refs[i].Run), inputField)
-			old[i] = pipe.HGet(ctx, k.Run(refs[i].Run), inputField)
+			in[j] = pipe.HGet(ctx, k.State(refs[i].Run), inputField)
+			old[j] = pipe.HGet(ctx, k.Run(refs[i].Run), inputField)
 		}
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return nil, err
 		}
-		for i, c := range inputs {
-			out[i].State = nil
-			if b, err := c.Bytes(); err == nil {
+		for j, i := range inputs {
+			if b, err := in[j].Bytes(); err == nil {
 				out[i].State = b
-			} else if b, err := old[i].Bytes(); err == nil {
+			} else if b, err := old[j].Bytes(); err == nil {
 				out[i].State = b
 			}
 		}
 	}
 	return out, nil
+}
+
+// hmgetAt returns the i-th value of an HMGET's reply, if the field was there.
+func hmgetAt(v []any, i int) (string, bool) {
+	if i >= len(v) {
+		return "", false
+	}
+	s, ok := v[i].(string)
+	return s, ok
 }
 
 // StepGate reads what the gate needs of one run: its status ("" when it is gone) and

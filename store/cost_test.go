@@ -75,6 +75,32 @@ func TestAFusedRunCostsPinnedRedisCommands(t *testing.T) {
 	}
 }
 
+// What a worker of another process than the start's reads before a run's first step
+// (its preload), pinned: the first checkpoint's state, kept as the run's input, and the
+// input itself in one HMGET, with the run's status: one round trip of two commands. (It
+// was two round trips of four: the state, then the input from the state hash and from
+// the run hash, where an older build kept it.)
+func TestAFirstStepsInputsCostOneRoundTrip(t *testing.T) {
+	r := storetest.Real(t)
+	ctx := context.Background()
+	flow := costFlow(t, r, "in", "a")
+	state := []byte(`{"pad":"` + strings.Repeat("x", 240) + `"}`)
+	costStart(t, r, flow, costRun, "in", state)
+	a := costRead(t, r, flow, "in")[0]
+	var ins []store.StepInput
+	got := monitorRun(t, flow, func() {
+		var err error
+		ins, err = r.LoadStepInputs(ctx, []store.StateRef{{RunRef: a.Ref(), Ckpt: a.Ckpt, First: a.Depth == 1}}, []bool{true})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	if len(ins) != 1 || string(ins[0].State) != string(state) || ins[0].Status != store.StatusQueued {
+		t.Errorf("the first step's inputs %+v, want the run's input as its state, status queued", ins)
+	}
+	checkCost(t, "the first step's inputs", got, runCost{Commands: 2, Bytes: 221, Scripts: 0, InScripts: 0})
+}
+
 // costFlow makes a flow of nodes with their streams and groups (version v1), for the
 // pinned costs and the store tests that commit steps.
 func costFlow(t *testing.T, r *store.Redis, nodes ...string) string {
@@ -416,9 +442,11 @@ func TestTheInputIsKeptOnceAndTheFirstCheckpointShowsIt(t *testing.T) {
 			if st, err := r.LoadState(ctx, store.RunRef{Flow: flow, Run: run}, ckpt); err != nil || string(st) != in {
 				t.Errorf("fresh %v: LoadState %q %v, want the input", fresh, st, err)
 			}
-			ins, err := r.LoadStepInputs(ctx, []store.StateRef{{RunRef: store.RunRef{Flow: flow, Run: run}, Ckpt: ckpt}}, []bool{true})
-			if err != nil || len(ins) != 1 || string(ins[0].State) != in || ins[0].Status != store.StatusQueued {
-				t.Errorf("fresh %v: LoadStepInputs %+v %v, want the input as the state, status queued", fresh, ins, err)
+			for _, first := range []bool{true, false} {
+				ins, err := r.LoadStepInputs(ctx, []store.StateRef{{RunRef: store.RunRef{Flow: flow, Run: run}, Ckpt: ckpt, First: first}}, []bool{true})
+				if err != nil || len(ins) != 1 || string(ins[0].State) != in || ins[0].Status != store.StatusQueued {
+					t.Errorf("fresh %v: LoadStepInputs (first %v) %+v %v, want the input as the state, status queued", fresh, first, ins, err)
+				}
 			}
 		}
 	})
@@ -469,9 +497,11 @@ func TestARunsInputIsKeptInItsStateHashAndEveryReaderGetsIt(t *testing.T) {
 			if st, err := r.LoadState(ctx, ref, ckpt); err != nil || string(st) != in {
 				t.Errorf("%s: LoadState %.30q %v, want the input", layout, st, err)
 			}
-			ins, err := r.LoadStepInputs(ctx, []store.StateRef{{RunRef: ref, Ckpt: ckpt}}, []bool{true})
-			if err != nil || len(ins) != 1 || string(ins[0].State) != in {
-				t.Errorf("%s: LoadStepInputs %+v %v, want the input as the state", layout, ins, err)
+			for _, first := range []bool{true, false} {
+				ins, err := r.LoadStepInputs(ctx, []store.StateRef{{RunRef: ref, Ckpt: ckpt, First: first}}, []bool{true})
+				if err != nil || len(ins) != 1 || string(ins[0].State) != in {
+					t.Errorf("%s: LoadStepInputs (first %v) %+v %v, want the input as the state", layout, first, ins, err)
+				}
 			}
 			cps, err := r.Checkpoints(ctx, ref, "", 0)
 			if err != nil || len(cps) != 1 || string(cps[0].Update) != in {

@@ -325,7 +325,7 @@ func (w *Worker) preload(acts []store.Activation) []preloaded {
 		refs := make([]store.StateRef, len(ks))
 		want := make([]bool, len(ks))
 		for i, k := range ks {
-			refs[i] = store.StateRef{RunRef: acts[k].Ref(), Ckpt: acts[k].Ckpt}
+			refs[i] = store.StateRef{RunRef: acts[k].Ref(), Ckpt: acts[k].Ckpt, First: acts[k].Depth == 1}
 			want[i] = acts[k].Join == "" && out[k].state == nil
 		}
 		got, err := w.e.rdb.LoadStepInputs(w.hard, refs, want)
