@@ -1,8 +1,12 @@
 package engine
 
 import (
+	"context"
 	"slices"
+	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/store"
 )
 
 // SetWatchTicks sets how long the run watcher's reads block and how often a waiter reads
@@ -62,3 +66,24 @@ func SetBusyBlock(w *Worker, d time.Duration) { w.rs.busyBlock = d }
 // SetMaxReadStreams sets the most streams one of w's readers reads: a test with a few
 // nodes gets a reader per node. Set it before Run.
 func SetMaxReadStreams(w *Worker, n int) { w.rs.maxStreams = n }
+
+// RecordWatchReads makes the run watcher record the partitions each of its reads covers;
+// reads returns them.
+func RecordWatchReads(e *Engine) (reads func() [][]store.PartRef) {
+	var mu sync.Mutex
+	var got [][]store.PartRef
+	e.watch.mu.Lock()
+	read := e.watch.read
+	e.watch.read = func(ctx context.Context, parts []store.PartRef, afters []string, count int64, block time.Duration) ([]store.Event, error) {
+		mu.Lock()
+		got = append(got, slices.Clone(parts))
+		mu.Unlock()
+		return read(ctx, parts, afters, count, block)
+	}
+	e.watch.mu.Unlock()
+	return func() [][]store.PartRef {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
+}

@@ -184,3 +184,69 @@ func TestALoadThatReadTheFlowFirstButEndsLastDoesNotUndoANewerOne(t *testing.T) 
 		mustStatus(t, v.wait(p, run), store.StatusSucceeded)
 	})
 }
+
+// On a Redis Cluster, whose XREAD takes the streams of one slot only, the run watcher
+// reads each hash tag's partitions with a blocking read of their own: one read of the
+// partitions of several slots could only poll them, waking waiters up to 100 ms late.
+// The runs of a flow of four partitions are waited on at once; every read the watcher
+// makes covers one tag, and every wait is woken by its run's event (the reads and the
+// waiters' own safety reads are an hour apart).
+func TestOnAClusterTheRunWatcherBlocksOnEachSlotApart(t *testing.T) {
+	r, err := store.Open(context.Background(), store.Options{URL: storetest.SharedCluster(t).URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	v := newEnv(t, r)
+	engine.SetWatchTicks(v.e, time.Hour, time.Hour)
+	reads := engine.RecordWatchReads(v.e)
+	p := v.unstored("linear", 4)
+	var runs []string
+	tags := map[string]bool{}
+	for len(tags) < 2 {
+		id := v.start(p, `{"name": "Ada"}`)
+		runs = append(runs, id)
+		ref, err := r.FindRun(context.Background(), p.Flow, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tags[store.PartRef{Flow: p.Flow, Part: ref.Part}.Tag()] = true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got := make(chan *store.Run, len(runs))
+	for _, id := range runs {
+		go func() {
+			r, err := v.e.Wait(ctx, p.Flow, id)
+			if err != nil {
+				t.Errorf("wait for %s: %v (last seen %+v)", id, err, r)
+			}
+			got <- r
+		}()
+	}
+	for _, id := range runs {
+		until(t, "the wait for "+id+" is registered", func() bool { return engine.Waiting(v.e, p.Flow, id) })
+	}
+	read := map[string]bool{}
+	until(t, "the watcher reads every waited-on tag", func() bool {
+		for _, parts := range reads() {
+			for _, pr := range parts {
+				read[pr.Tag()] = true
+			}
+		}
+		return len(read) >= len(tags)
+	})
+	v.work(p)
+	for range runs {
+		if r := <-got; r != nil {
+			mustStatus(t, r, store.StatusSucceeded)
+		}
+	}
+	for _, parts := range reads() {
+		for _, pr := range parts[1:] {
+			if pr.Tag() != parts[0].Tag() {
+				t.Fatalf("one read of the watcher covers the partitions of two slots (%v): a cluster can only poll them", parts)
+			}
+		}
+	}
+}

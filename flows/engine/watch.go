@@ -11,14 +11,18 @@ import (
 
 // runWatcher wakes whoever waits for a run to settle (the API's ?wait, `sluice run`,
 // `sluice test`, a subflow's parent step) when the run's status changes, instead of each
-// of them reading the run hash every few milliseconds. One goroutine per engine tails
-// the events streams of the partitions that hold runs with waiters, while there are any.
+// of them reading the run hash every few milliseconds. It tails the events streams of
+// the partitions that hold runs with waiters, while there are any: one goroutine (a
+// loop) per read group, whose blocking read covers the group's watched partitions. On
+// one server every partition is in one group (one XREAD reads them all); on a Redis
+// Cluster, whose XREAD takes the streams of one slot only, each hash tag is a group of
+// its own, so that every read blocks (one read of several slots could only poll them:
+// it woke waiters up to 100 ms late).
 //
 // A blocking read cannot be told that a partition was added to the watch: a waiter whose
-// partition the loop's read in flight does not cover gets a catch-up read of that
-// partition alone, until the loop's next read covers it. Without it a wait on a new
-// partition woke one block late (a Redis Cluster spreads a flow's runs over 16 or more
-// partitions, so nearly every wait).
+// partition its group's read in flight does not cover gets a catch-up read of that
+// partition alone, until its group's next read covers it. Without it a wait on a new
+// partition woke one block late.
 type runWatcher struct {
 	rdb *store.Redis
 	log *slog.Logger
@@ -26,13 +30,15 @@ type runWatcher struct {
 	// reads its run anyway, in case a wake-up was lost (the events stream is capped,
 	// Redis restarted). watchBlock and waitSafety; tests set them.
 	block, safety time.Duration
+	// read reads events (store.ReadRunsEvents; tests wrap it).
+	read func(ctx context.Context, parts []store.PartRef, afters []string, count int64, block time.Duration) ([]store.Event, error)
 
 	mu       sync.Mutex
 	waiters  map[store.RunRef]map[chan struct{}]bool // channels to wake
 	after    map[store.PartRef]string                // the event id read up to
-	reading  map[store.PartRef]bool                  // what the loop's read in flight covers
+	reading  map[store.PartRef]bool                  // what the loops' reads in flight cover
 	catching map[store.PartRef]bool                  // partitions with a catch-up read
-	running  bool
+	running  map[string]bool                         // the read groups with a loop
 }
 
 const (
@@ -41,9 +47,17 @@ const (
 )
 
 func newRunWatcher(rdb *store.Redis, log *slog.Logger) *runWatcher {
-	return &runWatcher{rdb: rdb, log: log, block: watchBlock, safety: waitSafety,
+	return &runWatcher{rdb: rdb, log: log, block: watchBlock, safety: waitSafety, read: rdb.ReadRunsEvents,
 		waiters: map[store.RunRef]map[chan struct{}]bool{}, after: map[store.PartRef]string{},
-		reading: map[store.PartRef]bool{}, catching: map[store.PartRef]bool{}}
+		reading: map[store.PartRef]bool{}, catching: map[store.PartRef]bool{}, running: map[string]bool{}}
+}
+
+// group is the read group of partition p: "" on one server, its hash tag on a cluster.
+func (rw *runWatcher) group(p store.PartRef) string {
+	if !rw.rdb.Cluster() {
+		return ""
+	}
+	return p.Tag()
 }
 
 // register returns a channel that receives when run's status may have changed, and a
@@ -64,7 +78,7 @@ func (rw *runWatcher) register(ctx context.Context, flow, run string) (chan stru
 		}
 	}
 	ch := make(chan struct{}, 1)
-	// The partition's position and its waiter are added at once: the loop drops the
+	// The partition's position and its waiter are added at once: a loop drops the
 	// position of a partition nobody waits on.
 	rw.mu.Lock()
 	if _, ok := rw.after[part]; !ok {
@@ -84,10 +98,10 @@ func (rw *runWatcher) register(ctx context.Context, flow, run string) (chan stru
 		rw.waiters[ref] = map[chan struct{}]bool{}
 	}
 	rw.waiters[ref][ch] = true
-	switch {
-	case !rw.running:
-		rw.running = true
-		go rw.loop() // its first read covers the partition
+	switch g := rw.group(part); {
+	case !rw.running[g]:
+		rw.running[g] = true
+		go rw.loop(g) // its first read covers the partition
 	case !rw.reading[part] && !rw.catching[part]:
 		rw.catching[part] = true
 		go rw.catchUp(part)
@@ -110,26 +124,28 @@ func (rw *runWatcher) safetyTick() time.Duration {
 	return rw.safety
 }
 
-// loop reads the watched partitions' events while anyone waits, and wakes the waiters
-// of runs whose status changed.
-func (rw *runWatcher) loop() {
+// loop reads the events of read group g's watched partitions while anyone waits on one
+// of them, and wakes the waiters of runs whose status changed.
+func (rw *runWatcher) loop(g string) {
 	backoff := 50 * time.Millisecond
+	var parts []store.PartRef // what the last read covered
 	for {
 		rw.mu.Lock()
-		clear(rw.reading)
-		if len(rw.waiters) == 0 {
-			rw.running = false
-			rw.after = map[store.PartRef]string{}
-			rw.mu.Unlock()
-			return
+		for _, p := range parts {
+			delete(rw.reading, p)
 		}
 		wanted := map[store.PartRef]bool{}
 		for ref := range rw.waiters {
-			wanted[store.PartRef{Flow: ref.Flow, Part: ref.Part}] = true
+			if p := (store.PartRef{Flow: ref.Flow, Part: ref.Part}); rw.group(p) == g {
+				wanted[p] = true
+			}
 		}
-		var parts []store.PartRef
+		parts = parts[:0]
 		var after []string
 		for p, id := range rw.after {
+			if rw.group(p) != g {
+				continue
+			}
 			if !wanted[p] {
 				delete(rw.after, p)
 				continue
@@ -137,16 +153,23 @@ func (rw *runWatcher) loop() {
 			parts, after = append(parts, p), append(after, id)
 			rw.reading[p] = true
 		}
+		if len(parts) == 0 {
+			delete(rw.running, g)
+			rw.mu.Unlock()
+			return
+		}
 		block := rw.block
 		rw.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), block+5*time.Second)
-		evs, err := rw.rdb.ReadRunsEvents(ctx, parts, after, 1000, block)
+		evs, err := rw.read(ctx, parts, after, 1000, block)
 		cancel()
 		if store.IsClosed(err) {
 			// The engine's Redis was closed: waiters learn it from their next read.
 			rw.mu.Lock()
-			rw.running = false
-			clear(rw.reading)
+			delete(rw.running, g)
+			for _, p := range parts {
+				delete(rw.reading, p)
+			}
 			rw.mu.Unlock()
 			return
 		}
@@ -161,7 +184,7 @@ func (rw *runWatcher) loop() {
 	}
 }
 
-// catchUp reads partition p alone, from where the watch is, until the loop's read
+// catchUp reads partition p alone, from where the watch is, until its group's read
 // covers it or nobody waits on it any more.
 func (rw *runWatcher) catchUp(p store.PartRef) {
 	defer func() {
@@ -172,17 +195,17 @@ func (rw *runWatcher) catchUp(p store.PartRef) {
 	for {
 		rw.mu.Lock()
 		after, watched := rw.after[p]
-		done := !watched || !rw.running || rw.reading[p] || !rw.waitedOn(p)
+		done := !watched || !rw.running[rw.group(p)] || rw.reading[p] || !rw.waitedOn(p)
 		block := rw.block
 		rw.mu.Unlock()
 		if done {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), block+5*time.Second)
-		evs, err := rw.rdb.ReadRunsEvents(ctx, []store.PartRef{p}, []string{after}, 1000, block)
+		evs, err := rw.read(ctx, []store.PartRef{p}, []string{after}, 1000, block)
 		cancel()
 		if err != nil {
-			return // the loop's next read covers p
+			return // its group's next read covers p
 		}
 		rw.deliver(evs)
 	}
