@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,53 +42,202 @@ func resultFrom(pr PartRef, m redis.XMessage, deliveries int) Result {
 	return res
 }
 
-// ReadResults reads new entries of the results streams of some flow partitions for
-// consumer of the dispatch group, waiting at most block. On one server it is one
-// XREADGROUP; on a cluster, whose XREADGROUP takes the streams of one slot only, the
-// partitions are read without blocking, in one pipeline, every dispatchPoll within block.
-// A missing group is created and the read returns nothing.
-func (r *Redis) ReadResults(ctx context.Context, parts []PartRef, consumer string, count int, block time.Duration) ([]Result, error) {
-	if !r.cluster || len(parts) <= 1 {
-		return r.readResults(ctx, parts, consumer, count, block)
+// ResultsOptions configure a ResultsReader.
+type ResultsOptions struct {
+	// Consumer is the dispatch group's consumer the reads are for.
+	Consumer string
+	// Block is how long one read waits (default 1s). A reader whose partitions changed,
+	// or that is no longer needed, ends when its read in progress returns.
+	Block time.Duration
+	// Count is the most entries one read takes (default 100).
+	Count int
+	// Room, when set, returns how many results the consumer can start now: a reader
+	// waits for Poke while it is 0, and the readers share it (each read takes at most
+	// its share, rounded up): results read and not yet started are at most what the
+	// consumer had room for when the reads were sent, one per reader, and the batch it is
+	// taking.
+	Room func() int
+	// Errors, when set, is told of a failed read and how long its reader then waits.
+	Errors func(err error, backoff time.Duration)
+}
+
+// ResultsReader reads new entries of the results streams of a set of flow partitions for
+// one consumer of the dispatch group, with blocking reads, and hands them over C. On one
+// server one reader reads every stream in one XREADGROUP; on a cluster, whose XREADGROUP
+// takes the streams of one slot only, one reader per slot of their hash tags does (the
+// partitions of one number of every flow share a tag), each on its own connection of the
+// pool for its block time, so a result is seen as soon as it is written. A read's entries are in the
+// group's pending list from the moment it returns, so a reader hands over what its read
+// returned even when it is no longer needed; only a reader whose context ended drops
+// them, and they stay pending for a dispatcher's claim sweep.
+type ResultsReader struct {
+	r       *Redis
+	opts    ResultsOptions
+	ctx     context.Context
+	cancel  context.CancelFunc
+	c       chan []Result
+	mu      sync.Mutex
+	readers map[uint16]*resultsTail // by cluster slot; one, under 0, on one server
+	wake    chan struct{}
+}
+
+// resultsTail is one reader: the partitions of one slot (on one server, all of them).
+type resultsTail struct {
+	parts []PartRef
+	stop  chan struct{} // closed: end after the read in progress
+}
+
+// TailResults returns a reader of results streams for opts.Consumer; it reads nothing
+// until Set gives it partitions. It stops when ctx ends or at Close.
+func (r *Redis) TailResults(ctx context.Context, opts ResultsOptions) *ResultsReader {
+	if opts.Block <= 0 {
+		opts.Block = time.Second
 	}
-	deadline := time.Now().Add(block)
-	for {
-		pipe := r.Client.Pipeline()
-		cmds := make([]*redis.XStreamSliceCmd, len(parts))
-		for i, pr := range parts {
-			cmds[i] = pipe.XReadGroup(ctx, &redis.XReadGroupArgs{Group: DispatchGroup, Consumer: consumer, Streams: []string{pr.keys().Results(), ">"}, Count: int64(count), Block: -1})
+	if opts.Count <= 0 {
+		opts.Count = 100
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	return &ResultsReader{r: r, opts: opts, ctx: ctx, cancel: cancel, c: make(chan []Result),
+		readers: map[uint16]*resultsTail{}, wake: make(chan struct{})}
+}
+
+// C hands over the results read, in batches of one read each.
+func (t *ResultsReader) C() <-chan []Result { return t.c }
+
+// Set makes the reader read the results streams of parts (and no others). Slots whose
+// partitions changed get a new reader; the one it replaces ends with its read in
+// progress, handing over what that returns (the two read the same group, so no entry
+// goes to both).
+func (t *ResultsReader) Set(parts []PartRef) {
+	groups := map[uint16][]PartRef{}
+	for _, pr := range parts {
+		var slot uint16
+		if t.r.cluster {
+			slot = slotOf(pr.Tag())
 		}
-		_, _ = pipe.Exec(ctx)
-		var out []Result
-		for i, c := range cmds {
-			res, err := c.Result()
-			if err != nil && !errors.Is(err, redis.Nil) {
-				if isNoGroup(err) {
-					_ = r.EnsureGroups(ctx, parts[i].Flow, nil)
-					continue
-				}
-				return out, err
+		groups[slot] = append(groups[slot], pr)
+	}
+	for _, ps := range groups { // in one order, so an unchanged set keeps its reader
+		slices.SortFunc(ps, func(a, b PartRef) int {
+			if c := strings.Compare(a.Flow, b.Flow); c != 0 {
+				return c
 			}
-			for _, s := range res {
-				for _, m := range s.Messages {
-					out = append(out, resultFrom(parts[i], m, 1))
-				}
-			}
+			return a.Part - b.Part
+		})
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ctx.Err() != nil {
+		return
+	}
+	for slot, old := range t.readers {
+		if ps, ok := groups[slot]; !ok || !slices.Equal(ps, old.parts) {
+			close(old.stop)
+			delete(t.readers, slot)
 		}
-		if len(out) > 0 || time.Now().After(deadline) {
-			return out, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(dispatchPoll):
+	}
+	for slot, ps := range groups {
+		if t.readers[slot] == nil {
+			tail := &resultsTail{parts: ps, stop: make(chan struct{})}
+			t.readers[slot] = tail
+			go t.run(tail)
 		}
 	}
 }
 
-// dispatchPoll is how often the results of a cluster's partitions are looked at.
-const dispatchPoll = 250 * time.Millisecond
+// Poke wakes the readers waiting for room (ResultsOptions.Room): the consumer calls it
+// when it finished with a result.
+func (t *ResultsReader) Poke() {
+	t.mu.Lock()
+	close(t.wake)
+	t.wake = make(chan struct{})
+	t.mu.Unlock()
+}
 
+// Close stops the readers. It does not wait for their reads in progress, which a
+// blocking read does not end early: what those return stays pending for a
+// dispatcher's claim sweep.
+func (t *ResultsReader) Close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cancel()
+	for slot, tail := range t.readers {
+		close(tail.stop)
+		delete(t.readers, slot)
+	}
+}
+
+// share is the most entries the next read may take, 0 when the consumer has no room,
+// and the channel the next Poke closes.
+func (t *ResultsReader) share() (int, <-chan struct{}) {
+	t.mu.Lock()
+	wake, n := t.wake, max(len(t.readers), 1)
+	t.mu.Unlock()
+	if t.opts.Room == nil {
+		return t.opts.Count, wake
+	}
+	room := t.opts.Room()
+	if room <= 0 {
+		return 0, wake
+	}
+	return min(t.opts.Count, (room+n-1)/n), wake
+}
+
+// run reads tail's partitions until it is stopped, handing over each read's entries.
+func (t *ResultsReader) run(tail *resultsTail) {
+	backoff := 50 * time.Millisecond
+	for {
+		select {
+		case <-tail.stop:
+			return
+		case <-t.ctx.Done():
+			return
+		default:
+		}
+		count, wake := t.share()
+		if count == 0 {
+			select {
+			case <-wake:
+			case <-tail.stop:
+				return
+			case <-t.ctx.Done():
+				return
+			}
+			continue
+		}
+		res, err := t.r.readResults(t.ctx, tail.parts, t.opts.Consumer, count, t.opts.Block)
+		if err != nil {
+			if t.ctx.Err() != nil {
+				return
+			}
+			if t.opts.Errors != nil {
+				t.opts.Errors(err, backoff)
+			}
+			select {
+			case <-time.After(backoff):
+			case <-tail.stop:
+				return
+			case <-t.ctx.Done():
+				return
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+		if len(res) == 0 {
+			continue
+		}
+		select {
+		case t.c <- res:
+		case <-t.ctx.Done():
+			return
+		}
+	}
+}
+
+// readResults reads new entries of the results streams of parts (of one slot on a
+// cluster) for consumer of the dispatch group, in one XREADGROUP that waits at most block.
+// A missing group is created and the read returns nothing.
 func (r *Redis) readResults(ctx context.Context, parts []PartRef, consumer string, count int, block time.Duration) ([]Result, error) {
 	if len(parts) == 0 {
 		return nil, nil

@@ -248,12 +248,27 @@ func Run(ctx context.Context, rdb *store.Redis, o Options) (*Figures, error) {
 		defer close(finished)
 		// The results are taken as a result dispatcher takes them (the group, then
 		// acknowledged and deleted), so the stream stays as short as in production.
+		// One blocking read per cluster slot of the flow's partitions (one on one server),
+		// given the partitions again every second: workers may add some.
+		tail := rdb.TailResults(ctx, store.ResultsOptions{Consumer: "bench", Block: time.Second, Count: 1000})
+		defer tail.Close()
+		every := time.NewTicker(time.Second)
+		defer every.Stop()
+		if parts, err := rdb.Parts(ctx, id); err == nil {
+			tail.Set(parts)
+		}
 		n := 0
 		for n < o.Runs && ctx.Err() == nil {
-			parts, _ := rdb.Parts(ctx, id)
-			res, err := rdb.ReadResults(ctx, parts, "bench", 1000, time.Second)
-			if err != nil {
+			var res []store.Result
+			select {
+			case <-ctx.Done():
 				continue
+			case <-every.C:
+				if parts, err := rdb.Parts(ctx, id); err == nil {
+					tail.Set(parts)
+				}
+				continue
+			case res = <-tail.C():
 			}
 			// The time the results arrived, before acknowledging them: the bare loop's
 			// observer acknowledges nothing, and an end-to-end figure is up to arrival.

@@ -80,6 +80,7 @@ type Dispatcher struct {
 	consumer string
 	slots    chan struct{}
 	wg       sync.WaitGroup
+	results  *store.ResultsReader // set by Run
 }
 
 // New returns a dispatcher of e's runs' results; it does nothing until Run.
@@ -149,42 +150,31 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			}
 		}
 	}
-	refresh()
-	lastRefresh, lastSweep := time.Now(), time.Now()
-	backoff := 50 * time.Millisecond
-	for ctx.Err() == nil {
-		if time.Since(lastRefresh) >= d.opts.Refresh {
-			refresh()
-			lastRefresh = time.Now()
-		}
-		if time.Since(lastSweep) >= d.opts.ClaimAfter/2 {
-			d.sweep(ctx, parts)
-			lastSweep = time.Now()
-		}
-		free := cap(d.slots) - len(d.slots)
-		if len(parts) == 0 || free == 0 {
-			select {
-			case <-ctx.Done():
-			case <-time.After(d.opts.Block):
-			}
-			continue
-		}
-		results, err := d.rdb.ReadResults(ctx, parts, d.consumer, free, d.opts.Block)
-		if err != nil {
-			if ctx.Err() != nil {
-				break
-			}
+	// One blocking read per cluster slot of the partitions (one for all on one server),
+	// each taking no more than the free delivery slots allow.
+	d.results = d.rdb.TailResults(ctx, store.ResultsOptions{Consumer: d.consumer, Block: d.opts.Block, Count: cap(d.slots),
+		Room: func() int { return cap(d.slots) - len(d.slots) },
+		Errors: func(err error, backoff time.Duration) {
 			d.log.Warn("dispatch: read failed; backing off", "error", err, "backoff", backoff)
-			select {
-			case <-ctx.Done():
-			case <-time.After(backoff):
+		}})
+	defer d.results.Close()
+	refresh()
+	d.results.Set(parts)
+	refreshes, sweeps := time.NewTicker(d.opts.Refresh), time.NewTicker(max(d.opts.ClaimAfter/2, time.Millisecond))
+	defer refreshes.Stop()
+	defer sweeps.Stop()
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-refreshes.C:
+			refresh()
+			d.results.Set(parts)
+		case <-sweeps.C:
+			d.sweep(ctx, parts)
+		case results := <-d.results.C():
+			for _, r := range results {
+				d.start(ctx, r)
 			}
-			backoff = min(2*backoff, 5*time.Second)
-			continue
-		}
-		backoff = 50 * time.Millisecond
-		for _, r := range results {
-			d.start(ctx, r)
 		}
 	}
 	d.wg.Wait()
@@ -216,7 +206,7 @@ func (d *Dispatcher) start(ctx context.Context, r store.Result) {
 	d.slots <- struct{}{}
 	d.wg.Add(1)
 	go func() {
-		defer func() { <-d.slots; d.wg.Done() }()
+		defer func() { <-d.slots; d.results.Poke(); d.wg.Done() }()
 		d.deliver(ctx, r)
 	}()
 }
