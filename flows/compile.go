@@ -48,6 +48,21 @@ type PlanNode struct {
 	Index int
 }
 
+// IsJoin reports whether n is a join (where a fork's branches meet).
+func (n *PlanNode) IsJoin() bool {
+	return n != nil && n.Spec != nil && n.Spec.Name == JoinType
+}
+
+// Pure reports whether n's steps need no I/O (jq, templates): the engine runs them
+// inline and fuses them into the commit of the step before. A join is not pure.
+func (n *PlanNode) Pure() bool {
+	if n == nil || n.Spec == nil || n.IsJoin() {
+		return false
+	}
+	in, ok := n.Component.(Inliner)
+	return ok && in.Inline()
+}
+
 // PlanEdge is a state edge out of a node.
 type PlanEdge struct {
 	Key       string

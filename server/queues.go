@@ -73,14 +73,6 @@ func queueNotes(plan *flows.Plan) map[string]string {
 	if plan == nil || plan.Doc == nil {
 		return nil
 	}
-	// pure is the engine's test (flows/engine/step.go): inline, and not a join.
-	pure := func(n *flows.PlanNode) bool {
-		if n == nil || n.Spec == nil || n.Spec.Name == flows.JoinType {
-			return false
-		}
-		in, ok := n.Component.(flows.Inliner)
-		return ok && in.Inline()
-	}
 	isTool := func(from, port string) bool {
 		n := plan.Nodes[from]
 		if n == nil || n.Spec == nil {
@@ -115,12 +107,12 @@ func queueNotes(plan *flows.Plan) map[string]string {
 	}
 	for _, dn := range plan.Doc.Nodes {
 		p := plan.Nodes[dn.ID]
-		join := p != nil && p.Spec != nil && p.Spec.Name == flows.JoinType // a join's step starts a chain too
-		if !pure(p) && !join || p.Spec.Fans {
+		// A join's step starts a chain too.
+		if !p.Pure() && !p.IsJoin() || p.Spec.Fans {
 			continue // a fanout's items are branches of their own, read from the stream
 		}
 		for _, e := range p.Edges {
-			if !pure(plan.Nodes[e.To]) {
+			if !plan.Nodes[e.To].Pure() {
 				continue
 			}
 			if p.Join != "" && forksTo[p.Join] == 1 {

@@ -396,23 +396,41 @@ func (r *Redis) LoadState(ctx context.Context, ref RunRef, ckpt string) ([]byte,
 }
 
 // inputOf returns a run's input: the state of its first checkpoint when the start kept
-// that as sameAsInput. It is in the state hash, or for a run an older build started in
-// the run hash.
+// that as sameAsInput.
 func (r *Redis) inputOf(ctx context.Context, ref RunRef) ([]byte, error) {
-	k := ref.keys()
+	in, err := r.inputsOf(ctx, []RunRef{ref})
+	if err != nil {
+		return nil, err
+	}
+	if in[0] == nil {
+		return nil, &flows.Error{Code: flows.NotFound, Flow: ref.Flow, Message: fmt.Sprintf("run %q is gone (expired)", ref.Run)}
+	}
+	return in[0], nil
+}
+
+// inputsOf returns runs' inputs in one round trip (nil for a run that has none). An
+// input is in the run's state hash, or for a run an older build started in its run hash.
+func (r *Redis) inputsOf(ctx context.Context, refs []RunRef) ([][]byte, error) {
 	pipe := r.Client.Pipeline()
-	in := pipe.HGet(ctx, k.State(ref.Run), inputField)
-	old := pipe.HGet(ctx, k.Run(ref.Run), inputField)
+	in := make([]*redis.StringCmd, len(refs))
+	old := make([]*redis.StringCmd, len(refs))
+	for i, ref := range refs {
+		k := ref.keys()
+		in[i] = pipe.HGet(ctx, k.State(ref.Run), inputField)
+		old[i] = pipe.HGet(ctx, k.Run(ref.Run), inputField)
+	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}
-	if b, err := in.Bytes(); err == nil {
-		return b, nil
+	out := make([][]byte, len(refs))
+	for i := range refs {
+		if b, err := in[i].Bytes(); err == nil {
+			out[i] = b
+		} else if b, err := old[i].Bytes(); err == nil {
+			out[i] = b
+		}
 	}
-	if b, err := old.Bytes(); err == nil {
-		return b, nil
-	}
-	return nil, &flows.Error{Code: flows.NotFound, Flow: ref.Flow, Message: fmt.Sprintf("run %q is gone (expired)", ref.Run)}
+	return out, nil
 }
 
 // StateRef names one checkpoint's state.
@@ -484,25 +502,16 @@ func (r *Redis) LoadStepInputs(ctx context.Context, refs []StateRef, want []bool
 		}
 	}
 	if inputs != nil {
-		// The input is in the state hash, or for a run an older build started in the run
-		// hash.
-		pipe := r.Client.Pipeline()
-		in := make([]*redis.StringCmd, len(inputs))
-		old := make([]*redis.StringCmd, len(inputs))
+		runs := make([]RunRef, len(inputs))
 		for j, i := range inputs {
-			k := refs[i].keys()
-			in[j] = pipe.HGet(ctx, k.State(refs[i].Run), inputField)
-			old[j] = pipe.HGet(ctx, k.Run(refs[i].Run), inputField)
+			runs[j] = refs[i].RunRef
 		}
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		in, err := r.inputsOf(ctx, runs)
+		if err != nil {
 			return nil, err
 		}
 		for j, i := range inputs {
-			if b, err := in[j].Bytes(); err == nil {
-				out[i].State = b
-			} else if b, err := old[j].Bytes(); err == nil {
-				out[i].State = b
-			}
+			out[i].State = in[j]
 		}
 	}
 	return out, nil

@@ -132,7 +132,7 @@ func (w *Worker) execute(j *job) (*built, error) {
 	switch {
 	case bounded(j.node):
 		run = w.runBounded
-	case pure(j.node):
+	case j.node.Pure():
 		run = w.runPure
 	}
 	if j.pin != nil {

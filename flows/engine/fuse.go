@@ -15,8 +15,8 @@ const maxFused = 16
 // before (a bound for sizing, not a promise: fuse decides).
 func chainLen(plan *flows.Plan, n *flows.PlanNode) int {
 	k := 1
-	for k <= maxFused && (pure(n) || k == 1 && isJoin(n)) && len(n.Edges) == 1 {
-		if n = plan.Nodes[n.Edges[0].To]; !pure(n) {
+	for k <= maxFused && (n.Pure() || k == 1 && n.IsJoin()) && len(n.Edges) == 1 {
+		if n = plan.Nodes[n.Edges[0].To]; !n.Pure() {
 			break
 		}
 		k++
@@ -43,7 +43,7 @@ type fusedStep struct {
 // which only merges its branches, starts a chain too: the commit keeps its CloseFork.
 func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 	var keep []store.Transition // the join's CloseFork, first in its transitions
-	if isJoin(j.node) {
+	if j.node.IsJoin() {
 		if len(c.Transitions) == 0 {
 			return nil
 		}
@@ -51,7 +51,7 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 			return nil
 		}
 		keep = c.Transitions[:1:1]
-	} else if !pure(j.node) {
+	} else if !j.node.Pure() {
 		return nil
 	}
 	var fused []fusedStep
@@ -93,7 +93,7 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 // and fails there). Its caller ends the step, once it knows whether the commit takes it.
 func (w *Worker) runFused(j *job, act store.Activate, d int, state map[string]any, stateJSON []byte) (*job, *built) {
 	node := j.plan.Nodes[act.Node]
-	if !pure(node) || d > j.plan.Settings.MaxSteps || !w.servesNode(act.Node) {
+	if !node.Pure() || d > j.plan.Settings.MaxSteps || !w.servesNode(act.Node) {
 		return nil, nil
 	}
 	a := j.a
@@ -257,9 +257,4 @@ func (w *Worker) runBranch(j *job, act store.Activate, depth int, state map[stri
 		act = nt
 	}
 	return steps, act, fs
-}
-
-// isJoin reports whether n is a join.
-func isJoin(n *flows.PlanNode) bool {
-	return n != nil && n.Spec != nil && n.Spec.Name == flows.JoinType
 }

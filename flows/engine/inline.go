@@ -76,7 +76,7 @@ func chainBounded(p *flows.Plan, n *flows.PlanNode) bool {
 		for _, m := range next {
 			for _, e := range m.Edges {
 				s := p.Nodes[e.To]
-				if s == nil || seen[s] || !pure(s) {
+				if s == nil || seen[s] || !s.Pure() {
 					continue // fusing stops at a step with side effects: it runs on its own
 				}
 				if !stepBounded(s) {

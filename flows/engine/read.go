@@ -316,7 +316,7 @@ func (w *Worker) preload(acts []store.Activation) []preloaded {
 			}
 		}
 		needState := a.Join == "" && out[k].state == nil
-		needStatus := !pure(w.planNode(a))
+		needStatus := !w.planNode(a).Pure()
 		if needState || needStatus {
 			ks = append(ks, k)
 		}
@@ -362,7 +362,7 @@ func (w *Worker) start(a store.Activation, pre preloaded) {
 	if n != nil {
 		timeout = n.Timeout
 	}
-	isPure := pure(n)
+	isPure := n.Pure()
 	if !w.inflight.add(a, timeout, !isPure) {
 		// The sweeper claimed a step this worker is still running (its heartbeats did
 		// not get through); the running one will commit.

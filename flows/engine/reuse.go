@@ -36,7 +36,7 @@ func (e *Engine) recordedOutputs(ctx context.Context, orig *store.Run, from, to 
 			continue
 		}
 		n := from.Nodes[c.Node]
-		if n == nil || pure(n) || n.Type == flows.JoinType || to.Nodes[c.Node] == nil || pure(to.Nodes[c.Node]) {
+		if n == nil || n.Pure() || n.Type == flows.JoinType || to.Nodes[c.Node] == nil || to.Nodes[c.Node].Pure() {
 			continue
 		}
 		state, err := e.stateAt(ctx, orig.Ref(), c.Parent)

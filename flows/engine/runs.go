@@ -72,7 +72,7 @@ func checkPins(plan *flows.Plan, pins map[string]Pin) error {
 		switch {
 		case n == nil:
 			return &flows.Error{Code: flows.Invalid, Flow: plan.Flow, Path: path, Message: fmt.Sprintf("the flow has no node %q", id)}
-		case pure(n):
+		case n.Pure():
 			return &flows.Error{Code: flows.Invalid, Flow: plan.Flow, Node: id, Path: path, Message: fmt.Sprintf("node %q (%s) calls nothing outside: only nodes that do (models, agents, HTTP, subflows, ...) can be pinned", id, n.Type)}
 		}
 		if len(p.Update) > 0 {

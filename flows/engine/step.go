@@ -81,20 +81,10 @@ func (j *job) place() stepPlace {
 	return stepPlace{Entry: j.a.ID, Tokens: parseTokens(j.a.Tok), Join: j.a.Join, Depth: j.a.Depth}
 }
 
-// pure reports whether a node's steps need no I/O (jq, templates): they are fused, and
-// the gate reads no run status for them (see gate).
-func pure(n *flows.PlanNode) bool {
-	if n == nil || n.Spec == nil || n.Spec.Name == flows.JoinType {
-		return false
-	}
-	in, ok := n.Component.(flows.Inliner)
-	return ok && in.Inline()
-}
-
 // bounded reports whether a node's steps are pure and finish in bounded time
 // (flows.Bounder): they run without a deadline timer.
 func bounded(n *flows.PlanNode) bool {
-	if !pure(n) {
+	if !n.Pure() {
 		return false
 	}
 	b, ok := n.Component.(flows.Bounder)
@@ -191,7 +181,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) gateVerdict {
 		return fail(plan, nil, flows.Permanent(fmt.Errorf("version %.12s has no node %q", a.Version, a.Node)))
 	}
 	var pin *Pin
-	isPure := pure(node)
+	isPure := node.Pure()
 	status, pins, keysOf, known := pre.status, pre.pins, pre.keysOf, pre.known
 	if !known && !isPure {
 		g, err := e.rdb.StepGate(ctx, a.Ref())

@@ -333,7 +333,7 @@ func (w *Worker) load(ctx context.Context, ids []string) {
 					continue
 				}
 				limits[nid] = n.Concurrency
-				if pure(n) {
+				if n.Pure() {
 					// Pure steps are bounded by the worker's executor, not by their node.
 					limits[nid] = maxPureSteps
 				}
