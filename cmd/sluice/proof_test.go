@@ -109,14 +109,17 @@ func TestBadInputCorpus(t *testing.T) {
 	if len(files) < 10 {
 		t.Fatalf("only %d bad flow documents", len(files))
 	}
-	// The flows that fail only when they run are saved and run (their ids are the
-	// corpus's own): their keys and audit entries go once the server has stopped.
+	// The flows that fail only when they run are saved and run, each under an id of this
+	// test's own (another test process may run the corpus on the same Redis): their keys
+	// and audit entries go once the server has stopped.
+	runtimeIDs := map[string]string{} // file -> the id it is saved under
 	for _, f := range files {
 		data, _ := os.ReadFile(f)
 		var head struct{ ID, Description string }
 		json.Unmarshal(data, &head)
 		if strings.TrimSpace(strings.TrimPrefix(head.Description, "expect:")) == "runtime" {
-			storetest.DeleteFlowKeys(t, r, head.ID)
+			runtimeIDs[f] = head.ID + "-" + strings.TrimPrefix(storetest.FlowID(t), "t-testbadinputcorpus-")
+			storetest.DeleteFlowKeys(t, r, runtimeIDs[f])
 		}
 	}
 	// Something accepted before the bad input: a flow and a run that waits for a person.
@@ -146,10 +149,17 @@ func TestBadInputCorpus(t *testing.T) {
 				if st != 200 {
 					t.Fatalf("validate: %d %s, want it valid (it fails only when it runs)", st, body)
 				}
-				if st, body := api.do("PUT", "/api/flows/"+head.ID, "application/json", bytes.NewReader(data), ""); st/100 != 2 {
+				id := runtimeIDs[f]
+				var doc map[string]any
+				if err := json.Unmarshal(data, &doc); err != nil {
+					t.Fatal(err)
+				}
+				doc["id"] = id
+				data, _ = json.Marshal(doc)
+				if st, body := api.do("PUT", "/api/flows/"+id, "application/json", bytes.NewReader(data), ""); st/100 != 2 {
 					t.Fatalf("save: %d %s", st, body)
 				}
-				runtimeFailures = append(runtimeFailures, head.ID)
+				runtimeFailures = append(runtimeFailures, id)
 				return
 			}
 			if st != 200 && st != 400 {
