@@ -63,8 +63,8 @@ func workerNotes(plans []*flows.Plan) map[string]string {
 
 // queueNotes says, for the nodes whose streams a worker may never read, where their
 // steps run instead: a tool runs within the steps of the agents it is attached to; a
-// pure step right after a pure step (or a join) that started it and no other node is
-// fused into that step's commit, on the worker that ran it (flows/engine/fuse.go), so its
+// pure step right after a step (of any node but a fanout) that started it and no other
+// node is fused into that step's commit, on the worker that ran it (flows/engine/fuse.go), so its
 // group has no consumer; so is a pure target of a fork that step opens. The targets of a
 // fanout, branches added to a fork from within it, and a join are read from their
 // streams. Which edges a step takes can depend on its state: a node
@@ -107,8 +107,8 @@ func queueNotes(plan *flows.Plan) map[string]string {
 	}
 	for _, dn := range plan.Doc.Nodes {
 		p := plan.Nodes[dn.ID]
-		// A join's step starts a chain too.
-		if !p.Pure() && !p.IsJoin() || p.Spec.Fans {
+		// Any step starts a chain: a pure step after it runs in its commit.
+		if p.Spec.Fans {
 			continue // a fanout's items are branches of their own, read from the stream
 		}
 		for _, e := range p.Edges {

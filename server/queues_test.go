@@ -11,8 +11,8 @@ import (
 
 // queueNotes names where the steps of a node without consumers run. A note that says
 // "inline" must match what the engine fuses (flows/engine/fuse.go): a pure step right
-// after a pure step (or a join) that started exactly one node, or a pure target of a fork
-// that step opened.
+// after a step (of any node but a fanout) that started exactly one node, or a pure target
+// of a fork that step opened.
 func TestQueueNotesSayInlineOnlyWhereTheEngineFuses(t *testing.T) {
 	const (
 		afterIn    = "runs inline after in: fused into that step, on the worker that runs it"
@@ -64,13 +64,14 @@ func TestQueueNotesSayInlineOnlyWhereTheEngineFuses(t *testing.T) {
 				"out": "runs inline after merge: fused into that step, on the worker that runs it"},
 		},
 		{
-			name: "a tool runs within its agents' steps, and the step after an agent is read by workers",
+			name: "a tool runs within its agents' steps, and the pure step after an agent runs inline after it",
 			nodes: []map[string]any{node("in", "input"),
 				{"id": "agent", "type": "agent", "params": map[string]any{"model": "m", "user": "hi"}},
 				{"id": "ctx", "type": "data", "params": map[string]any{"tool_name": "query"}},
 				transform("t"), node("out", "output")},
 			edges: []map[string]any{edge("in", "agent"), {"from": "ctx", "port": "tool", "to": "agent", "to_port": "tools"}, edge("agent", "t"), edge("t", "out")},
 			want: map[string]string{"ctx": "a tool: runs within the steps of agent",
+				"t":   "runs inline after agent: fused into that step, on the worker that runs it",
 				"out": "runs inline after t: fused into that step, on the worker that runs it"},
 		},
 		{

@@ -15,7 +15,7 @@ const maxFused = 16
 // before (a bound for sizing, not a promise: fuse decides).
 func chainLen(plan *flows.Plan, n *flows.PlanNode) int {
 	k := 1
-	for k <= maxFused && (n.Pure() || k == 1 && n.IsJoin()) && len(n.Edges) == 1 {
+	for k <= maxFused && len(n.Edges) == 1 {
 		if n = plan.Nodes[n.Edges[0].To]; !n.Pure() {
 			break
 		}
@@ -32,11 +32,14 @@ type fusedStep struct {
 	usage     flows.Usage
 }
 
-// fuse runs, right after a pure step, its single successor when that is a pure step too
-// (and the successor's, and so on), and adds them to the same commit: one checkpoint,
-// state and event per step, as if each had been its own activation, but no stream
-// entry, read or round trip in between. Such steps have no side effects, so if the
-// worker dies before the commit, running them all again is harmless. Fusing stops at a
+// fuse runs, right after a step, its single successor when that is a pure step (and the
+// successor's, and so on), and adds them to the same commit: one checkpoint, state and
+// event per step, as if each had been its own activation, but no stream entry, read or
+// round trip in between. Such steps have no side effects, so if the worker dies before
+// the commit, running them again with the step before is harmless; and the step before
+// may be any step, one with side effects (a model call, an agent, an HTTP request)
+// included: if the worker dies before the commit, that step runs again anyway, as it
+// would alone. Fusing stops at a
 // join, an approval that parks, the end of the branch, a step that fails (it then runs on
 // its own and fails as usual), a node the worker does not serve (a pool's), or max_steps.
 // At a fork, the branches run inline as far as they can (fuseBranches). A join's step,
@@ -51,8 +54,6 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 			return nil
 		}
 		keep = c.Transitions[:1:1]
-	} else if !j.node.Pure() {
-		return nil
 	}
 	var fused []fusedStep
 	if n := cap(c.Steps) - 1; n > 0 {
