@@ -29,6 +29,9 @@ type Commit struct {
 	// Transitions follow the last step. Among them, Branch holds steps run inline along
 	// a branch of a fork the last step opened.
 	Transitions []Transition
+	// Start, when set, makes the commit the start of the fresh run its steps belong to
+	// (store/startfold.go): Act.ID is then "" and Act.Ckpt is Start.Ckpt.
+	Start *StartArgs
 }
 
 // CommitStep is one step of a commit.
@@ -200,7 +203,13 @@ func (call *commitCall) add(c *Commit, n int) {
 	if spent {
 		nops++
 	}
+	if c.Start != nil {
+		nops += c.Start.startOps()
+	}
 	args = append(args, strconv.Itoa(nops))
+	if c.Start != nil {
+		args = c.Start.appendStartOps(args, call, n, k)
+	}
 	for _, s := range c.Steps {
 		if s.Final != nil {
 			args = append(args, opFinal, s.Node, s.Final)

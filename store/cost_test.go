@@ -75,6 +75,55 @@ func TestAFusedRunCostsPinnedRedisCommands(t *testing.T) {
 	}
 }
 
+// foldedStart is the commit of a fused run of three no-op nodes (five steps) that also
+// starts the run (store/startfold.go), as engine.Start sends it when the steps ran there.
+func foldedStart(flow, run string, state []byte) *store.Commit {
+	args := store.StartArgs{Flow: flow, Run: run, Version: "v1", State: state, Fresh: true, Ckpt: store.FirstCkptID(),
+		Checkpoint: store.Checkpoint{Kind: "input", Update: state}, Entries: []string{"in"}, Fields: []string{"input", string(state)}}
+	c := &store.Commit{Consumer: "w-1", MaxSteps: 100, TTL: 24 * time.Hour, Start: &args,
+		Act: store.Activation{Flow: flow, Node: "in", Run: run, Version: "v1", Ckpt: args.Ckpt, Depth: 1, Deliveries: 1}}
+	for _, n := range []string{"in", "n1", "n2", "n3", "out"} {
+		s := store.CommitStep{Node: n, State: state, Event: []byte(`{"status":"done","ms":0.01}`),
+			Checkpoint: store.Checkpoint{Node: n, Kind: "step", Attempt: 1, Worker: "w-1", Duration: 10 * time.Microsecond}}
+		if n == "out" {
+			s.Final = []byte("null")
+		}
+		c.Steps = append(c.Steps, s)
+	}
+	return c
+}
+
+// The same fused run started by the commit of its steps, which the starting process ran
+// (engine: startInline): one script call, nothing read, fenced or acknowledged — the
+// start's MULTI, the worker's read and the fence's XPENDING, XACK and XTRIM are gone.
+// Pinned as the test above.
+func TestAFusedRunStartedByItsCommitCostsOneScriptCall(t *testing.T) {
+	r := storetest.Real(t)
+	ctx := context.Background()
+	flow := storetest.FlowID(t)
+	storetest.DeleteFlowKeys(t, r, flow)
+	if err := r.StoreVersion(ctx, flow, "v1", []byte("{}"), []string{"in", "n1", "n2", "n3", "out"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.LoadScripts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	state := []byte(`{"pad":"` + strings.Repeat("x", 240) + `"}`)
+	run := "r0123456789abcdefghijk"
+	got := monitorRun(t, flow, func() {
+		res, errs := r.CommitBatch(ctx, []*store.Commit{foldedStart(flow, run, state)})
+		if errs[0] != nil || res[0].Status != store.CommitOK || res[0].RunStatus != store.StatusSucceeded {
+			t.Fatalf("commit: %v %+v", errs[0], res[0])
+		}
+	})
+	want := runCost{Commands: 1, Bytes: 1917, Scripts: 1, InScripts: 9}
+	if got.Commands != want.Commands || got.Scripts != want.Scripts || got.InScripts != want.InScripts ||
+		got.Bytes < want.Bytes-16 || got.Bytes > want.Bytes+16 {
+		t.Errorf("one fused run started by its commit: %d commands (%d scripts) of %d argument bytes, %d commands inside scripts; want %d (%d), %d ± 16, %d\n%s",
+			got.Commands, got.Scripts, got.Bytes, got.InScripts, want.Commands, want.Scripts, want.Bytes, want.InScripts, strings.Join(got.Lines, "\n"))
+	}
+}
+
 // What a worker of another process than the start's reads before a run's first step
 // (its preload), pinned: the first checkpoint's state, kept as the run's input, and the
 // input itself in one HMGET, with the run's status: one round trip of two commands. (It

@@ -27,6 +27,9 @@ const (
 	// The ops of a commit's steps, before its transitions.
 	opFinal  = "F"
 	opTokens = "T"
+	// A start's ops, before all others (store/startfold.go).
+	opStart    = "N"
+	opRunField = "H"
 )
 
 // opArity is each op's number of arguments after its code.
@@ -42,6 +45,8 @@ var opArity = map[string]int{
 	opPark:     2, // RECORD DEADLINE
 	opFinal:    2, // NODE VALUE
 	opTokens:   2, // IN OUT
+	opStart:    9, // CKPT NODE PARENT BODY STATE INPUT VERSION TP RUNS
+	opRunField: 2, // FIELD VALUE
 }
 
 // CommitStatus is what commit.lua says of one commit.

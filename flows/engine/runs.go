@@ -237,6 +237,12 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 		// worker of this process may read the first activation before the reply comes.
 		args.Ckpt = store.FirstCkptID()
 		e.cache.putJSON(plan.Flow, id, args.Ckpt, state, stateJSON)
+		if ok, err := e.startInline(ctx, plan, args, state, stateJSON); ok {
+			if err != nil {
+				return "", err
+			}
+			return id, nil
+		}
 	}
 	ckpt, err := e.starts.start(ctx, args)
 	if flows.ErrorCode(err) == flows.NotFound {

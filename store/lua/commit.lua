@@ -61,6 +61,18 @@
 --   G FRAME KEY               a branch of FRAME ended elsewhere
 --   C FRAME                   the join of FRAME ran: forget the fork
 --   W RECORD DEADLINE         the last step parks the run for a person (deadline ms, 0: none)
+-- A commit whose entry id is "" starts a fresh run too (its steps ran in the process that
+-- started the run, without an activation): it has no entry to fence or acknowledge, its
+-- first op is N, and its H ops are the run hash's fields (store/startfold.go):
+--   N CKPT NODE PARENT BODY STATE INPUT VERSION TP RUNS
+--                             the run's first checkpoint CKPT (an id the caller chose; its
+--                             node, parent and packed body), the state kept under it ("":
+--                             the input), the run's INPUT ("" for none), its VERSION and
+--                             traceparent TP ("" for none); KEYS[RUNS] is the partition's
+--                             runs set. A run that exists already (the same start sent
+--                             again after a lost reply) is "dropped" with its status.
+--   H FIELD VALUE             another field of the run hash a start writes (webhook, trigger,
+--                             ...; the script writes its version and created_at)
 --   A REF is "0" (the last step's checkpoint) or "k" (the k-th seed or branch of this
 --   commit).
 --   Every op is checked — its code, its number of arguments, that its KEY names one of
@@ -120,6 +132,8 @@ local starts, states, sfirst, transs = {}, {}, {}, {}
 -- Each commit's depth and number of steps, as numbers; keyat[j] is the KEYS index that
 -- argument j names (a transition's KEY), as a number.
 local depths, nstepss, keyat = {}, {}, {}
+-- startat[c] is the index of commit c's N op when it starts a fresh run.
+local startat = {}
 do
   local nargv = #ARGV
   local i = 10
@@ -134,6 +148,9 @@ do
     local nt = tonumber(ARGV[ti])
     if not nt then return redis.error_reply('commit.lua: commit ' .. c .. ': the number of ops is not a number') end
     states[c], sfirst[c], transs[c] = nstates, si, nt
+    if ARGV[i] == '' and ARGV[ti + 1] ~= 'N' then
+      return redis.error_reply('commit.lua: commit ' .. c .. ' has no entry and does not start a run (N)')
+    end
     local d, ns = tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
     if not d or not ns then
       return redis.error_reply('commit.lua: commit ' .. c .. ': depth or steps is not a number')
@@ -161,6 +178,15 @@ do
       elseif op == 'R' then ki, ref = i + 4, ARGV[i + 3]
       elseif op == 'G' then ki = i + 2
       elseif op == 'W' then count = ARGV[i + 2]
+      elseif op == 'N' then
+        if k ~= 1 or ARGV[starts[c]] ~= '' then
+          return redis.error_reply('commit.lua: commit ' .. c .. ': a start (N) must be the first op of a commit without an entry')
+        end
+        if depths[c] > maxdepth then
+          return redis.error_reply('commit.lua: commit ' .. c .. ': a start deeper than max_steps')
+        end
+        ki = i + 9
+        startat[c] = i
       elseif op == 'T' then
         count = ARGV[i + 1]
         if not tonumber(ARGV[i + 2]) then count = ARGV[i + 2] end
@@ -204,7 +230,8 @@ do
   while c <= ncommits do
     local kin = KEYS[5 + 5 * (c - 1)]
     local e = c
-    while e < ncommits and KEYS[5 + 5 * e] == kin do e = e + 1 end
+    -- A start (startat) has no entry to fence.
+    while not startat[c] and e < ncommits and KEYS[5 + 5 * e] == kin and not startat[e + 1] do e = e + 1 end
     if e > c then
       local count = 2 * (e - c + 1) + 16
       local p = redis.call('XPENDING', kin, group, ARGV[starts[c]], ARGV[starts[e]], count)
@@ -223,6 +250,9 @@ end
 local ackstreams, ackids, fenced = {}, {}, {}
 -- Runs that finished in this call, for one ZADD to the expiry set: score, run, ...
 local expiring = {}
+-- Runs started in this call, for one ZADD to each runs set (by its KEYS index): score,
+-- run, ...
+local newruns, newrunkeys = {}, {}
 -- The committed steps' events: run, its new status or "", checkpoint entry, first step,
 -- the steps' events JSON.
 local events = {}
@@ -232,6 +262,7 @@ local events = {}
 
 -- consume notes that entry of stream kin is to be acknowledged.
 local function consume(kin, entry)
+  if entry == '' then return end -- a start: nothing was read
   local ids = ackids[kin]
   if not ids then
     ids = {}
@@ -322,24 +353,35 @@ local entry, run = ARGV[a], ARGV[a + 1]
 local depth, nsteps = depths[c], nstepss[c]
 local nstates, ntrans, si = states[c], transs[c], sfirst[c]
 
-local fk = fenced[KIN]
-if not fk then
-  fk = {}
-  fenced[KIN] = fk
+local st = startat[c]
+if not st then
+  local fk = fenced[KIN]
+  if not fk then
+    fk = {}
+    fenced[KIN] = fk
+  end
+  if fk[entry] then return STALE end
+  local o = owner[c]
+  if not o then
+    local p = redis.call('XPENDING', KIN, group, entry, entry, 1)
+    if #p > 0 then o = p[1][2] end
+  end
+  if o ~= consumer then
+    return STALE
+  end
+  fk[entry] = true
 end
-if fk[entry] then return STALE end
-local o = owner[c]
-if not o then
-  local p = redis.call('XPENDING', KIN, group, entry, entry, 1)
-  if #p > 0 then o = p[1][2] end
-end
-if o ~= consumer then
-  return STALE
-end
-fk[entry] = true
 
--- The run is read once and written once: the script runs atomically.
-local r = redis.call('HMGET', KRUN, 'status', 'version', 'steps', 'live', 'parked', 'dead', 'tp', 'forks', 'openf')
+-- The run is read once and written once: the script runs atomically. A start's run is
+-- new: it only checks that the run does not exist (this start sent again).
+local r
+if not st then
+  r = redis.call('HMGET', KRUN, 'status', 'version', 'steps', 'live', 'parked', 'dead', 'tp', 'forks', 'openf')
+elseif redis.call('EXISTS', KRUN) == 1 then
+  return DROPPED, redis.call('HGET', KRUN, 'status') or 'lost'
+else
+  r = {}
+end
 -- forks is set once the run opened a fork: a run that never did has no frames hash to
 -- delete when it ends. openf counts the forks open (opened, their join not yet run) of
 -- a run that opened its first fork with this count kept; it is unknown (nil) for a run
@@ -353,6 +395,25 @@ local status, version = r[1], r[2]
 local tp = r[7]
 local live = 0
 if r[4] then live = tonumber(r[4]) end
+-- A start's state hash fields (its first state, and its input).
+local started
+if st then
+  -- A fresh run: queued, with the activation its steps ran as its one live activation.
+  local sckpt, input = ARGV[st + 1], ARGV[st + 6]
+  status, version, live, openf = 'queued', ARGV[st + 7], 1, 0
+  if ARGV[st + 8] ~= '' then tp = ARGV[st + 8] end
+  redis.call('XADD', KCKPT, sckpt, 'n', ARGV[st + 2], 'p', ARGV[st + 3], 'c', ARGV[st + 4], 'k', '1', 's', '0', 't', now)
+  local rk = keyat[st + 9]
+  local z = newruns[rk]
+  if not z then
+    z = {}
+    newruns[rk] = z
+    newrunkeys[#newrunkeys + 1] = rk
+  end
+  z[#z + 1] = now; z[#z + 1] = run
+  started = {sckpt, ARGV[st + 5]}
+  if input ~= '' then started[3] = 'input'; started[4] = input end
+end
 
 if not status or status == 'cancelled' or status == 'succeeded' then
   -- A cancelled run drops its activations; a lost run (expired, or Redis lost it)
@@ -401,7 +462,19 @@ local ckpt = redis.call('XADD', KCKPT, '*', 'n', node, 'p', ARGV[a + 7], 'c', AR
 -- Run hash fields written at the end: the first six always, nset in all.
 local set = {'updated_at', now, 'steps', stepss, 'last_ckpt', ckpt}
 local nset = 6
-if nstates == 1 then
+if st then
+  set[7], set[8], set[9], set[10] = 'version', version, 'created_at', now
+  nset = 10
+end
+if started then
+  -- The start's state (and input) with the steps'.
+  local sts = started
+  for k = 1, nstates - 1 do
+    sts[#sts + 1] = ckpt .. '.' .. (k - 1); sts[#sts + 1] = ARGV[si + k - 1]
+  end
+  sts[#sts + 1] = ckpt; sts[#sts + 1] = ARGV[si + nstates - 1]
+  redis.call('HSET', KSTATE, unpack(sts))
+elseif nstates == 1 then
   redis.call('HSET', KSTATE, ckpt, ARGV[si])
 else
   local sts = {}
@@ -436,6 +509,8 @@ for _ = 1, ntrans do
   end
   if op == 'F' then
     set[nset + 1] = 'out:' .. ARGV[i + 1]; set[nset + 2] = ARGV[i + 2]; nset = nset + 2
+  elseif op == 'H' then
+    set[nset + 1] = ARGV[i + 1]; set[nset + 2] = ARGV[i + 2]; nset = nset + 2
   elseif op == 'T' then
     if ARGV[i + 1] ~= '0' then redis.call('HINCRBY', KRUN, 'in_tokens', ARGV[i + 1]) end
     if ARGV[i + 2] ~= '0' then redis.call('HINCRBY', KRUN, 'out_tokens', ARGV[i + 2]) end
@@ -624,6 +699,7 @@ for c = 1, ncommits do
 end
 
 if #expiring > 0 then redis.call('ZADD', KEYS[4], unpack(expiring)) end
+for _, rk in ipairs(newrunkeys) do redis.call('ZADD', KEYS[rk], unpack(newruns[rk])) end
 -- One events entry for the batch: a commit's own ("steps") when it is alone, else one
 -- ("batch") whose data lists the commits, each as its own entry's fields would be.
 if #events == 1 then

@@ -1,0 +1,80 @@
+package engine_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/flows/engine"
+	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+// A run whose steps are all pure has finished when Start returns, on an engine with a
+// worker serving its flow: the steps ran in the starting process and their commit
+// started the run (one script call). Its history and output are those of any run, and
+// every stream is drained. A run whose first step fails there starts as usual and fails
+// on the worker, with its node and error.
+func TestARunOfPureStepsHasFinishedWhenItsStartReturns(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		v := newEnv(t, r)
+		p := v.compile(`{"sluice": 1, "id": "FLOW", "settings": {"max_attempts": 1}, "nodes": [
+		  {"id": "in", "type": "input"},
+		  {"id": "t", "type": "transform", "params": {"expr": "{t: .n.x}"}},
+		  {"id": "out", "type": "output", "params": {"value": ".t"}}],
+		 "edges": [{"from": "in", "to": "t"}, {"from": "t", "to": "out"}]}`)
+		v.work(p)
+		mustStatus(t, v.run(p, `{"n": {"x": 1}}`), store.StatusSucceeded) // the worker is up
+
+		ctx := context.Background()
+		id := v.start(p, `{"n": {"x": 2}}`)
+		got, err := r.GetRun(ctx, p.Flow, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustStatus(t, got, store.StatusSucceeded)
+		if string(got.Output()) != "2" || got.Steps != 3 {
+			t.Errorf("output %s after %d steps, want 2 after 3", got.Output(), got.Steps)
+		}
+		cps, err := v.e.Checkpoints(ctx, p.Flow, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nodes []string
+		for _, c := range cps {
+			nodes = append(nodes, c.Kind+":"+c.Node)
+		}
+		if strings.Join(nodes, " ") != "input: step:in step:t step:out" {
+			t.Errorf("history %v, want the input, then in, t and out", nodes)
+		}
+		v.drained(p)
+
+		bad := v.wait(p, v.start(p, `{"n": 1}`))
+		mustStatus(t, bad, store.StatusFailed)
+		if bad.ErrorNode != "t" || !strings.Contains(bad.Error+bad.LastError, "expected an object") {
+			t.Errorf("the failed run's error %q (last %q) at %q, want t's jq error", bad.Error, bad.LastError, bad.ErrorNode)
+		}
+	})
+}
+
+// With fusion off (sluice bench --no-fuse), a start runs no step: each run's first
+// activation goes through its node's stream.
+func TestWithoutFusionAStartRunsNoStep(t *testing.T) {
+	r := storetest.Real(t)
+	reg := newEnv(t, r).reg
+	v := &env{t: t, r: r, reg: reg, e: engine.New(r, reg, engine.Options{Logger: testLogger(t), NoFuse: true})}
+	p := v.compile(`{"sluice": 1, "id": "FLOW", "nodes": [
+	  {"id": "in", "type": "input"}, {"id": "out", "type": "output", "params": {"value": ".n"}}],
+	 "edges": [{"from": "in", "to": "out"}]}`)
+	v.work(p)
+	for i := range 3 {
+		mustStatus(t, v.run(p, `{"n": 0}`), store.StatusSucceeded)
+		info, err := r.Client.XInfoStream(context.Background(), store.PartKeys(p.Flow, 0).In("in")).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.EntriesAdded != int64(i+1) {
+			t.Fatalf("after %d runs the input node's stream had %d entries added, want %d", i+1, info.EntriesAdded, i+1)
+		}
+	}
+}
