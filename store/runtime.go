@@ -136,6 +136,12 @@ func (r *Redis) VersionDoc(ctx context.Context, flow, version string) ([]byte, e
 	return b, err
 }
 
+// HasVersion reports whether Redis holds a version's flow JSON.
+func (r *Redis) HasVersion(ctx context.Context, flow, version string) (bool, error) {
+	n, err := r.Client.Exists(ctx, FlowKeys(flow).Version(version)).Result()
+	return n > 0, err
+}
+
 // CurrentVersion returns the version new runs of flow start on.
 func (r *Redis) CurrentVersion(ctx context.Context, flow string) (string, error) {
 	v, err := r.Client.Get(ctx, FlowKeys(flow).Current()).Result()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/sluicehq/sluice/flows"
 )
@@ -32,6 +33,8 @@ type versionEntry struct {
 	probs  flows.Problems
 	err    error
 	stored bool // its JSON is in Redis (as far as this process knows)
+	// checked is when checkStored last asked Redis whether it holds the version.
+	checked time.Time
 }
 
 // maxPlans bounds the entries the version cache keeps.
@@ -145,6 +148,37 @@ func (e *Engine) StoreVersion(ctx context.Context, p *flows.Plan) error {
 // calls this, and it does so every time (a rollback moves current back).
 func (e *Engine) Publish(ctx context.Context, p *flows.Plan) error {
 	return e.PublishWithMessage(ctx, p, "")
+}
+
+// checkStored asks Redis, at most once a second per version and without waiting for
+// the answer, whether it still holds p's version, and stores it again when Redis lost
+// it (it restarted empty), as Start does when a start says so. Runs whose start is
+// their first commit (startInline) are started without that check.
+func (e *Engine) checkStored(p *flows.Plan) {
+	now := time.Now()
+	e.versions.mu.Lock()
+	el, ok := e.versions.items[versionKey(p.Flow, p.Version)]
+	if !ok {
+		e.versions.mu.Unlock()
+		return
+	}
+	c := el.Value.(*versionEntry)
+	if now.Sub(c.checked) < time.Second {
+		e.versions.mu.Unlock()
+		return
+	}
+	c.checked = now
+	e.versions.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if has, err := e.rdb.HasVersion(ctx, p.Flow, p.Version); err == nil && !has {
+			e.forgetStored(p)
+			if err := e.StoreVersion(ctx, p); err != nil {
+				e.log.Warn("cannot store a version Redis lost", "flow", p.Flow, "version", p.Version, "error", err)
+			}
+		}
+	}()
 }
 
 // forgetStored makes the next StoreVersion of plan write to Redis again (Redis lost

@@ -67,6 +67,7 @@ func (e *Engine) startInline(ctx context.Context, plan *flows.Plan, args store.S
 		endStep(j, outcomeLeft, nil, b.usage)
 		return true, fmt.Errorf("start run: %w", err)
 	}
+	e.checkStored(plan)
 	out := w.committed(a, b, c.Transitions, fused, res, cdur, received)
 	done(out)
 	endStep(j, out, nil, b.usage)

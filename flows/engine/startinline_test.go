@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/store"
@@ -76,5 +77,35 @@ func TestWithoutFusionAStartRunsNoStep(t *testing.T) {
 		if info.EntriesAdded != int64(i+1) {
 			t.Fatalf("after %d runs the input node's stream had %d entries added, want %d", i+1, info.EntriesAdded, i+1)
 		}
+	}
+}
+
+// A run whose start is its first commit is started without asking Redis whether it
+// holds the run's version. When Redis lost the version (it restarted empty), such starts
+// store it again within a second or so, as a start that asks does at once.
+func TestAVersionRedisLostIsStoredAgainByStartsThatRunTheirSteps(t *testing.T) {
+	r := storetest.Real(t)
+	v := newEnv(t, r)
+	p := v.compile(`{"sluice": 1, "id": "FLOW", "nodes": [
+	  {"id": "in", "type": "input"}, {"id": "out", "type": "output", "params": {"value": ".n"}}],
+	 "edges": [{"from": "in", "to": "out"}]}`)
+	v.work(p)
+	mustStatus(t, v.run(p, `{"n": 0}`), store.StatusSucceeded)
+	ctx := context.Background()
+	if err := r.Client.Del(ctx, store.FlowKeys(p.Flow).Version(p.Version)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		v.start(p, `{"n": 1}`)
+		if has, err := r.HasVersion(ctx, p.Flow, p.Version); err != nil {
+			t.Fatal(err)
+		} else if has {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the version Redis lost was not stored again within 20s of starts")
+		}
+		time.Sleep(50 * time.Millisecond) // a poll: the condition is the version's key
 	}
 }
