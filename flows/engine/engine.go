@@ -81,6 +81,9 @@ type Engine struct {
 	seq      atomic.Int64
 
 	commits *committer
+	// startCommits sends the commits that start their runs (startInline): pipelines
+	// beside the workers' commits (startPipelines), as the starter's was.
+	startCommits *committer
 	starts  *starter
 	chains  boundedChains
 	events  *eventBatcher
@@ -121,6 +124,7 @@ func New(rdb *store.Redis, reg *flows.Registry, opts Options) *Engine {
 	e := &Engine{rdb: rdb, reg: reg, log: opts.Logger, opts: opts, cache: newStateCache(opts.StateCacheBytes),
 		versions: newVersionCache(), prefix: opts.ConsumerPrefix, workers: map[*Worker]bool{}, cancelled: newCancelledRuns()}
 	e.commits = newCommitter(rdb, e.log)
+	e.startCommits = newCommitter(rdb, e.log)
 	e.starts = &starter{rdb: rdb}
 	e.events = newEventBatcher(rdb, e.log)
 	e.watch = newRunWatcher(rdb, e.log)

@@ -239,8 +239,11 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	bgCtx, stopBG := context.WithCancel(context.Background())
 	var bg sync.WaitGroup
-	bg.Add(2)
+	bg.Add(2 + startPipelines)
 	go func() { defer bg.Done(); w.e.commits.run(bgCtx) }()
+	for range startPipelines {
+		go func() { defer bg.Done(); w.e.startCommits.run(bgCtx) }()
+	}
 	go func() { defer bg.Done(); w.e.events.run(bgCtx) }()
 
 	w.load(ctx, nil)
