@@ -15,6 +15,9 @@ type StatusChange struct {
 // (succeeded, failed, cancelled) change only where a row says so.
 var RunStatusChanges = []StatusChange{
 	{"", StatusQueued, "StartRun", "a run is started (start.lua for a run id the caller chose)"},
+	{"", StatusRunning, "commit.lua", "the commit of its first steps starts it (a start that runs them) and something is still live"},
+	{"", StatusWaiting, "commit.lua", "the commit of its first steps starts it and parks it for a person"},
+	{"", StatusSucceeded, "commit.lua", "the commit of its first steps starts it and leaves nothing live"},
 	{StatusQueued, StatusRunning, "commit.lua", "its first step commits and something is still live"},
 	{StatusQueued, StatusWaiting, "commit.lua", "its first step parks it for a person"},
 	{StatusQueued, StatusSucceeded, "commit.lua", "its first commit leaves nothing live"},
