@@ -466,18 +466,11 @@ if st then
   set[7], set[8], set[9], set[10] = 'version', version, 'created_at', now
   nset = 10
 end
-if started then
-  -- The start's state (and input) with the steps'.
-  local sts = started
-  for k = 1, nstates - 1 do
-    sts[#sts + 1] = ckpt .. '.' .. (k - 1); sts[#sts + 1] = ARGV[si + k - 1]
-  end
-  sts[#sts + 1] = ckpt; sts[#sts + 1] = ARGV[si + nstates - 1]
-  redis.call('HSET', KSTATE, unpack(sts))
-elseif nstates == 1 then
+if nstates == 1 and not started then
   redis.call('HSET', KSTATE, ckpt, ARGV[si])
 else
-  local sts = {}
+  -- Each step's state (keep_last), after a start's first state and input.
+  local sts = started or {}
   for k = 1, nstates - 1 do
     sts[#sts + 1] = ckpt .. '.' .. (k - 1); sts[#sts + 1] = ARGV[si + k - 1]
   end
