@@ -77,10 +77,11 @@ func (e *Engine) startInline(ctx context.Context, plan *flows.Plan, args store.S
 // startPipelines is how many batches of starting commits (startInline) may be in
 // flight at once, each worker running that many loops of the engine's startCommits.
 // A caller of Start waits for its run's commit, where it waited only for a start's
-// MULTI before: with one batch at a time, 16 callers starting runs back to back
-// (sluice bench) started 10-25 % fewer runs a second than they did without running
-// the steps; with four, as many or more.
-const startPipelines = 4
+// MULTI before. One batch at a time made the fewest Redis instructions a run (fused 3
+// nodes 268k) but 16 callers starting runs back to back (sluice bench) started 10-25 %
+// fewer runs a second than without running the steps; four made 287k, smaller batches
+// costing more per commit; two make 276k and start as many runs a second as before.
+const startPipelines = 2
 
 // inlineWorker returns a running worker of this engine that serves node of flow, or
 // nil. (A pure node has no concurrency of its own: a worker bounds its pure steps.)
