@@ -63,6 +63,29 @@ func (n *PlanNode) Pure() bool {
 	return ok && in.Inline()
 }
 
+// StepBounded reports whether a step of n, from its input mapping to the choice of its
+// successors, finishes in bounded time: n is pure, its component says so (Bounder), and
+// its mappings and its edges' conditions are of the shapes evaluated in bounded time.
+// The engine runs such steps without a deadline timer, on its readers' goroutines and in
+// a start, and fuses them after a step with side effects.
+func (n *PlanNode) StepBounded() bool {
+	if !n.Pure() {
+		return false
+	}
+	if b, ok := n.Component.(Bounder); !ok || !b.Bounded() {
+		return false
+	}
+	if (n.Input != nil && !n.Input.Bounded()) || (n.Output != nil && !n.Output.Bounded()) {
+		return false
+	}
+	for _, e := range n.Edges {
+		if e.Condition != nil && !e.Condition.Bounded() {
+			return false
+		}
+	}
+	return true
+}
+
 // PlanEdge is a state edge out of a node.
 type PlanEdge struct {
 	Key       string

@@ -115,6 +115,9 @@ func queueNotes(plan *flows.Plan) map[string]string {
 			if !plan.Nodes[e.To].Pure() {
 				continue
 			}
+			if !p.Pure() && !p.IsJoin() && !plan.Nodes[e.To].StepBounded() {
+				continue // after a step with side effects, only a step of bounded time fuses
+			}
 			if p.Join != "" && forksTo[p.Join] == 1 {
 				after[e.To] = appendNew(after[e.To], p.ID) // alone, or a branch of p's fork
 				continue

@@ -75,6 +75,14 @@ func TestQueueNotesSayInlineOnlyWhereTheEngineFuses(t *testing.T) {
 				"out": "runs inline after t: fused into that step, on the worker that runs it"},
 		},
 		{
+			name: "after a step with side effects, a pure step that may not finish in bounded time is read by workers",
+			nodes: []map[string]any{node("in", "input"),
+				{"id": "agent", "type": "agent", "params": map[string]any{"model": "m", "user": "hi"}},
+				{"id": "sum", "type": "transform", "params": map[string]any{"expr": "{n: (.a + 1)}"}}, node("out", "output")},
+			edges: []map[string]any{edge("in", "agent"), edge("agent", "sum"), edge("sum", "out")},
+			want:  map[string]string{"out": "runs inline after sum: fused into that step, on the worker that runs it"},
+		},
+		{
 			name:  "of edges with conditions, each may be the only one taken",
 			nodes: []map[string]any{node("in", "input"), transform("x"), transform("y")},
 			edges: []map[string]any{{"from": "in", "to": "x", "condition": ".x"}, {"from": "in", "to": "y", "condition": ".y"}},

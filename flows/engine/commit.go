@@ -26,6 +26,10 @@ type commitReq struct {
 	// then, when set, is called on the committer's goroutine with the result instead
 	// of sending it on done: it must not block.
 	then func(commitResp)
+	// ctx, when set, ends the request if it ends before the commit is sent: the
+	// commit is then not sent at all (a start's: its caller was told it failed, and a
+	// run it then started anyway would be a second run when the caller tries again).
+	ctx context.Context
 }
 
 type commitResp struct {
@@ -42,7 +46,20 @@ func newCommitter(rdb *store.Redis, log *slog.Logger) *committer {
 
 // commit queues c and waits for its result.
 func (c *committer) commit(ctx context.Context, cm *store.Commit) (store.CommitResult, time.Duration, error) {
-	req := &commitReq{c: cm, done: make(chan commitResp, 1)}
+	return c.send(ctx, &commitReq{c: cm, done: make(chan commitResp, 1)})
+}
+
+// commitOrDrop is commit for a commit that is not sent at all when ctx ends before it
+// is (commitReq.ctx): a start's. When ctx ends after it was sent, the commit may have
+// been made.
+func (c *committer) commitOrDrop(ctx context.Context, cm *store.Commit) (store.CommitResult, time.Duration, error) {
+	return c.send(ctx, &commitReq{c: cm, done: make(chan commitResp, 1), ctx: ctx})
+}
+
+func (c *committer) send(ctx context.Context, req *commitReq) (store.CommitResult, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return store.CommitResult{}, 0, err
+	}
 	select {
 	case c.ch <- req:
 	case <-ctx.Done():
@@ -92,8 +109,18 @@ func (c *committer) run(ctx context.Context) {
 				break fill
 			}
 		}
+		live := batch[:0]
 		for _, r := range batch {
+			if r.ctx != nil && r.ctx.Err() != nil {
+				r.done <- commitResp{err: r.ctx.Err()}
+				continue
+			}
+			live = append(live, r)
 			commits = append(commits, r.c)
+		}
+		batch = live
+		if len(batch) == 0 {
+			continue
 		}
 		start := time.Now()
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

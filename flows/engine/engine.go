@@ -84,10 +84,10 @@ type Engine struct {
 	// startCommits sends the commits that start their runs (startInline): pipelines
 	// beside the workers' commits (startPipelines), as the starter's was.
 	startCommits *committer
-	starts  *starter
-	chains  boundedChains
-	events  *eventBatcher
-	watch   *runWatcher
+	starts       *starter
+	chains       boundedChains
+	events       *eventBatcher
+	watch        *runWatcher
 	// cancelled are runs this process saw cancelled: the gate drops their pure steps.
 	cancelled *cancelledRuns
 

@@ -90,11 +90,18 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 
 // runFused runs inline the step of act's node at depth d on state, for a commit it may
 // join: nil when the node may not run here (not pure, deeper than max_steps, a node of
-// another worker pool) or its input mapping or component failed (it then runs on its own
-// and fails there). Its caller ends the step, once it knows whether the commit takes it.
+// another worker pool; after a step with side effects, one that may not finish in
+// bounded time) or its input mapping or component failed (it then runs on its own and
+// fails there). Its caller ends the step, once it knows whether the commit takes it.
 func (w *Worker) runFused(j *job, act store.Activate, d int, state map[string]any, stateJSON []byte) (*job, *built) {
 	node := j.plan.Nodes[act.Node]
 	if !node.Pure() || d > j.plan.Settings.MaxSteps || !w.servesNode(act.Node) {
+		return nil, nil
+	}
+	if !j.node.Pure() && !j.node.IsJoin() && !node.StepBounded() {
+		// The step with side effects may have run for most of its timeout, which its
+		// heartbeats cover: a pure step after it that may take its own timeout too
+		// runs on its own, so that the entry is not taken for abandoned meanwhile.
 		return nil, nil
 	}
 	a := j.a

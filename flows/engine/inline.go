@@ -66,7 +66,7 @@ func (c *boundedChains) bounded(p *flows.Plan, n *flows.PlanNode) bool {
 // chainBounded reports whether n's step and every pure step fusing may run after it
 // (fuse: successors through pure nodes, at most maxFused more) finish in bounded time.
 func chainBounded(p *flows.Plan, n *flows.PlanNode) bool {
-	if !stepBounded(n) {
+	if !n.StepBounded() {
 		return false
 	}
 	seen := map[*flows.PlanNode]bool{n: true}
@@ -79,7 +79,7 @@ func chainBounded(p *flows.Plan, n *flows.PlanNode) bool {
 				if s == nil || seen[s] || !s.Pure() {
 					continue // fusing stops at a step with side effects: it runs on its own
 				}
-				if !stepBounded(s) {
+				if !s.StepBounded() {
 					return false
 				}
 				seen[s] = true
@@ -87,20 +87,6 @@ func chainBounded(p *flows.Plan, n *flows.PlanNode) bool {
 			}
 		}
 		next = more
-	}
-	return true
-}
-
-// stepBounded reports whether a step of n, from its input mapping to the choice of its
-// successors, finishes in bounded time.
-func stepBounded(n *flows.PlanNode) bool {
-	if !bounded(n) || (n.Input != nil && !n.Input.Bounded()) || (n.Output != nil && !n.Output.Bounded()) {
-		return false
-	}
-	for _, e := range n.Edges {
-		if e.Condition != nil && !e.Condition.Bounded() {
-			return false
-		}
 	}
 	return true
 }

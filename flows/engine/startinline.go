@@ -20,8 +20,9 @@ import (
 // fresh run id, one first node that is pure, not a join, finishing in bounded time with the steps that fuse after it (inline.go), served by a
 // running worker of this engine, and fusion on. Otherwise, or when the step fails (it
 // then fails on a worker, with its retries), it writes nothing and reports false, and
-// the run starts as usual. With true, err is the commit's error: as for a start whose
-// reply was lost, the run may exist.
+// the run starts as usual. With true, err is the commit's error: when ctx ended before
+// the commit was sent, no run was made; after, as for a start whose reply was lost,
+// the run may exist.
 func (e *Engine) startInline(ctx context.Context, plan *flows.Plan, args store.StartArgs, state map[string]any, stateJSON []byte) (bool, error) {
 	if e.opts.NoFuse || !args.Fresh || args.Ckpt == "" || len(args.Entries) != 1 || !e.rdb.Batches(args) || plan.Settings.MaxSteps < 1 {
 		return false, nil
@@ -55,13 +56,17 @@ func (e *Engine) startInline(ctx context.Context, plan *flows.Plan, args store.S
 	c := w.newCommit(j, b)
 	c.Start = &args
 	fused := w.fuse(j, c, b)
+	if j.emitted.Load() {
+		e.events.barrier() // its tokens go ahead of its commit's event
+	}
 	done := traceCommit(j, len(c.Steps))
 	// The commit waits at most as long as a start would, and no longer than the worker
-	// whose committer sends it runs.
+	// whose committer loops send it run; if that ends before it is sent, it is not sent
+	// at all (commitOrDrop): the caller is told the start failed, and no run is made.
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	defer context.AfterFunc(w.hard, cancel)()
-	res, cdur, err := e.startCommits.commit(cctx, c)
+	res, cdur, err := e.startCommits.commitOrDrop(cctx, c)
 	if err != nil {
 		done(outcomeLeft)
 		endStep(j, outcomeLeft, nil, b.usage)

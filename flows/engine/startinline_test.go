@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -107,5 +108,33 @@ func TestAVersionRedisLostIsStoredAgainByStartsThatRunTheirSteps(t *testing.T) {
 			t.Fatal("the version Redis lost was not stored again within 20s of starts")
 		}
 		time.Sleep(50 * time.Millisecond) // a poll: the condition is the version's key
+	}
+}
+
+// A Start whose context has ended makes no run: it answers the context's error, and a
+// caller who tries again does not get two runs. (The commit that would start the run is
+// dropped unsent; it was sent about half the time when the committer did not look.)
+func TestAStartWhoseContextEndedMakesNoRun(t *testing.T) {
+	r := storetest.Real(t)
+	v := newEnv(t, r)
+	p := v.compile(`{"sluice": 1, "id": "FLOW", "nodes": [
+	  {"id": "in", "type": "input"}, {"id": "out", "type": "output", "params": {"value": ".n"}}],
+	 "edges": [{"from": "in", "to": "out"}]}`)
+	v.work(p)
+	mustStatus(t, v.run(p, `{"n": 0}`), store.StatusSucceeded)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 40 {
+		if _, err := v.e.Start(ctx, p, json.RawMessage(`{"n": 1}`), engine.StartOptions{}); err == nil {
+			t.Fatal("a start with an ended context succeeded")
+		}
+	}
+	// Three starts after them, each waiting for its commit: a commit queued before them
+	// has been sent by then.
+	for range 3 {
+		mustStatus(t, v.run(p, `{"n": 2}`), store.StatusSucceeded)
+	}
+	if n, err := r.CountRuns(context.Background(), p.Flow, time.Time{}, time.Time{}); err != nil || n != 4 {
+		t.Errorf("%d runs (%v) after 40 starts whose context had ended, want only the 4 others", n, err)
 	}
 }

@@ -178,6 +178,8 @@ do
       elseif op == 'R' then ki, ref = i + 4, ARGV[i + 3]
       elseif op == 'G' then ki = i + 2
       elseif op == 'W' then count = ARGV[i + 2]
+      elseif op == 'H' and not startat[c] then
+        return redis.error_reply('commit.lua: commit ' .. c .. ': a run hash field (H) in a commit that starts no run')
       elseif op == 'N' then
         if k ~= 1 or ARGV[starts[c]] ~= '' then
           return redis.error_reply('commit.lua: commit ' .. c .. ': a start (N) must be the first op of a commit without an entry')
