@@ -13,7 +13,8 @@ import (
 // A run started by the commit of its first steps reads as any run: its version, input,
 // creation time, status and steps, its partition's runs list, a history that begins with
 // its input checkpoint, and its input kept once. The same start sent again (its reply
-// lost) writes nothing: it answers "dropped" with the run's status.
+// lost, or its call refused and its commits sent again one by one) writes nothing: it
+// answers "dropped" with the run's status.
 func TestARunStartedByItsCommitReadsAsAnyRunAndStartsOnce(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, r *store.Redis) {
 		ctx := context.Background()
@@ -55,7 +56,7 @@ func TestARunStartedByItsCommitReadsAsAnyRunAndStartsOnce(t *testing.T) {
 				nodes, cps[0].ID, cps[0].Update, cps[1].Parent, c.Start.Ckpt)
 		}
 
-		again, errs := r.CommitBatch(ctx, []*store.Commit{foldedStart(flow, run, state)})
+		again, errs := r.CommitBatch(ctx, []*store.Commit{c})
 		if errs[0] != nil || again[0].Status != store.CommitDropped || again[0].RunStatus != store.StatusSucceeded {
 			t.Fatalf("the start sent again: %v %+v, want dropped, succeeded", errs[0], again[0])
 		}

@@ -70,7 +70,8 @@
 --                             the input), the run's INPUT ("" for none), its VERSION and
 --                             traceparent TP ("" for none); KEYS[RUNS] is the partition's
 --                             runs set. A run that exists already (the same start sent
---                             again after a lost reply) is "dropped" with its status.
+--                             again after a lost reply: its checkpoint stream refuses the
+--                             id) is "dropped" with its status.
 --   H FIELD VALUE             another field of the run hash a start writes (webhook, trigger,
 --                             ...; the script writes its version and created_at)
 --   A REF is "0" (the last step's checkpoint) or "k" (the k-th seed or branch of this
@@ -375,13 +376,16 @@ if not st then
 end
 
 -- The run is read once and written once: the script runs atomically. A start's run is
--- new: it only checks that the run does not exist (this start sent again).
+-- new: its first write, the first checkpoint under the id the start chose, is refused
+-- when the run exists (this start sent again: its checkpoint stream holds that id).
 local r
 if not st then
   r = redis.call('HMGET', KRUN, 'status', 'version', 'steps', 'live', 'parked', 'dead', 'tp', 'forks', 'openf')
-elseif redis.call('EXISTS', KRUN) == 1 then
-  return DROPPED, redis.call('HGET', KRUN, 'status') or 'lost'
 else
+  local x = redis.pcall('XADD', KCKPT, ARGV[st + 1], 'n', ARGV[st + 2], 'p', ARGV[st + 3], 'c', ARGV[st + 4], 'k', '1', 's', '0', 't', now)
+  if type(x) == 'table' and x.err then
+    return DROPPED, redis.call('HGET', KRUN, 'status') or 'lost'
+  end
   r = {}
 end
 -- forks is set once the run opened a fork: a run that never did has no frames hash to
@@ -404,7 +408,6 @@ if st then
   local sckpt, input = ARGV[st + 1], ARGV[st + 6]
   status, version, live, openf = 'queued', ARGV[st + 7], 1, 0
   if ARGV[st + 8] ~= '' then tp = ARGV[st + 8] end
-  redis.call('XADD', KCKPT, sckpt, 'n', ARGV[st + 2], 'p', ARGV[st + 3], 'c', ARGV[st + 4], 'k', '1', 's', '0', 't', now)
   local rk = keyat[st + 9]
   local z = newruns[rk]
   if not z then
