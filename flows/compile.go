@@ -63,16 +63,23 @@ func (n *PlanNode) Pure() bool {
 	return ok && in.Inline()
 }
 
+// Bounded reports whether n's component is pure and finishes in bounded time (Bounder):
+// the engine runs its steps without a deadline timer.
+func (n *PlanNode) Bounded() bool {
+	if !n.Pure() {
+		return false
+	}
+	b, ok := n.Component.(Bounder)
+	return ok && b.Bounded()
+}
+
 // StepBounded reports whether a step of n, from its input mapping to the choice of its
 // successors, finishes in bounded time: n is pure, its component says so (Bounder), and
 // its mappings and its edges' conditions are of the shapes evaluated in bounded time.
 // The engine runs such steps without a deadline timer, on its readers' goroutines and in
 // a start, and fuses them after a step with side effects.
 func (n *PlanNode) StepBounded() bool {
-	if !n.Pure() {
-		return false
-	}
-	if b, ok := n.Component.(Bounder); !ok || !b.Bounded() {
+	if !n.Bounded() {
 		return false
 	}
 	if (n.Input != nil && !n.Input.Bounded()) || (n.Output != nil && !n.Output.Bounded()) {

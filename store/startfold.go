@@ -15,12 +15,19 @@ func (a *StartArgs) appendStartOps(args []any, call *commitCall, n int, k Keys) 
 	in, _ := a.input()
 	args = append(args, opStart, a.Ckpt, a.Checkpoint.Node, a.Checkpoint.Parent, a.Checkpoint.inputBody(a.Fields),
 		a.firstState(), in, a.Version, a.Trace, call.streamIndex(k.Runs(), n))
-	fields := a.runFields()
-	for i := 0; i+1 < len(fields); i += 2 {
-		args = append(args, opRunField, fields[i], fields[i+1])
+	for i := 0; i+1 < len(a.Fields); i += 2 {
+		if a.Fields[i] != inputField { // kept in the state hash (N's INPUT)
+			args = append(args, opRunField, a.Fields[i], a.Fields[i+1])
+		}
 	}
 	return args
 }
 
 // startOps is the number of ops appendStartOps appends.
-func (a *StartArgs) startOps() int { return 1 + len(a.runFields())/2 }
+func (a *StartArgs) startOps() int {
+	n := 1 + len(a.Fields)/2
+	if _, i := a.input(); i >= 0 {
+		n--
+	}
+	return n
+}

@@ -130,7 +130,7 @@ func (w *Worker) withCancel(next runFunc) runFunc {
 func (w *Worker) execute(j *job) (*built, error) {
 	run := w.run
 	switch {
-	case bounded(j.node):
+	case j.node.Bounded():
 		run = w.runBounded
 	case j.node.Pure():
 		run = w.runPure

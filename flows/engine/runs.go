@@ -233,16 +233,16 @@ func (e *Engine) Start(ctx context.Context, plan *flows.Plan, input json.RawMess
 	args := store.StartArgs{Flow: plan.Flow, Run: id, Part: part, Version: plan.Version, State: stateJSON,
 		Checkpoint: cp, Entries: []string{entry}, Fields: fields, Trace: tp, Fresh: opts.RunID == ""}
 	if args.Fresh && local {
-		// The state is kept under the first checkpoint before the start is sent: a
-		// worker of this process may read the first activation before the reply comes.
 		args.Ckpt = store.FirstCkptID()
-		e.cache.putJSON(plan.Flow, id, args.Ckpt, state, stateJSON)
 		if ok, err := e.startInline(ctx, plan, args, state, stateJSON); ok {
 			if err != nil {
 				return "", err
 			}
 			return id, nil
 		}
+		// The state is kept under the first checkpoint before the start is sent: a
+		// worker of this process may read the first activation before the reply comes.
+		e.cache.putJSON(plan.Flow, id, args.Ckpt, state, stateJSON)
 	}
 	ckpt, err := e.starts.start(ctx, args)
 	if flows.ErrorCode(err) == flows.NotFound {

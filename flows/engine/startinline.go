@@ -17,8 +17,9 @@ import (
 // ran; the commit makes the start and the steps atomic: if it is not sent, neither is.
 //
 // It runs only where a worker of this process would run the step inline anyway: a
-// fresh run id, one first node that is pure, not a join, finishing in bounded time with the steps that fuse after it (inline.go), served by a
-// running worker of this engine, and fusion on. Otherwise, or when the step fails (it
+// fresh run id, one first node that is pure (so not a join), finishing in bounded time
+// with the steps that fuse after it (inline.go), served by a running worker of this
+// engine, and fusion on. Otherwise, or when the step fails (it
 // then fails on a worker, with its retries), it writes nothing and reports false, and
 // the run starts as usual. With true, err is the commit's error: when ctx ended before
 // the commit was sent, no run was made; after, as for a start whose reply was lost,
@@ -28,7 +29,7 @@ func (e *Engine) startInline(ctx context.Context, plan *flows.Plan, args store.S
 		return false, nil
 	}
 	node := plan.Nodes[args.Entries[0]]
-	if node == nil || !node.Pure() || node.IsJoin() || !e.chains.bounded(plan, node) {
+	if !e.chains.bounded(plan, node) { // pure (so not a join) and bounded, as the steps after it
 		return false, nil
 	}
 	w := e.inlineWorker(plan.Flow, node.ID)

@@ -81,16 +81,6 @@ func (j *job) place() stepPlace {
 	return stepPlace{Entry: j.a.ID, Tokens: parseTokens(j.a.Tok), Join: j.a.Join, Depth: j.a.Depth}
 }
 
-// bounded reports whether a node's steps are pure and finish in bounded time
-// (flows.Bounder): they run without a deadline timer.
-func bounded(n *flows.PlanNode) bool {
-	if !n.Pure() {
-		return false
-	}
-	b, ok := n.Component.(flows.Bounder)
-	return ok && b.Bounded()
-}
-
 // preloaded is what the reader fetched for an activation in its batch round trip.
 type preloaded struct {
 	state  map[string]any // nil: not loaded (a join, a cache miss that failed)

@@ -133,8 +133,10 @@ local starts, states, sfirst, transs = {}, {}, {}, {}
 -- Each commit's depth and number of steps, as numbers; keyat[j] is the KEYS index that
 -- argument j names (a transition's KEY), as a number.
 local depths, nstepss, keyat = {}, {}, {}
--- startat[c] is the index of commit c's N op when it starts a fresh run.
-local startat = {}
+-- startat[c] is the index of commit c's N op when it starts a fresh run; newrunskey is
+-- the KEYS index of the runs set the call's starts name (a call's commits are one
+-- partition's: they name one).
+local startat, newrunskey = {}, nil
 do
   local nargv = #ARGV
   local i = 10
@@ -201,6 +203,12 @@ do
           return redis.error_reply('commit.lua: transition ' .. op .. ' names stream ' .. key .. ', which is not one of KEYS[' .. firstextra .. '..' .. #KEYS .. ']')
         end
         keyat[ki] = x
+        if op == 'N' then
+          if newrunskey and newrunskey ~= x then
+            return redis.error_reply('commit.lua: the starts of one call name two runs sets')
+          end
+          newrunskey = x
+        end
       end
       if ref and ref ~= '0' then
         local x = tonumber(ref)
@@ -253,9 +261,9 @@ end
 local ackstreams, ackids, fenced = {}, {}, {}
 -- Runs that finished in this call, for one ZADD to the expiry set: score, run, ...
 local expiring = {}
--- Runs started in this call, for one ZADD to each runs set (by its KEYS index): score,
+-- Runs started in this call, for one ZADD to the runs set (KEYS[newrunskey]): score,
 -- run, ...
-local newruns, newrunkeys = {}, {}
+local newruns = {}
 -- The committed steps' events: run, its new status or "", checkpoint entry, first step,
 -- the steps' events JSON.
 local events = {}
@@ -408,14 +416,7 @@ if st then
   local sckpt, input = ARGV[st + 1], ARGV[st + 6]
   status, version, live, openf = 'queued', ARGV[st + 7], 1, 0
   if ARGV[st + 8] ~= '' then tp = ARGV[st + 8] end
-  local rk = keyat[st + 9]
-  local z = newruns[rk]
-  if not z then
-    z = {}
-    newruns[rk] = z
-    newrunkeys[#newrunkeys + 1] = rk
-  end
-  z[#z + 1] = now; z[#z + 1] = run
+  newruns[#newruns + 1] = now; newruns[#newruns + 1] = run
   started = {sckpt, ARGV[st + 5]}
   if input ~= '' then started[3] = 'input'; started[4] = input end
 end
@@ -697,7 +698,7 @@ for c = 1, ncommits do
 end
 
 if #expiring > 0 then redis.call('ZADD', KEYS[4], unpack(expiring)) end
-for _, rk in ipairs(newrunkeys) do redis.call('ZADD', KEYS[rk], unpack(newruns[rk])) end
+if #newruns > 0 then redis.call('ZADD', KEYS[newrunskey], unpack(newruns)) end
 -- One events entry for the batch: a commit's own ("steps") when it is alone, else one
 -- ("batch") whose data lists the commits, each as its own entry's fields would be.
 if #events == 1 then
