@@ -54,23 +54,16 @@ func (n *PlanNode) IsJoin() bool {
 }
 
 // Pure reports whether n's steps need no I/O (jq, templates): the engine runs them
-// inline and fuses them into the commit of the step before. A join is not pure.
+// inline and fuses them into the commit of the step before. A join is not pure: its
+// state is its branches', merged when it fires (but see JoinsInline).
 func (n *PlanNode) Pure() bool {
-	if n == nil || n.Spec == nil || n.IsJoin() {
-		return false
-	}
-	in, ok := n.Component.(Inliner)
-	return ok && in.Inline()
+	return !n.IsJoin() && n.pureComponent()
 }
 
 // Bounded reports whether n's component is pure and finishes in bounded time (Bounder):
 // the engine runs its steps without a deadline timer.
 func (n *PlanNode) Bounded() bool {
-	if !n.Pure() {
-		return false
-	}
-	b, ok := n.Component.(Bounder)
-	return ok && b.Bounded()
+	return n.Pure() && n.boundedComponent()
 }
 
 // StepBounded reports whether a step of n, from its input mapping to the choice of its
@@ -79,9 +72,32 @@ func (n *PlanNode) Bounded() bool {
 // The engine runs such steps without a deadline timer, on its readers' goroutines and in
 // a start, and fuses them after a step with side effects.
 func (n *PlanNode) StepBounded() bool {
-	if !n.Bounded() {
+	return n.Bounded() && n.boundedMappings()
+}
+
+// JoinsInline reports whether n is a join whose step may run in the commit its fork's
+// branches all arrived in (the engine's joinInline): it would be StepBounded but for
+// being a join.
+func (n *PlanNode) JoinsInline() bool {
+	return n.IsJoin() && n.pureComponent() && n.boundedComponent() && n.boundedMappings()
+}
+
+func (n *PlanNode) pureComponent() bool {
+	if n == nil || n.Spec == nil {
 		return false
 	}
+	in, ok := n.Component.(Inliner)
+	return ok && in.Inline()
+}
+
+func (n *PlanNode) boundedComponent() bool {
+	b, ok := n.Component.(Bounder)
+	return ok && b.Bounded()
+}
+
+// boundedMappings reports whether n's mappings and its edges' conditions are of the
+// shapes evaluated in bounded time.
+func (n *PlanNode) boundedMappings() bool {
 	if (n.Input != nil && !n.Input.Bounded()) || (n.Output != nil && !n.Output.Bounded()) {
 		return false
 	}

@@ -65,9 +65,9 @@ func workerNotes(plans []*flows.Plan) map[string]string {
 // steps run instead: a tool runs within the steps of the agents it is attached to; a
 // pure step right after a step (of any node but a fanout) that started it and no other
 // node is fused into that step's commit, on the worker that ran it (flows/engine/fuse.go), so its
-// group has no consumer; so is a pure target of a fork that step opens. The targets of a
-// fanout, branches added to a fork from within it, and a join are read from their
-// streams. Which edges a step takes can depend on its state: a node
+// group has no consumer; so is a pure target of a fork that step opens, and the fork's
+// join when every branch is a chain of pure steps. The targets of a fanout, branches
+// added to a fork from within it, and other joins are read from their streams. Which edges a step takes can depend on its state: a node
 // is said to run inline "when that step starts no other node" where conditions decide.
 func queueNotes(plan *flows.Plan) map[string]string {
 	if plan == nil || plan.Doc == nil {
@@ -140,6 +140,15 @@ func queueNotes(plan *flows.Plan) map[string]string {
 			}
 		}
 	}
+	// A join runs inline in the commit of the step that opened its fork when every
+	// branch is a chain of pure steps that runs inline there (the engine's joinInline).
+	joinAfter := map[string][]string{}
+	for _, dn := range plan.Doc.Nodes {
+		p := plan.Nodes[dn.ID]
+		if p.Join != "" && forksTo[p.Join] == 1 && !p.Spec.Fans && plan.Nodes[p.Join].JoinsInline() && branchesInline(plan, p) {
+			joinAfter[p.Join] = appendNew(joinAfter[p.Join], p.ID)
+		}
+	}
 	notes := map[string]string{}
 	for id, agents := range toolOf {
 		notes[id] = "a tool: runs within the steps of " + strings.Join(agents, ", ")
@@ -150,6 +159,11 @@ func queueNotes(plan *flows.Plan) map[string]string {
 			notes[id] = "runs inline after " + strings.Join(prev, ", ") + where
 		}
 	}
+	for id, forks := range joinAfter {
+		if _, ok := notes[id]; !ok {
+			notes[id] = "runs inline after the branches of " + strings.Join(forks, ", ") + " in the commit of that step, on the worker that runs it"
+		}
+	}
 	for id, prev := range maybe {
 		if _, ok := notes[id]; !ok {
 			notes[id] = "runs inline after " + strings.Join(prev, ", ") + " when that step starts no other node (else a worker reads it)" + where
@@ -157,6 +171,25 @@ func queueNotes(plan *flows.Plan) map[string]string {
 	}
 	return notes
 }
+
+// branchesInline reports whether every branch of the fork p opens is a chain of pure
+// steps, each with one successor, that runs inline in p's commit up to p's join.
+func branchesInline(plan *flows.Plan, p *flows.PlanNode) bool {
+	for _, e := range p.Edges {
+		n := plan.Nodes[e.To]
+		for k := 0; n.ID != p.Join; k++ {
+			if k >= maxInlineBranchSteps || !n.Pure() || n.Spec.Fans || len(n.Edges) != 1 || (!p.Pure() && !p.IsJoin() && !n.StepBounded()) {
+				return false
+			}
+			n = plan.Nodes[n.Edges[0].To]
+		}
+	}
+	return true
+}
+
+// maxInlineBranchSteps is how many steps along a branch the engine runs in the commit
+// of the step that opened the fork (flows/engine/fuse.go's maxFused).
+const maxInlineBranchSteps = 16
 
 func appendNew(list []string, s string) []string {
 	for _, x := range list {

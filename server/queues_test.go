@@ -37,10 +37,19 @@ func TestQueueNotesSayInlineOnlyWhereTheEngineFuses(t *testing.T) {
 			want:  map[string]string{"t": afterIn, "out": "runs inline after t: fused into that step, on the worker that runs it"},
 		},
 		{
-			name:  "the pure targets of a fork and the step after its join run inline; the join is read by workers",
+			name:  "the pure targets of a fork, its join when every branch is pure and the step after the join run inline",
 			nodes: []map[string]any{node("in", "input"), transform("a"), transform("b"), node("j", "join"), node("out", "output")},
 			edges: []map[string]any{edge("in", "a"), edge("in", "b"), edge("a", "j"), edge("b", "j"), edge("j", "out")},
 			want: map[string]string{"a": afterIn, "b": afterIn,
+				"j":   "runs inline after the branches of in in the commit of that step, on the worker that runs it",
+				"out": "runs inline after j: fused into that step, on the worker that runs it"},
+		},
+		{
+			name: "the join of a fork with a branch of a step with side effects is read by workers",
+			nodes: []map[string]any{node("in", "input"), transform("a"), {"id": "s", "type": "agent", "params": map[string]any{"model": "m", "user": "hi"}},
+				node("j", "join"), node("out", "output")},
+			edges: []map[string]any{edge("in", "a"), edge("in", "s"), edge("a", "j"), edge("s", "j"), edge("j", "out")},
+			want: map[string]string{"a": afterIn,
 				"out": "runs inline after j: fused into that step, on the worker that runs it"},
 		},
 		{

@@ -156,16 +156,21 @@ func (call *commitCall) add(c *Commit, n int) {
 	for _, s := range c.Steps {
 		usage = usage.Add(s.Checkpoint.Usage)
 	}
-	// Steps run inline along a fork's branches count as the commit's own: their
-	// tokens and outputs.
+	// Steps run inline along a fork's branches, and at its join, count as the commit's
+	// own: their tokens and outputs.
 	var finals []CommitStep
 	for _, t := range c.Transitions {
-		if b, ok := t.(Branch); ok {
-			for _, s := range b.Steps {
-				usage = usage.Add(s.Checkpoint.Usage)
-				if s.Final != nil {
-					finals = append(finals, s)
-				}
+		var steps []CommitStep
+		switch b := t.(type) {
+		case Branch:
+			steps = b.Steps
+		case Joined:
+			steps = b.Steps
+		}
+		for _, s := range steps {
+			usage = usage.Add(s.Checkpoint.Usage)
+			if s.Final != nil {
+				finals = append(finals, s)
 			}
 		}
 	}

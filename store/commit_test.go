@@ -34,6 +34,12 @@ func TestACommitWithAMalformedTransitionWritesNothing(t *testing.T) {
 			[]store.Transition{store.Activate{Node: "b"}, store.RawTransition{Code: "A", Args: []string{"99", "0", ""}}}, "KEYS"},
 		{"an op reading a seed the commit does not have",
 			[]store.Transition{store.Activate{Node: "b"}, store.Activate{Node: "b", From: 2}}, "seed"},
+		{"a join reading a branch the commit does not have",
+			[]store.Transition{store.Joined{Steps: []store.CommitStep{{Node: "b", State: []byte("{}"), Event: []byte("{}"),
+				Checkpoint: store.Checkpoint{Node: "b", Kind: "join"}}}, Arrivals: []store.Ref{0, 1}}}, "seed"},
+		{"a join without its state",
+			[]store.Transition{store.Joined{Steps: []store.CommitStep{{Node: "b", Event: []byte("{}"),
+				Checkpoint: store.Checkpoint{Node: "b", Kind: "join"}}}, Arrivals: []store.Ref{0}}}, "transition J"},
 		{"a fork whose branch count is not a number",
 			[]store.Transition{store.RawTransition{Code: "P", Args: []string{"frame", "many"}}}, "number"},
 	} {

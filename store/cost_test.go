@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -266,6 +267,70 @@ func TestAForkOfThreeIntoAJoinCostsPinnedRedisCommands(t *testing.T) {
 		t.Errorf("history %s, want every step with a checkpoint of its own, numbered in order", got)
 	}
 	checkCost(t, "a fork of three into a join", got, runCost{Commands: 15, Bytes: 5542, Scripts: 3, InScripts: 36})
+}
+
+// A fork of three branches into a join that every branch reaches in the commit that
+// opened the fork, pinned as the engine commits it then: the start and one commit — the
+// step that opens the fork, the branches' steps (a checkpoint entry each) and the join's
+// step with the output's after it (one entry, store.Joined), which finishes the run.
+// The fork never reaches the frames hash, the join's checkpoint names its branches'
+// checkpoints, and the history reads as if the join had had a commit of its own.
+func TestAForkOfThreeJoinedInTheCommitThatOpenedItCostsPinnedRedisCommands(t *testing.T) {
+	r := storetest.Real(t)
+	ctx := context.Background()
+	flow := costFlow(t, r, "in", "b0", "b1", "b2", "join", "out")
+	state := []byte(`{"pad":"` + strings.Repeat("x", 240) + `"}`)
+	step := func(node, kind string, upd []byte) store.CommitStep {
+		return store.CommitStep{Node: node, Event: []byte(`{"status":"done","ms":0.01}`),
+			Checkpoint: store.Checkpoint{Node: node, Kind: kind, Update: upd, Attempt: 1, Worker: "w-1", Duration: 10 * time.Microsecond}}
+	}
+	var trans []store.Transition
+	for b := range 3 {
+		trans = append(trans, store.Branch{Steps: []store.CommitStep{step(fmt.Sprintf("b%d", b), "step", []byte(fmt.Sprintf(`{"b%d":true}`, b)))}})
+	}
+	join, out := step("join", "join", []byte(`{"b0":true,"b1":true,"b2":true}`)), step("out", "step", nil)
+	out.State, out.Final = state, []byte("null")
+	// The branches in branch order: 2 arrived from the third branch entry, and so on.
+	trans = append(trans, store.Joined{Steps: []store.CommitStep{join, out}, Arrivals: []store.Ref{1, 2, 3}})
+	var lines []string
+	got := monitorRun(t, flow, func() {
+		costStart(t, r, flow, costRun, "in", state)
+		costCommit(t, r, state, store.StatusSucceeded, costRead(t, r, flow, "in"), trans)
+	})
+	for _, l := range got.Lines {
+		if strings.Contains(l, store.FlowKeys(flow).Frames(costRun)) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > 0 {
+		t.Errorf("the fork reached the frames hash:\n%s", strings.Join(lines, "\n"))
+	}
+	cps, err := r.Checkpoints(ctx, store.RunRef{Flow: flow, Run: costRun}, "-", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hist []string
+	byNode := map[string]store.Checkpoint{}
+	for _, c := range cps {
+		hist = append(hist, fmt.Sprintf("%s#%d", c.Node, c.Step))
+		byNode[c.Node] = c
+	}
+	if got := strings.Join(hist, " "); got != "#0 in#1 b0#2 b1#3 b2#4 join#5 out#6" {
+		t.Errorf("history %s, want every step with a checkpoint of its own, numbered in order", got)
+	}
+	j := byNode["join"]
+	want := []string{byNode["b0"].ID, byNode["b1"].ID, byNode["b2"].ID}
+	if j.Kind != "join" || j.Parent != byNode["in"].ID || !slices.Equal(j.Branches, want) || string(j.Update) != `{"b0":true,"b1":true,"b2":true}` {
+		t.Errorf("the join's checkpoint: kind %q, parent %s (want %s), branches %v (want %v), update %s", j.Kind, j.Parent, byNode["in"].ID, j.Branches, want, j.Update)
+	}
+	if o := byNode["out"]; o.Parent != j.ID {
+		t.Errorf("the output's parent is %s, want the join's %s", o.Parent, j.ID)
+	}
+	run, err := r.GetRun(ctx, flow, costRun)
+	if err != nil || run.LastCkpt != byNode["out"].ID || run.Steps != 6 {
+		t.Errorf("the run's last checkpoint %s after %d steps (%v), want the output's %s after 6", run.LastCkpt, run.Steps, err, byNode["out"].ID)
+	}
+	checkCost(t, "a fork of three joined in the commit that opened it", got, runCost{Commands: 11, Bytes: 3269, Scripts: 1, InScripts: 16})
 }
 
 // A fork of three branches into a join whose branches run apart (a branch step with

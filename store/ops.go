@@ -18,6 +18,7 @@ const (
 	opActivate = "A"
 	opSeed     = "S"
 	opBranch   = "B"
+	opJoined   = "J"
 	opOpenFork = "O"
 	opSplit    = "P"
 	opArrive   = "R"
@@ -37,6 +38,7 @@ var opArity = map[string]int{
 	opActivate: 3, // KEY REF TOK
 	opSeed:     2, // BODY STATE
 	opBranch:   5, // NODE K BODY EVENTS STATE
+	opJoined:   6, // NODE K BODY EVENTS STATE REFS
 	opOpenFork: 5, // FRAME N TOK REF KEY
 	opSplit:    2, // FRAME N
 	opArrive:   4, // FRAME BRANCH REF KEY

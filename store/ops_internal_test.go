@@ -13,6 +13,7 @@ func TestEveryTransitionHasTheArityTheScriptChecks(t *testing.T) {
 	seen := map[string]bool{}
 	for _, tr := range []Transition{Activate{Node: "n"}, Seed{Update: []byte("1"), State: []byte("{}")},
 		Branch{Steps: []CommitStep{{Node: "b", State: []byte("{}"), Event: []byte("{}")}}},
+		Joined{Steps: []CommitStep{{Node: "j", State: []byte("{}"), Event: []byte("{}")}}, Arrivals: []Ref{0}},
 		OpenFork{Frame: "f1", Branches: 2, Join: "j"}, Split{Frame: "f1", More: 1},
 		Arrive{Frame: "f1", Branch: "0", Join: "j"}, GiveBack{Frame: "f1", Join: "j"},
 		CloseFork{Frame: "f1"}, Park{Record: []byte("{}")}} {
@@ -43,7 +44,7 @@ func TestEveryTransitionHasTheArityTheScriptChecks(t *testing.T) {
 		}
 	}
 	p := scriptPrelude()
-	if !strings.Contains(p, "local ARITY = {A = 3, B = 5, C = 1, F = 2, G = 2, H = 2, N = 9, O = 5, P = 2, R = 4, S = 2, T = 2, W = 2}") || !strings.Contains(p, "local STALE = 'stale'") {
+	if !strings.Contains(p, "local ARITY = {A = 3, B = 5, C = 1, F = 2, G = 2, H = 2, J = 6, N = 9, O = 5, P = 2, R = 4, S = 2, T = 2, W = 2}") || !strings.Contains(p, "local STALE = 'stale'") {
 		t.Errorf("prelude:\n%s", p)
 	}
 }

@@ -53,6 +53,24 @@ type Branch struct {
 	Steps []CommitStep
 }
 
+// Joined records the join of a fork the commit's last step opened, run in the same
+// commit because every branch reached it there (each the last step of a Branch before
+// it, or the commit's last step itself), and the pure steps after it as far as a chain
+// fuses: one checkpoint entry (like a Branch's: ids "<entry>.0", …, node the last
+// step's, the steps numbered on), whose first step, the join (kind "join"), has the
+// commit's last step for its parent and the checkpoints Arrivals name, in branch
+// order, for its branches ("br", which the script fills in: it alone knows their ids),
+// with the last step's State (which must be set) and the steps' live events. The fork
+// it closes never reaches the frames hash: the commit has no OpenFork, Arrive or
+// GiveBack of it. Like a Branch it becomes the next ref, len(Steps) steps deeper than
+// the commit's other activations, which the transition after it (an Activate, an
+// Arrive at an outer join) reads; its steps' outputs and tokens count as the commit's,
+// and it is the run's last checkpoint.
+type Joined struct {
+	Steps    []CommitStep
+	Arrivals []Ref
+}
+
 // OpenFork opens fork Frame with Branches branches meeting at node Join; Outer is the
 // token stack outside the fork, Base the checkpoint the branches start from.
 type OpenFork struct {
@@ -113,6 +131,18 @@ func (t Branch) op(Keys) (string, string, []string) {
 	return opBranch, "", []string{last.Node, strconv.Itoa(len(t.Steps)), string(packedBody(t.Steps, false)), string(stepEventsJSON(t.Steps)), string(last.State)}
 }
 
+func (t Joined) op(Keys) (string, string, []string) {
+	last := t.Steps[len(t.Steps)-1]
+	refs := make([]byte, 0, 2*len(t.Arrivals))
+	for i, r := range t.Arrivals {
+		if i > 0 {
+			refs = append(refs, ',')
+		}
+		refs = strconv.AppendInt(refs, int64(r), 10)
+	}
+	return opJoined, "", []string{last.Node, strconv.Itoa(len(t.Steps)), string(packedBody(t.Steps, false)), string(stepEventsJSON(t.Steps)), string(last.State), string(refs)}
+}
+
 func (t OpenFork) op(k Keys) (string, string, []string) {
 	return opOpenFork, k.In(t.Join), []string{t.Frame, strconv.Itoa(t.Branches), t.Outer, t.Base.String(), "KEY"}
 }
@@ -150,6 +180,12 @@ func Describe(t Transition) string {
 			nodes[i] = st.Node
 		}
 		return fmt.Sprintf("branch %v", nodes)
+	case Joined:
+		nodes := make([]string, len(x.Steps))
+		for i, st := range x.Steps {
+			nodes[i] = st.Node
+		}
+		return fmt.Sprintf("joined %v from %v", nodes, x.Arrivals)
 	case OpenFork:
 		return fmt.Sprintf("open %s n=%d outer %q base %d join %s", x.Frame, x.Branches, x.Outer, x.Base, x.Join)
 	case Split:
@@ -170,6 +206,7 @@ var (
 	_ Transition = Activate{}
 	_ Transition = Seed{}
 	_ Transition = Branch{}
+	_ Transition = Joined{}
 	_ Transition = OpenFork{}
 	_ Transition = Split{}
 	_ Transition = Arrive{}

@@ -130,7 +130,7 @@ func (w *Worker) withCancel(next runFunc) runFunc {
 func (w *Worker) execute(j *job) (*built, error) {
 	run := w.run
 	switch {
-	case j.node.Bounded():
+	case j.node.Bounded(), j.node.JoinsInline():
 		run = w.runBounded
 	case j.node.Pure():
 		run = w.runPure

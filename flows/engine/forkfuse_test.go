@@ -36,33 +36,41 @@ const forkOfPureBranches = `{"sluice": 1, "id": "FLOW",
   {"from": "j", "to": "out"}
  ]}`
 
-// forkRun is what a user sees of a run of forkOfPureBranches.
+// forkRun is what a user sees of a run of a flow with a fork.
 type forkRun struct {
 	output  string
 	history []string          // each checkpoint: "node <- parent's node: update", sorted
 	steps   []int             // the checkpoints' step numbers, sorted
 	events  []string          // each step event: "node: its checkpoint's node", sorted
+	last    string            // the run's last event: "type node", "run" with its status
 	states  map[string]string // each step's state, by node
+	joins   map[string]string // each join's branches: their checkpoints' nodes, in order
 	added   map[string]int64  // activations added to each node's stream
-	forked  string            // the output of a fork of the run from a2's checkpoint
+	forked  string            // the output of a fork of the run from a checkpoint
 }
 
 func runForkOfPureBranches(t *testing.T, r *store.Redis, noFuse bool) forkRun {
+	return runFork(t, r, forkOfPureBranches, noFuse, "a2")
+}
+
+// runFork runs flow doc with input {} to its end, reads what a user sees of the run, and
+// forks it from the checkpoint of node forkAt.
+func runFork(t *testing.T, r *store.Redis, doc string, noFuse bool, forkAt string) forkRun {
 	t.Helper()
 	ctx := context.Background()
 	reg := nodetest.Registry(r.Client)
 	v := &env{t: t, r: r, reg: reg, e: engine.New(r, reg, engine.Options{Logger: testLogger(t), NoFuse: noFuse})}
-	p := v.compile(forkOfPureBranches)
+	p := v.compile(doc)
 	v.work(p)
 	run := v.run(p, `{}`)
 	mustStatus(t, run, store.StatusSucceeded)
-	got := forkRun{output: string(run.Outputs["out"]), states: map[string]string{}, added: map[string]int64{}}
+	got := forkRun{output: string(run.Outputs["out"]), states: map[string]string{}, joins: map[string]string{}, added: map[string]int64{}}
 	cps := v.checkpoints(p, run.ID)
 	byID := map[string]store.Checkpoint{}
 	for _, c := range cps {
 		byID[c.ID] = c
 	}
-	var a2 string
+	var from string
 	for _, c := range cps {
 		parent := "-"
 		if pc, ok := byID[c.Parent]; ok {
@@ -70,6 +78,13 @@ func runForkOfPureBranches(t *testing.T, r *store.Redis, noFuse bool) forkRun {
 		}
 		got.history = append(got.history, fmt.Sprintf("%s <- %s: %s %s", c.Node, parent, c.Kind, c.Update))
 		got.steps = append(got.steps, c.Step)
+		if c.Kind == "join" {
+			var br []string
+			for _, id := range c.Branches {
+				br = append(br, byID[id].Node)
+			}
+			got.joins[c.Node] = strings.Join(br, " ")
+		}
 		if c.Node == "" {
 			continue
 		}
@@ -78,8 +93,8 @@ func runForkOfPureBranches(t *testing.T, r *store.Redis, noFuse bool) forkRun {
 			t.Fatalf("checkpoint %s of %s: %v", c.ID, c.Node, err)
 		}
 		got.states[c.Node] = string(full.State)
-		if c.Node == "a2" {
-			a2 = c.ID
+		if c.Node == forkAt {
+			from = c.ID
 		}
 	}
 	slices.Sort(got.history)
@@ -89,7 +104,14 @@ func runForkOfPureBranches(t *testing.T, r *store.Redis, noFuse bool) forkRun {
 		t.Fatal(err)
 	}
 	for _, ev := range evs {
-		if ev.Type == "step" && ev.Run == run.ID {
+		if ev.Run != run.ID {
+			continue
+		}
+		got.last = ev.Type + " " + ev.Node
+		if ev.Type == "run" {
+			got.last = "run " + string(ev.Data)
+		}
+		if ev.Type == "step" {
 			got.events = append(got.events, fmt.Sprintf("%s: %s", ev.Node, byID[ev.Ckpt].Node))
 		}
 	}
@@ -102,10 +124,9 @@ func runForkOfPureBranches(t *testing.T, r *store.Redis, noFuse bool) forkRun {
 		}
 	}
 	v.drained(p)
-	// A fork from a step inside the branches continues that branch alone.
-	id, err := v.e.Fork(ctx, p.Flow, run.ID, a2, nil, engine.ForkOptions{})
+	id, err := v.e.Fork(ctx, p.Flow, run.ID, from, nil, engine.ForkOptions{})
 	if err != nil {
-		t.Fatalf("fork from a2's checkpoint: %v", err)
+		t.Fatalf("fork from %s's checkpoint: %v", forkAt, err)
 	}
 	fr := v.wait(p, id)
 	mustStatus(t, fr, store.StatusSucceeded)
@@ -148,6 +169,75 @@ func TestPureBranchesOfAForkRunInlineWithTheSameRun(t *testing.T) {
 		for node, want := range map[string]int64{"in": 1, "a": 0, "a2": 0, "b": 0, "c": 0, "s": 1, "j": 1, "out": 0} {
 			if fused.added[node] != want {
 				t.Errorf("node %s: %d activations added to its stream, want %d (with fusion off %d)", node, fused.added[node], want, plain.added[node])
+			}
+		}
+	})
+}
+
+// A fork of eleven branches, each one pure step, into a join and two pure steps after it.
+const forkOfElevenPureBranches = `{"sluice": 1, "id": "FLOW",
+ "state": {"seen": {"reducer": "append"}},
+ "nodes": [
+  {"id": "in", "type": "input"},
+  BRANCHES
+  {"id": "j", "type": "join"},
+  {"id": "t", "type": "transform", "params": {"expr": "{seen: [\"t\"], before: .seen}"}},
+  {"id": "out", "type": "output", "params": {"value": "{seen, before}"}}
+ ],
+ "edges": [EDGES
+  {"from": "j", "to": "t"}, {"from": "t", "to": "out"}
+ ]}`
+
+// A fork whose branches all run inline in the commit of the step that opened it runs
+// its join there too, and the pure steps after the join: the run has the same output,
+// history (the join's checkpoint naming its branches in branch order, 10 after 9), step
+// numbers, live events (the run's end the last of them) and states as with fusion off,
+// a fork from the step after the join gives the same, and neither the join nor the steps
+// after it go through their streams.
+func TestAJoinWhoseBranchesAllRanInlineRunsInTheSameCommit(t *testing.T) {
+	var nodes, edges strings.Builder
+	for b := 1; b <= 11; b++ {
+		fmt.Fprintf(&nodes, `{"id": "b%d", "type": "transform", "params": {"expr": "{seen: [\"b%d\"]}"}},`+"\n", b, b)
+		fmt.Fprintf(&edges, `{"from": "in", "to": "b%d"}, {"from": "b%d", "to": "j"},`, b, b)
+	}
+	doc := strings.NewReplacer("BRANCHES", nodes.String(), "EDGES", edges.String()).Replace(forkOfElevenPureBranches)
+	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
+		fused := runFork(t, r, doc, false, "t")
+		plain := runFork(t, r, doc, true, "t")
+		const want = `{"before":["b1","b2","b3","b4","b5","b6","b7","b8","b9","b10","b11"],"seen":["b1","b2","b3","b4","b5","b6","b7","b8","b9","b10","b11","t"]}`
+		if fused.output != want || plain.output != want {
+			t.Errorf("output %s, with fusion off %s; want %s", fused.output, plain.output, want)
+		}
+		if a, b := strings.Join(fused.history, "\n"), strings.Join(plain.history, "\n"); a != b {
+			t.Errorf("history:\n%s\nwith fusion off:\n%s", a, b)
+		}
+		const branches = "b1 b2 b3 b4 b5 b6 b7 b8 b9 b10 b11"
+		if fused.joins["j"] != branches || plain.joins["j"] != branches {
+			t.Errorf("the join's branches: %q, with fusion off %q; want %q", fused.joins["j"], plain.joins["j"], branches)
+		}
+		if !slices.Equal(fused.steps, plain.steps) || len(fused.steps) != 16 {
+			t.Errorf("step numbers %v, with fusion off %v; want 0..15", fused.steps, plain.steps)
+		}
+		if a, b := strings.Join(fused.events, ", "), strings.Join(plain.events, ", "); a != b || len(fused.events) != 15 {
+			t.Errorf("step events %s; with fusion off %s (want one per step, with its checkpoint)", a, b)
+		}
+		if want := `run {"status":"succeeded"}`; fused.last != want || plain.last != want {
+			t.Errorf("the run's last event: %s, with fusion off %s; want %s", fused.last, plain.last, want)
+		}
+		for node, st := range plain.states {
+			if fused.states[node] != st {
+				t.Errorf("the state after %s: %s, with fusion off %s", node, fused.states[node], st)
+			}
+		}
+		if fused.forked != want || plain.forked != want {
+			t.Errorf("a fork from t's checkpoint gives %s, with fusion off %s; want %s", fused.forked, plain.forked, want)
+		}
+		if plain.added["in"] == 0 {
+			return // this Redis does not count a stream's entries (XINFO STREAM's entries-added)
+		}
+		for _, node := range []string{"j", "t", "out"} {
+			if fused.added[node] != 0 || plain.added[node] != 1 {
+				t.Errorf("node %s: %d activations added to its stream, with fusion off %d; want 0 and 1", node, fused.added[node], plain.added[node])
 			}
 		}
 	})

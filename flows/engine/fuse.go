@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"sort"
 	"time"
 
 	"github.com/sluicehq/sluice/flows"
@@ -98,10 +99,11 @@ func (w *Worker) runFused(j *job, act store.Activate, d int, state map[string]an
 	if !node.Pure() || d > j.plan.Settings.MaxSteps || !w.servesNode(act.Node) {
 		return nil, nil
 	}
-	if !j.node.Pure() && !j.node.IsJoin() && !node.StepBounded() {
-		// The step with side effects may have run for most of its timeout, which its
+	if (j.boundedOnly || (!j.node.Pure() && !j.node.IsJoin())) && !node.StepBounded() {
+		// A step with side effects may have run for most of its timeout, which its
 		// heartbeats cover: a pure step after it that may take its own timeout too
-		// runs on its own, so that the entry is not taken for abandoned meanwhile.
+		// runs on its own, so that the entry is not taken for abandoned meanwhile. A
+		// step on a reader's goroutine or in a start holds up what waits for it.
 		return nil, nil
 	}
 	a := j.a
@@ -217,7 +219,179 @@ func (w *Worker) fuseBranches(j *job, c *store.Commit, depth int, state map[stri
 	if out != nil {
 		c.Transitions = out
 	}
+	if c.KeepLast == 0 {
+		// keep_last stores every step's state, and a Joined holds its last's.
+		if trans, fs, ok := w.joinInline(j, c.Transitions, depth, state, min(maxFused, budget)); ok {
+			c.Transitions = trans
+			fused = append(fused, fs...)
+		}
+	}
 	return fused
+}
+
+// joinInline runs the join of the fork a commit's last step opened, when every branch
+// reached it in that commit (fuseBranches ran each there, or it goes straight from the
+// last step to the join), in the same commit, and the pure steps after it as far as a
+// chain fuses, as a store.Joined: the join merges the branches' updates at hand the way
+// its own activation would have read them back (mergeBranches), and the fork needs no
+// frame, the join no activation, read or commit of its own. The join's step must be
+// bounded (JoinsInline), and the steps after it as runFused says (StepBounded where the
+// commit's first step ran on a reader's goroutine or in a start: chainBounded, which
+// allowed that, did not look past the join). It
+// returns the commit's transitions trans, with the fork's (its OpenFork, Arrives and
+// GiveBacks) replaced by the Joined and the transition that ends its chain, and what the
+// observer hears of its steps; or ok false, and the join runs on its own as before: a
+// branch that did not run here, a fork that grows from within, a join another pool
+// serves or whose step would fork again, park or fail.
+func (w *Worker) joinInline(j *job, trans []store.Transition, depth int, state map[string]any, limit int) ([]store.Transition, []fusedStep, bool) {
+	type arrival struct {
+		branch string
+		ref    store.Ref
+	}
+	var open *store.OpenFork
+	var arrivals []arrival
+	var branches [][]store.CommitStep // by ref - 1
+	ended := 0
+	for _, t := range trans {
+		switch t := t.(type) {
+		case store.OpenFork:
+			if open != nil || t.Base != 0 {
+				return nil, nil, false
+			}
+			open = &t
+		case store.Branch:
+			branches = append(branches, t.Steps)
+		case store.Arrive:
+			if open == nil || t.Frame != open.Frame {
+				return nil, nil, false
+			}
+			arrivals = append(arrivals, arrival{t.Branch, t.From})
+			ended++
+		case store.GiveBack:
+			if open == nil || t.Frame != open.Frame {
+				return nil, nil, false
+			}
+			ended++
+		case store.CloseFork: // of the fork the commit's first step, a join, closed
+		default:
+			return nil, nil, false // a branch that runs on its own, a Split, a Seed, a Park
+		}
+	}
+	if open == nil || ended != open.Branches || len(arrivals) == 0 || limit <= 0 {
+		return nil, nil, false
+	}
+	node := j.plan.Nodes[open.Join]
+	if !node.JoinsInline() || depth > j.plan.Settings.MaxSteps || !w.servesNode(open.Join) {
+		return nil, nil, false
+	}
+	sort.SliceStable(arrivals, func(x, y int) bool { return lessBranch(arrivals[x].branch, arrivals[y].branch) })
+	refs := make([]store.Ref, len(arrivals))
+	var ups []branchUpdate
+	for i, ar := range arrivals {
+		refs[i] = ar.ref
+		if ar.ref > 0 {
+			for _, st := range branches[ar.ref-1] {
+				ups = append(ups, branchUpdate{of: "step " + st.Node, update: st.Checkpoint.Update})
+			}
+		}
+	}
+	merged, delta, err := mergeBranches(j.plan, state, ups)
+	if err != nil {
+		return nil, nil, false // the join runs on its own, and fails there
+	}
+	a := j.a
+	jj := w.e.newJob(store.Activation{Flow: a.Flow, Part: a.Part, Node: open.Join, ID: a.ID, Run: a.Run, Version: a.Version,
+		Tok: open.Outer, Join: open.Frame, Depth: depth, Deliveries: 1, Trace: a.Trace}, j.plan, node, merged)
+	jj.join = &joined{state: merged, delta: delta}
+	if node.Input != nil {
+		in, err := node.Input.First(w.hard, merged, merged)
+		if err != nil {
+			return nil, nil, false
+		}
+		jj.step.Input = in
+	}
+	w.beginStep(jj, time.Now(), true)
+	jb, err := w.execute(jj)
+	var end store.Transition
+	ok := err == nil && len(jb.trans) > 0
+	if ok {
+		// The join's own transitions: the CloseFork of the fork, which never reaches
+		// Redis, then what a fused step may end with.
+		c, closes := jb.trans[0].(store.CloseFork)
+		end, ok = chainEnd(jb.trans[1:])
+		ok = ok && closes && c.Frame == open.Frame
+	}
+	if !ok {
+		endStep(jj, outcomeLeft, nil, flows.Usage{}) // it runs again on its own
+		return nil, nil, false
+	}
+	endStep(jj, outcomeFusedSpan, nil, jb.usage)
+	jb.step.Checkpoint.Parent = "" // the commit's last step
+	steps := []store.CommitStep{jb.step}
+	fs := []fusedStep{{node: open.Join, component: componentOf(node), dur: jb.dur, usage: jb.usage}}
+	st, stJSON := jb.newState, jb.step.State
+	for len(steps) < limit {
+		act, ok := end.(store.Activate)
+		if !ok || act.From != 0 {
+			break
+		}
+		nj, nb := w.runFused(j, act, depth+len(steps), st, stJSON)
+		if nb == nil {
+			break
+		}
+		next, ok := chainEnd(nb.trans)
+		if !ok {
+			endStep(nj, outcomeLeft, nil, flows.Usage{})
+			break
+		}
+		endStep(nj, outcomeFusedSpan, nil, nb.usage)
+		nb.step.Checkpoint.Parent = "" // the step before
+		steps = append(steps, nb.step)
+		fs = append(fs, fusedStep{node: act.Node, component: componentOf(nj.node), dur: nb.dur, usage: nb.usage})
+		st, stJSON, end = nb.newState, nb.step.State, next
+	}
+	ref := store.Ref(len(branches) + 1)
+	switch e := end.(type) {
+	case store.Activate:
+		e.From = ref
+		end = e
+	case store.Arrive:
+		e.From = ref
+		end = e
+	}
+	out := make([]store.Transition, 0, len(trans)+2)
+	for _, t := range trans {
+		switch t.(type) {
+		case store.OpenFork, store.Arrive, store.GiveBack: // the fork's: checked above
+		default:
+			out = append(out, t)
+		}
+	}
+	out = append(out, store.Joined{Steps: steps, Arrivals: refs})
+	if end != nil {
+		out = append(out, end)
+	}
+	return out, fs, true
+}
+
+// chainEnd is what a step run in a Joined's chain ends with: nothing (the end of the
+// run's line), or one activation, arrival or give-back, reading the step's checkpoint;
+// ok false for anything else (a fork, a park, a seed), which the step's own commit does.
+func chainEnd(trans []store.Transition) (store.Transition, bool) {
+	switch len(trans) {
+	case 0:
+		return nil, true
+	case 1:
+		switch t := trans[0].(type) {
+		case store.Activate:
+			return t, t.From == 0
+		case store.Arrive:
+			return t, t.From == 0
+		case store.GiveBack:
+			return t, true
+		}
+	}
+	return nil, false
 }
 
 // runBranch runs the branch that act starts inline: its steps (none when its first node

@@ -101,6 +101,7 @@ func (w *Worker) runInline(a store.Activation, pre preloaded, release func(stepO
 		return
 	}
 	j := v.job
+	j.boundedOnly = true
 	w.beginStep(j, received, false)
 	started := time.Now()
 	b, err := w.execute(j)

@@ -359,5 +359,14 @@ func TestAPinnedNodeGivesItsPinWithoutRunning(t *testing.T) {
 		if flows.ErrorCode(err) != flows.Invalid || !strings.Contains(err.Error(), `"out"`) {
 			t.Errorf("pinning an output node: %v, want invalid", err)
 		}
+		// So is pinning a join: it merges its branches and calls nothing either.
+		jp := v.compile(`{"sluice": 1, "id": "FLOW", "nodes": [{"id": "in", "type": "input"},
+		  {"id": "a", "type": "transform", "params": {"expr": "{}"}}, {"id": "b", "type": "transform", "params": {"expr": "{}"}},
+		  {"id": "j", "type": "join"}],
+		 "edges": [{"from": "in", "to": "a"}, {"from": "in", "to": "b"}, {"from": "a", "to": "j"}, {"from": "b", "to": "j"}]}`)
+		_, err = v.e.Start(context.Background(), jp, json.RawMessage(`{}`), engine.StartOptions{Pins: map[string]engine.Pin{"j": {}}})
+		if flows.ErrorCode(err) != flows.Invalid || !strings.Contains(err.Error(), `"j"`) {
+			t.Errorf("pinning a join: %v, want invalid", err)
+		}
 	})
 }

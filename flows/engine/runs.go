@@ -63,8 +63,8 @@ type Pin struct {
 	Recorded map[string]Pin `json:"recorded,omitempty"`
 }
 
-// checkPins refuses pins of nodes the plan does not have, of pure nodes (a pin saves
-// nothing there, and pure steps do not look for pins) and updates that are not objects.
+// checkPins refuses pins of nodes the plan does not have, of pure nodes and joins (a pin
+// saves nothing there, and their steps do not look for pins) and updates that are not objects.
 func checkPins(plan *flows.Plan, pins map[string]Pin) error {
 	for id, p := range pins {
 		n := plan.Nodes[id]
@@ -72,7 +72,7 @@ func checkPins(plan *flows.Plan, pins map[string]Pin) error {
 		switch {
 		case n == nil:
 			return &flows.Error{Code: flows.Invalid, Flow: plan.Flow, Path: path, Message: fmt.Sprintf("the flow has no node %q", id)}
-		case n.Pure():
+		case n.Pure() || n.IsJoin():
 			return &flows.Error{Code: flows.Invalid, Flow: plan.Flow, Node: id, Path: path, Message: fmt.Sprintf("node %q (%s) calls nothing outside: only nodes that do (models, agents, HTTP, subflows, ...) can be pinned", id, n.Type)}
 		}
 		if len(p.Update) > 0 {

@@ -39,7 +39,7 @@ func (e *Engine) startInline(ctx context.Context, plan *flows.Plan, args store.S
 	a := store.Activation{Flow: plan.Flow, Part: args.Part, Node: node.ID, Run: args.Run, Version: plan.Version,
 		Ckpt: args.Ckpt, Depth: 1, Deliveries: 1, Trace: args.Trace}
 	j := e.newJob(a, plan, node, state)
-	j.stateJSON, j.stateChecked = stateJSON, true
+	j.stateJSON, j.stateChecked, j.boundedOnly = stateJSON, true, true
 	if node.Input != nil {
 		in, err := node.Input.First(w.hard, state, state)
 		if err != nil {

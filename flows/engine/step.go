@@ -53,9 +53,13 @@ type job struct {
 	stateJSON    []byte
 	stateChecked bool
 	join         *joined
-	step         *flows.Step // &stepv
-	stepv        flows.Step
-	pin          *Pin // the node's output is pinned for this run: the component does not run
+	// boundedOnly says the step runs where only steps that finish in bounded time may
+	// (a reader's goroutine, a start: inline.go, startinline.go): the steps fused after
+	// it must be StepBounded too.
+	boundedOnly bool
+	step        *flows.Step // &stepv
+	stepv       flows.Step
+	pin         *Pin // the node's output is pinned for this run: the component does not run
 	// emitted is set once the step emitted a live event (withAnnounce): its commit
 	// waits until those are in Redis (eventBatcher.barrier).
 	emitted atomic.Bool
@@ -327,7 +331,7 @@ func (e *Engine) joinState(ctx context.Context, plan *flows.Plan, act store.Acti
 			byID[cps[i].ID] = &cps[i]
 		}
 	}
-	state, delta := base, map[string]any{}
+	var ups []branchUpdate
 	seen := map[string]bool{}
 	for _, arrival := range arrivals {
 		var path []*store.Checkpoint
@@ -341,24 +345,47 @@ func (e *Engine) joinState(ctx context.Context, plan *flows.Plan, act store.Acti
 			id = c.Parent
 		}
 		for i := len(path) - 1; i >= 0; i-- {
-			c := path[i]
-			if c.Kind == "send" || len(c.Update) == 0 {
-				continue
-			}
-			upd, err := flows.DecodeState(c.Update)
-			if err != nil {
-				return nil, flows.Permanent(fmt.Errorf("join: update of checkpoint %s: %w", c.ID, err))
-			}
-			state, err = plan.Reducers.Apply(state, upd)
-			if err != nil {
-				return nil, flows.Permanent(fmt.Errorf("join: merging branch of checkpoint %s: %w", c.ID, err))
-			}
-			if delta, err = plan.Reducers.Apply(delta, upd); err != nil {
-				return nil, flows.Permanent(fmt.Errorf("join: merging branch of checkpoint %s: %w", c.ID, err))
+			if c := path[i]; c.Kind != "send" {
+				ups = append(ups, branchUpdate{of: "checkpoint " + c.ID, update: c.Update})
 			}
 		}
 	}
+	state, delta, err := mergeBranches(plan, base, ups)
+	if err != nil {
+		return nil, err
+	}
 	return &joined{state: state, arrivals: arrivals, delta: delta}, nil
+}
+
+// branchUpdate is a branch step's update, as a join merges it; of names the step.
+type branchUpdate struct {
+	of     string
+	update []byte
+}
+
+// mergeBranches is how a join merges its branches, for both the joins that read them
+// back (joinState) and those run in the commit the branches ran in (joinInline):
+// each branch's updates, the branches in branch order and each's oldest first,
+// applied with the flow's reducers to base (the state at the fork) give the join's
+// state, and composed on their own its delta.
+func mergeBranches(plan *flows.Plan, base map[string]any, ups []branchUpdate) (state, delta map[string]any, err error) {
+	state, delta = base, map[string]any{}
+	for _, u := range ups {
+		if len(u.update) == 0 {
+			continue
+		}
+		upd, err := flows.DecodeState(u.update)
+		if err != nil {
+			return nil, nil, flows.Permanent(fmt.Errorf("join: update of %s: %w", u.of, err))
+		}
+		if state, err = plan.Reducers.Apply(state, upd); err != nil {
+			return nil, nil, flows.Permanent(fmt.Errorf("join: merging branch of %s: %w", u.of, err))
+		}
+		if delta, err = plan.Reducers.Apply(delta, upd); err != nil {
+			return nil, nil, flows.Permanent(fmt.Errorf("join: merging branch of %s: %w", u.of, err))
+		}
+	}
+	return state, delta, nil
 }
 
 // isPermanent decides how a failed step is recorded.

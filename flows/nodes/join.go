@@ -25,4 +25,11 @@ type Join struct{}
 // Run passes the merged state on.
 func (Join) Run(context.Context, *flows.Step) (*flows.Result, error) { return &flows.Result{}, nil }
 
+// Inline reports that a join's step runs without I/O: the engine may run it in the
+// commit its branches all arrived in (flows.PlanNode.JoinsInline).
+func (Join) Inline() bool { return true }
+
+// Bounded reports that a join's step only passes its merged state on.
+func (Join) Bounded() bool { return true }
+
 var _ flows.Component = Join{}

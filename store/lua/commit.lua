@@ -54,6 +54,15 @@
 --                             step's), the steps' live EVENTS (an entry of their own in the
 --                             call's events, after the commit's); it becomes ref k too, and
 --                             an A reading it is K steps deeper than the commit's others
+--   J NODE K BODY EVENTS STATE REFS  the join of a fork the last step opened ran in this
+--                             commit, every branch having reached it here, with K-1 pure
+--                             steps after it: one checkpoint entry like a B's (its parent
+--                             the last step's checkpoint, the run's last checkpoint), whose
+--                             first step's branches ("br", put first in the first body)
+--                             are the checkpoints REFS names ("0" the last step, k the k-th
+--                             seed or branch; comma-separated, in branch order); STATE is
+--                             stored; it becomes ref k like a B. The fork never reaches
+--                             the frames hash: the commit has no O, R or G of it
 --   O FRAME N TOK REF KEY     open a fork with N branches; TOK is the stack outside it,
 --                             REF its base checkpoint, KEY the join's stream
 --   P FRAME N                 the current branch of FRAME became N+1 branches
@@ -74,7 +83,7 @@
 --                             id) is "dropped" with its status.
 --   H FIELD VALUE             another field of the run hash a start writes (webhook, trigger,
 --                             ...; the script writes its version and created_at)
---   A REF is "0" (the last step's checkpoint) or "k" (the k-th seed or branch of this
+--   A REF is "0" (the last step's checkpoint) or "k" (the k-th seed, branch or join of this
 --   commit).
 --   Every op is checked — its code, its number of arguments, that its KEY names one of
 --   the transition streams, that its REF names a seed before it, that its counts are
@@ -176,6 +185,19 @@ do
       if op == 'A' then ki, ref = i + 1, ARGV[i + 2]
       elseif op == 'S' then seeds = seeds + 1
       elseif op == 'B' then seeds, count = seeds + 1, ARGV[i + 2]
+      elseif op == 'J' then
+        local body, nrefs = ARGV[i + 3], 0
+        for x in string.gmatch(ARGV[i + 6], '[^,]+') do
+          local q = tonumber(x)
+          if not q or q < 0 or q > seeds then
+            return redis.error_reply('commit.lua: transition J reads checkpoint ' .. x .. ', but the commit has ' .. seeds .. ' seed(s) before it')
+          end
+          nrefs = nrefs + 1
+        end
+        if nrefs == 0 or ARGV[i + 5] == '' or not (string.sub(body, 1, 2) == '{"' or string.sub(body, 1, 3) == '[{"') then
+          return redis.error_reply('commit.lua: transition J needs its branches, its state and a body of objects')
+        end
+        seeds, count = seeds + 1, ARGV[i + 2]
       elseif op == 'O' then ki, ref, count = i + 5, ARGV[i + 4], ARGV[i + 2]
       elseif op == 'P' then count = ARGV[i + 2]
       elseif op == 'R' then ki, ref = i + 4, ARGV[i + 3]
@@ -542,6 +564,27 @@ for _ = 1, ntrans do
     refs[#refs + 1] = id
     refk[#refs] = tonumber(k)
     events[#events + 1] = {run, '', id, bfirst, ARGV[i + 4]}
+  elseif op == 'J' then
+    local k = ARGV[i + 2]
+    local jfirst = tostring(steps + 1)
+    steps = steps + tonumber(k)
+    local br = {}
+    for x in string.gmatch(ARGV[i + 6], '[^,]+') do
+      if x == '0' then br[#br + 1] = ckpt else br[#br + 1] = refs[tonumber(x)] end
+    end
+    -- The join's branches go first in its body: a single step's body is an object, a
+    -- packed one an array of them.
+    local body, at = ARGV[i + 3], 1
+    if string.byte(body, 1) == 91 then at = 2 end
+    body = string.sub(body, 1, at) .. '"br":["' .. table.concat(br, '","') .. '"],' .. string.sub(body, at + 1)
+    local id = redis.call('XADD', KCKPT, '*', 'n', ARGV[i + 1], 'p', ckpt, 'c', body, 'k', k, 's', jfirst, 't', now)
+    redis.call('HSET', KSTATE, id, ARGV[i + 5])
+    if not refs then refs = {} end
+    if not refk then refk = {} end
+    refs[#refs + 1] = id
+    refk[#refs] = tonumber(k)
+    set[6] = id
+    events[#events + 1] = {run, '', id, jfirst, ARGV[i + 4]}
   elseif op == 'O' then
     local frame, count = ARGV[i + 1], ARGV[i + 2]
     local x, base = ARGV[i + 4], ckpt
@@ -671,7 +714,10 @@ elseif live <= 0 and frames and dead <= 0 then
 end
 local changed = ''
 if newstatus ~= status then changed = newstatus end
-events[evat] = {run, changed, ckpt, firsts, ARGV[a + 4]}
+-- The run's new status goes with the commit's last events entry (its own, or its last
+-- branch's or join's), so that readers hear of it after every step it committed.
+events[evat] = {run, '', ckpt, firsts, ARGV[a + 4]}
+events[#events][2] = changed
 redis.call('HSET', KRUN, unpack(set))
 if live <= 0 then expire_run(run) end
 return OK, ckpt, steps, live, newstatus

@@ -16,6 +16,7 @@ describe("which nodes can be pinned", () => {
     const node = (id: string) => doc.nodes.find((n) => n.id === id);
     expect(unpinnable(node("ask"))).toBeUndefined();
     for (const id of ["in", "fix", "out"]) expect(unpinnable(node(id))).toMatch(/calls nothing outside/);
+    expect(unpinnable({ id: "j", type: "join" } as never)).toMatch(/calls nothing outside/);
     expect(unpinnable(undefined)).toMatch(/no such node/);
   });
   it("pins a router only when it asks a model", () => {

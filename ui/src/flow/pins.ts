@@ -71,7 +71,7 @@ export function serializePins(pins: Pins): string {
  * `Inline()` methods of flows/nodes/inline.go (cmd/sluice's TestEditorKnowsWhichNodesCanBePinned
  * keeps the two in step). A router is one of them unless it asks a model (mode "llm").
  */
-export const PURE_TYPES: readonly string[] = ["input", "output", "transform", "template", "data", "fanout", "approval", "router"];
+export const PURE_TYPES: readonly string[] = ["input", "output", "transform", "template", "data", "fanout", "approval", "router", "join"];
 
 /** Why a node cannot be pinned; undefined when it can. */
 export function unpinnable(node: FlowNode | undefined): string | undefined {
