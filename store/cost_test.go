@@ -274,7 +274,8 @@ func TestAForkOfThreeIntoAJoinCostsPinnedRedisCommands(t *testing.T) {
 // step that opens the fork, the branches' steps (a checkpoint entry each) and the join's
 // step with the output's after it (one entry, store.Joined), which finishes the run.
 // The fork never reaches the frames hash, the join's checkpoint names its branches'
-// checkpoints, and the history reads as if the join had had a commit of its own.
+// checkpoints, and the history reads as if the join had had a commit of its own. Where
+// that commit also starts the run, the run is one script call.
 func TestAForkOfThreeJoinedInTheCommitThatOpenedItCostsPinnedRedisCommands(t *testing.T) {
 	r := storetest.Real(t)
 	ctx := context.Background()
@@ -331,6 +332,22 @@ func TestAForkOfThreeJoinedInTheCommitThatOpenedItCostsPinnedRedisCommands(t *te
 		t.Errorf("the run's last checkpoint %s after %d steps (%v), want the output's %s after 6", run.LastCkpt, run.Steps, err, byNode["out"].ID)
 	}
 	checkCost(t, "a fork of three joined in the commit that opened it", got, runCost{Commands: 11, Bytes: 3269, Scripts: 1, InScripts: 16})
+
+	// Started by that commit (the engine's startInline, when the starting process runs
+	// the fork's step): the whole run is one script call.
+	flow = costFlow(t, r, "in", "b0", "b1", "b2", "join", "out")
+	if err := r.LoadScripts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := foldedStart(flow, costRun, state)
+	c.Steps, c.Transitions = c.Steps[:1], trans
+	got = monitorRun(t, flow, func() {
+		res, errs := r.CommitBatch(ctx, []*store.Commit{c})
+		if errs[0] != nil || res[0].Status != store.CommitOK || res[0].RunStatus != store.StatusSucceeded {
+			t.Fatalf("commit: %v %+v", errs[0], res[0])
+		}
+	})
+	checkCost(t, "a fork of three into a join started and joined by one commit", got, runCost{Commands: 1, Bytes: 2329, Scripts: 1, InScripts: 13})
 }
 
 // A fork of three branches into a join whose branches run apart (a branch step with

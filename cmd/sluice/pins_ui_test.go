@@ -42,9 +42,6 @@ func TestEditorKnowsWhichNodesCanBePinned(t *testing.T) {
 	}
 	var engine []string
 	for _, spec := range nodes.NewRegistry(nil).Specs() {
-		if spec.Name == flows.JoinType {
-			continue // never inline (the engine's pure() says so); its steps are joins, which the editor never offers
-		}
 		if inline(spec, spec.Example) {
 			engine = append(engine, spec.Name)
 		}
