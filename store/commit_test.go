@@ -39,7 +39,11 @@ func TestACommitWithAMalformedTransitionWritesNothing(t *testing.T) {
 				Checkpoint: store.Checkpoint{Node: "b", Kind: "join"}}}, Arrivals: []store.Ref{0, 1}}}, "seed"},
 		{"a join without its state",
 			[]store.Transition{store.Joined{Steps: []store.CommitStep{{Node: "b", Event: []byte("{}"),
-				Checkpoint: store.Checkpoint{Node: "b", Kind: "join"}}}, Arrivals: []store.Ref{0}}}, "transition J"},
+				Checkpoint: store.Checkpoint{Node: "b", Kind: "join"}}}, Arrivals: []store.Ref{0}}}, "transition J needs its branches, its state"},
+		{"a join reading a branch named other than plainly",
+			[]store.Transition{store.RawTransition{Code: "J", Args: []string{"b", "1", `{"k":"join"}`, "[]", "{}", "00"}}}, "reads checkpoint 00"},
+		{"an activation reading a seed named other than plainly",
+			[]store.Transition{store.RawTransition{Code: "A", Key: "b", Args: []string{"KEY", "00", ""}}}, "reads checkpoint 00"},
 		{"a fork whose branch count is not a number",
 			[]store.Transition{store.RawTransition{Code: "P", Args: []string{"frame", "many"}}}, "number"},
 	} {

@@ -43,6 +43,7 @@ type forkRun struct {
 	steps   []int             // the checkpoints' step numbers, sorted
 	events  []string          // each step event: "node: its checkpoint's node", sorted
 	last    string            // the run's last event: "type node", "run" with its status
+	entry   map[string]string // the events entry each node's step event came in
 	states  map[string]string // each step's state, by node
 	joins   map[string]string // each join's branches: their checkpoints' nodes, in order
 	added   map[string]int64  // activations added to each node's stream
@@ -64,7 +65,7 @@ func runFork(t *testing.T, r *store.Redis, doc string, noFuse bool, forkAt strin
 	v.work(p)
 	run := v.run(p, `{}`)
 	mustStatus(t, run, store.StatusSucceeded)
-	got := forkRun{output: string(run.Outputs["out"]), states: map[string]string{}, joins: map[string]string{}, added: map[string]int64{}}
+	got := forkRun{output: string(run.Outputs["out"]), states: map[string]string{}, joins: map[string]string{}, added: map[string]int64{}, entry: map[string]string{}}
 	cps := v.checkpoints(p, run.ID)
 	byID := map[string]store.Checkpoint{}
 	for _, c := range cps {
@@ -113,6 +114,7 @@ func runFork(t *testing.T, r *store.Redis, doc string, noFuse bool, forkAt strin
 		}
 		if ev.Type == "step" {
 			got.events = append(got.events, fmt.Sprintf("%s: %s", ev.Node, byID[ev.Ckpt].Node))
+			got.entry[ev.Node], _, _ = strings.Cut(ev.ID, ".")
 		}
 	}
 	slices.Sort(got.events)
@@ -192,55 +194,84 @@ const forkOfElevenPureBranches = `{"sluice": 1, "id": "FLOW",
 // its join there too, and the pure steps after the join: the run has the same output,
 // history (the join's checkpoint naming its branches in branch order, 10 after 9), step
 // numbers, live events (the run's end the last of them) and states as with fusion off,
-// a fork from the step after the join gives the same, and neither the join nor the steps
-// after it go through their streams.
+// a fork from the step after the join gives the same, and the join and the steps after
+// it commit with the fork's step (one events entry) instead of going through their
+// streams. In the second flow every step up to u finishes in bounded time, so the start
+// itself runs the fork's step and commits the run's first steps (startInline): the join
+// and t run there, and u, which may not finish in bounded time, waits for a worker.
 func TestAJoinWhoseBranchesAllRanInlineRunsInTheSameCommit(t *testing.T) {
 	var nodes, edges strings.Builder
 	for b := 1; b <= 11; b++ {
 		fmt.Fprintf(&nodes, `{"id": "b%d", "type": "transform", "params": {"expr": "{seen: [\"b%d\"]}"}},`+"\n", b, b)
 		fmt.Fprintf(&edges, `{"from": "in", "to": "b%d"}, {"from": "b%d", "to": "j"},`, b, b)
 	}
-	doc := strings.NewReplacer("BRANCHES", nodes.String(), "EDGES", edges.String()).Replace(forkOfElevenPureBranches)
-	storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
-		fused := runFork(t, r, doc, false, "t")
-		plain := runFork(t, r, doc, true, "t")
-		const want = `{"before":["b1","b2","b3","b4","b5","b6","b7","b8","b9","b10","b11"],"seen":["b1","b2","b3","b4","b5","b6","b7","b8","b9","b10","b11","t"]}`
-		if fused.output != want || plain.output != want {
-			t.Errorf("output %s, with fusion off %s; want %s", fused.output, plain.output, want)
-		}
-		if a, b := strings.Join(fused.history, "\n"), strings.Join(plain.history, "\n"); a != b {
-			t.Errorf("history:\n%s\nwith fusion off:\n%s", a, b)
-		}
-		const branches = "b1 b2 b3 b4 b5 b6 b7 b8 b9 b10 b11"
-		if fused.joins["j"] != branches || plain.joins["j"] != branches {
-			t.Errorf("the join's branches: %q, with fusion off %q; want %q", fused.joins["j"], plain.joins["j"], branches)
-		}
-		if !slices.Equal(fused.steps, plain.steps) || len(fused.steps) != 16 {
-			t.Errorf("step numbers %v, with fusion off %v; want 0..15", fused.steps, plain.steps)
-		}
-		if a, b := strings.Join(fused.events, ", "), strings.Join(plain.events, ", "); a != b || len(fused.events) != 15 {
-			t.Errorf("step events %s; with fusion off %s (want one per step, with its checkpoint)", a, b)
-		}
-		if want := `run {"status":"succeeded"}`; fused.last != want || plain.last != want {
-			t.Errorf("the run's last event: %s, with fusion off %s; want %s", fused.last, plain.last, want)
-		}
-		for node, st := range plain.states {
-			if fused.states[node] != st {
-				t.Errorf("the state after %s: %s, with fusion off %s", node, fused.states[node], st)
-			}
-		}
-		if fused.forked != want || plain.forked != want {
-			t.Errorf("a fork from t's checkpoint gives %s, with fusion off %s; want %s", fused.forked, plain.forked, want)
-		}
-		if plain.added["in"] == 0 {
-			return // this Redis does not count a stream's entries (XINFO STREAM's entries-added)
-		}
-		for _, node := range []string{"j", "t", "out"} {
-			if fused.added[node] != 0 || plain.added[node] != 1 {
-				t.Errorf("node %s: %d activations added to its stream, with fusion off %d; want 0 and 1", node, fused.added[node], plain.added[node])
-			}
-		}
-	})
+	const bounded = `{"sluice": 1, "id": "FLOW",
+	 "nodes": [
+	  {"id": "in", "type": "input"},
+	  {"id": "b1", "type": "transform", "params": {"expr": "{b1: 1}"}},
+	  {"id": "b2", "type": "transform", "params": {"expr": "{b2: 2}"}},
+	  {"id": "j", "type": "join"},
+	  {"id": "t", "type": "transform", "params": {"expr": "{t: .b1}"}},
+	  {"id": "u", "type": "transform", "params": {"expr": "{u: (.b2 + 1)}"}},
+	  {"id": "out", "type": "output", "params": {"value": "{b1, b2, t, u}"}}
+	 ],
+	 "edges": [{"from": "in", "to": "b1"}, {"from": "in", "to": "b2"}, {"from": "b1", "to": "j"}, {"from": "b2", "to": "j"},
+	  {"from": "j", "to": "t"}, {"from": "t", "to": "u"}, {"from": "u", "to": "out"}]}`
+	for _, tc := range []struct {
+		name, doc, output, branches string
+		steps                       int
+		together, apart             []string // nodes whose steps commit with in's, and those that do not
+	}{
+		{name: "eleven branches", doc: strings.NewReplacer("BRANCHES", nodes.String(), "EDGES", edges.String()).Replace(forkOfElevenPureBranches),
+			output:   `{"before":["b1","b2","b3","b4","b5","b6","b7","b8","b9","b10","b11"],"seen":["b1","b2","b3","b4","b5","b6","b7","b8","b9","b10","b11","t"]}`,
+			branches: "b1 b2 b3 b4 b5 b6 b7 b8 b9 b10 b11", steps: 16, together: []string{"b1", "b11", "j", "t", "out"}},
+		{name: "bounded steps, started by its commit", doc: bounded, output: `{"b1":1,"b2":2,"t":1,"u":3}`,
+			branches: "b1 b2", steps: 8, together: []string{"b1", "b2", "j", "t"}, apart: []string{"u", "out"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
+				fused := runFork(t, r, tc.doc, false, "t")
+				plain := runFork(t, r, tc.doc, true, "t")
+				if fused.output != tc.output || plain.output != tc.output {
+					t.Errorf("output %s, with fusion off %s; want %s", fused.output, plain.output, tc.output)
+				}
+				if a, b := strings.Join(fused.history, "\n"), strings.Join(plain.history, "\n"); a != b {
+					t.Errorf("history:\n%s\nwith fusion off:\n%s", a, b)
+				}
+				if fused.joins["j"] != tc.branches || plain.joins["j"] != tc.branches {
+					t.Errorf("the join's branches: %q, with fusion off %q; want %q", fused.joins["j"], plain.joins["j"], tc.branches)
+				}
+				if !slices.Equal(fused.steps, plain.steps) || len(fused.steps) != tc.steps {
+					t.Errorf("step numbers %v, with fusion off %v; want 0..%d", fused.steps, plain.steps, tc.steps-1)
+				}
+				if a, b := strings.Join(fused.events, ", "), strings.Join(plain.events, ", "); a != b || len(fused.events) != tc.steps-1 {
+					t.Errorf("step events %s; with fusion off %s (want one per step, with its checkpoint)", a, b)
+				}
+				if want := `run {"status":"succeeded"}`; fused.last != want || plain.last != want {
+					t.Errorf("the run's last event: %s, with fusion off %s; want %s", fused.last, plain.last, want)
+				}
+				for node, st := range plain.states {
+					if fused.states[node] != st {
+						t.Errorf("the state after %s: %s, with fusion off %s", node, fused.states[node], st)
+					}
+				}
+				if fused.forked != tc.output || plain.forked != tc.output {
+					t.Errorf("a fork from t's checkpoint gives %s, with fusion off %s; want %s", fused.forked, plain.forked, tc.output)
+				}
+				for _, node := range tc.together {
+					if fused.entry[node] != fused.entry["in"] || plain.entry[node] == plain.entry["in"] {
+						t.Errorf("%s's step event is in events entry %s, in's in %s (with fusion off %s and %s): want the same entry, and not with fusion off",
+							node, fused.entry[node], fused.entry["in"], plain.entry[node], plain.entry["in"])
+					}
+				}
+				for _, node := range tc.apart {
+					if fused.entry[node] == fused.entry["in"] {
+						t.Errorf("%s's step event is in in's events entry %s: it should have waited for a worker", node, fused.entry[node])
+					}
+				}
+			})
+		})
+	}
 }
 
 // A fork whose branch c runs two pure steps inline and then activates a step with side

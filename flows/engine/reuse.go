@@ -36,7 +36,7 @@ func (e *Engine) recordedOutputs(ctx context.Context, orig *store.Run, from, to 
 			continue
 		}
 		n := from.Nodes[c.Node]
-		if n == nil || n.Pure() || n.Type == flows.JoinType || to.Nodes[c.Node] == nil || to.Nodes[c.Node].Pure() {
+		if n == nil || n.Pure() || n.IsJoin() || to.Nodes[c.Node] == nil || to.Nodes[c.Node].Pure() || to.Nodes[c.Node].IsJoin() {
 			continue
 		}
 		state, err := e.stateAt(ctx, orig.Ref(), c.Parent)

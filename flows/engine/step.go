@@ -190,7 +190,7 @@ func (w *Worker) gate(a store.Activation, pre preloaded) gateVerdict {
 	if goOn, cancelled := runGoesOn(status, known, e.cancelled.has(a.Flow, a.Run)); !goOn {
 		return gateVerdict{kind: verdictDrop, plan: plan, cancelled: cancelled}
 	}
-	if !isPure && pins != "" {
+	if !isPure && !node.IsJoin() && pins != "" { // a join calls nothing: it is never pinned
 		var all map[string]Pin
 		if json.Unmarshal([]byte(pins), &all) == nil {
 			if p, ok := all[a.Node]; ok {

@@ -188,8 +188,8 @@ do
       elseif op == 'J' then
         local body, nrefs = ARGV[i + 3], 0
         for x in string.gmatch(ARGV[i + 6], '[^,]+') do
-          local q = tonumber(x)
-          if not q or q < 0 or q > seeds then
+          local q = (x == '0' or string.match(x, '^[1-9]%d*$')) and tonumber(x)
+          if not q or q > seeds then
             return redis.error_reply('commit.lua: transition J reads checkpoint ' .. x .. ', but the commit has ' .. seeds .. ' seed(s) before it')
           end
           nrefs = nrefs + 1
@@ -233,8 +233,9 @@ do
         end
       end
       if ref and ref ~= '0' then
-        local x = tonumber(ref)
-        if not x or x < 0 or x > seeds then
+        -- A ref is "0" or a number written plainly: the writes below compare it as text.
+        local x = string.match(ref, '^[1-9]%d*$') and tonumber(ref)
+        if not x or x > seeds then
           return redis.error_reply('commit.lua: transition ' .. op .. ' reads checkpoint ' .. ref .. ', but the commit has ' .. seeds .. ' seed(s) before it')
         end
       end
