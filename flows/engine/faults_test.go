@@ -152,6 +152,84 @@ func TestFaultWorkersKilledUnderLoad(t *testing.T) {
 	v.drained(p)
 }
 
+// Two forks in a row: s1's branches a and b are pure steps of bounded time, so they and
+// their join j1 run in s1's commit (s2 after it, a step with side effects, runs on its
+// own); s2's branch d has side effects, so its join j2 is activated and runs on its own.
+const twoForks = `{"sluice": 1, "id": "FLOW",
+ "settings": {"claim_after": "300ms", "max_attempts": 10},
+ "nodes": [
+  {"id": "in", "type": "input"},
+  {"id": "s1", "type": "script", "params": {"sleep": "5ms"}},
+  {"id": "a", "type": "transform", "params": {"expr": "{a: 1}"}},
+  {"id": "b", "type": "transform", "params": {"expr": "{b: 2}"}},
+  {"id": "j1", "type": "join"},
+  {"id": "s2", "type": "script", "params": {"sleep": "5ms"}},
+  {"id": "c", "type": "transform", "params": {"expr": "{c: 3}"}},
+  {"id": "d", "type": "script", "params": {"sleep": "5ms", "update": {"d": 4}}},
+  {"id": "j2", "type": "join"},
+  {"id": "out", "type": "output", "params": {"value": "[.n, .a, .b, .c, .d]"}}
+ ],
+ "edges": [{"from": "in", "to": "s1"}, {"from": "s1", "to": "a"}, {"from": "s1", "to": "b"}, {"from": "a", "to": "j1"}, {"from": "b", "to": "j1"},
+  {"from": "j1", "to": "s2"}, {"from": "s2", "to": "c"}, {"from": "s2", "to": "d"}, {"from": "c", "to": "j2"}, {"from": "d", "to": "j2"},
+  {"from": "j2", "to": "out"}]}`
+
+// Workers killed while runs go through forks, a join that runs in the commit of its
+// branches and one that runs on its own: every run succeeds once, with every branch
+// merged, and every step, the joins included, commits exactly once.
+func TestFaultForksAndJoinsWithWorkersKilled(t *testing.T) {
+	srv := storetest.StartServer(t, false)
+	v := faultEnv(t, srv.URL())
+	p := v.compile(twoForks)
+	workers := []*child{startChildAt(t, srv.URL(), p.Flow), startChildAt(t, srv.URL(), p.Flow)}
+	runs, kills := size(60, 400), size(6, 30)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for k := 0; k < kills; k++ {
+			time.Sleep(time.Duration(50+rand.Intn(100)) * time.Millisecond)
+			i := rand.Intn(len(workers))
+			workers[i].cmd.Process.Kill() // SIGKILL
+			workers[i].cmd.Wait()
+			workers[i] = startChildAt(t, srv.URL(), p.Flow)
+		}
+	}()
+	ids := make([]string, runs)
+	for i := range ids {
+		ids[i] = v.start(p, fmt.Sprintf(`{"n": %d}`, i))
+	}
+	<-done
+	ended := settle(t, v, p, ids, 3*time.Minute)
+	results := resultCounts(t, v.r, p.Flow)
+	for i, r := range ended {
+		if want := fmt.Sprintf(`[%d,1,2,3,4]`, i); r.Status != store.StatusSucceeded || string(r.Output()) != want {
+			t.Errorf("run %d: %s %s (%s), want succeeded with %s", i, r.Status, r.Output(), r.Error, want)
+		}
+		if results[r.ID] != 1 {
+			t.Errorf("run %d has %d results, want exactly 1", i, results[r.ID])
+		}
+		committed := map[string]int{}
+		for _, c := range v.checkpoints(p, r.ID) {
+			committed[c.Node]++
+		}
+		for _, n := range []string{"s1", "a", "b", "j1", "s2", "c", "d", "j2", "out"} {
+			if committed[n] != 1 {
+				t.Errorf("run %d node %s has %d checkpoints, want exactly 1", i, n, committed[n])
+			}
+		}
+	}
+	k := store.FlowKeys(p.Flow)
+	for node, inline := range map[string]bool{"j1": true, "j2": false} {
+		info, err := v.r.Client.XInfoStream(context.Background(), k.In(node)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (info.EntriesAdded == 0) != inline {
+			t.Errorf("join %s: %d activations added to its stream; want none: %v", node, info.EntriesAdded, inline)
+		}
+	}
+	v.drained(p)
+}
+
 func TestFaultPoisonPillIsDeadLetteredWhileOtherRunsFlow(t *testing.T) {
 	srv := storetest.StartServer(t, false)
 	v := faultEnv(t, srv.URL())
