@@ -63,7 +63,7 @@ func (w *Worker) fuse(j *job, c *store.Commit, b *built) []fusedStep {
 	a, state, stateJSON := j.a, b.newState, b.step.State
 	for k := 1; k <= maxFused; k++ {
 		if len(c.Transitions) != len(keep)+1 {
-			return w.fuseBranches(j, c, a.Depth+k, state, stateJSON, fused)
+			return w.fuseBranches(j, c, b, a.Depth+k, state, stateJSON, fused)
 		}
 		act, ok := c.Transitions[len(keep)].(store.Activate)
 		if !ok || act.From != 0 {
@@ -143,7 +143,7 @@ const maxBranchSteps = 64
 // activations the commit adds (the branches' first steps'); state and stateJSON are the
 // state after the last step. Forks of fanouts (seeds), branches that fork again and
 // forks that do not meet at a join are left as they are.
-func (w *Worker) fuseBranches(j *job, c *store.Commit, depth int, state map[string]any, stateJSON []byte, fused []fusedStep) []fusedStep {
+func (w *Worker) fuseBranches(j *job, c *store.Commit, b *built, depth int, state map[string]any, stateJSON []byte, fused []fusedStep) []fusedStep {
 	open := false
 	for _, t := range c.Transitions {
 		switch t := t.(type) {
@@ -221,9 +221,12 @@ func (w *Worker) fuseBranches(j *job, c *store.Commit, depth int, state map[stri
 	}
 	if c.KeepLast == 0 {
 		// keep_last stores every step's state, and a Joined holds its last's.
-		if trans, fs, ok := w.joinInline(j, c.Transitions, depth, state, min(maxFused, budget)); ok {
+		if trans, fs, last, ok := w.joinInline(j, c.Transitions, depth, state, min(maxFused, budget)); ok {
 			c.Transitions = trans
 			fused = append(fused, fs...)
+			// The run's last checkpoint is the Joined's: the commit's reply names it,
+			// and its state is the one to keep at hand.
+			b.newState, b.newJSON = last.newState, last.step.State
 		}
 	}
 	return fused
@@ -237,13 +240,13 @@ func (w *Worker) fuseBranches(j *job, c *store.Commit, depth int, state map[stri
 // frame, the join no activation, read or commit of its own. The join's step must be
 // bounded (JoinsInline), and the steps after it as runFused says (StepBounded where the
 // commit's first step ran on a reader's goroutine or in a start: chainBounded, which
-// allowed that, did not look past the join). It
-// returns the commit's transitions trans, with the fork's (its OpenFork, Arrives and
-// GiveBacks) replaced by the Joined and the transition that ends its chain, and what the
-// observer hears of its steps; or ok false, and the join runs on its own as before: a
-// branch that did not run here, a fork that grows from within, a join another pool
-// serves or whose step would fork again, park or fail.
-func (w *Worker) joinInline(j *job, trans []store.Transition, depth int, state map[string]any, limit int) ([]store.Transition, []fusedStep, bool) {
+// allowed that, did not look past the join). It returns the commit's transitions trans,
+// with the fork's (its OpenFork, Arrives and GiveBacks) replaced by the Joined and the
+// transition that ends its chain, what the observer hears of its steps, and the chain's
+// last step; or ok false, and the join runs on its own as before: a branch that did not
+// run here, a fork that grows from within, a join another pool serves or whose step
+// would fork again, park or fail.
+func (w *Worker) joinInline(j *job, trans []store.Transition, depth int, state map[string]any, limit int) (_ []store.Transition, _ []fusedStep, last *built, ok bool) {
 	type arrival struct {
 		branch string
 		ref    store.Ref
@@ -256,33 +259,33 @@ func (w *Worker) joinInline(j *job, trans []store.Transition, depth int, state m
 		switch t := t.(type) {
 		case store.OpenFork:
 			if open != nil || t.Base != 0 {
-				return nil, nil, false
+				return nil, nil, nil, false
 			}
 			open = &t
 		case store.Branch:
 			branches = append(branches, t.Steps)
 		case store.Arrive:
 			if open == nil || t.Frame != open.Frame {
-				return nil, nil, false
+				return nil, nil, nil, false
 			}
 			arrivals = append(arrivals, arrival{t.Branch, t.From})
 			ended++
 		case store.GiveBack:
 			if open == nil || t.Frame != open.Frame {
-				return nil, nil, false
+				return nil, nil, nil, false
 			}
 			ended++
 		case store.CloseFork: // of the fork the commit's first step, a join, closed
 		default:
-			return nil, nil, false // a branch that runs on its own, a Split, a Seed, a Park
+			return nil, nil, nil, false // a branch that runs on its own, a Split, a Seed, a Park
 		}
 	}
 	if open == nil || ended != open.Branches || len(arrivals) == 0 || limit <= 0 {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	node := j.plan.Nodes[open.Join]
 	if !node.JoinsInline() || depth > j.plan.Settings.MaxSteps || !w.servesNode(open.Join) {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	sort.SliceStable(arrivals, func(x, y int) bool { return lessBranch(arrivals[x].branch, arrivals[y].branch) })
 	refs := make([]store.Ref, len(arrivals))
@@ -297,7 +300,7 @@ func (w *Worker) joinInline(j *job, trans []store.Transition, depth int, state m
 	}
 	merged, delta, err := mergeBranches(j.plan, state, ups)
 	if err != nil {
-		return nil, nil, false // the join runs on its own, and fails there
+		return nil, nil, nil, false // the join runs on its own, and fails there
 	}
 	a := j.a
 	jj := w.e.newJob(store.Activation{Flow: a.Flow, Part: a.Part, Node: open.Join, ID: a.ID, Run: a.Run, Version: a.Version,
@@ -306,14 +309,14 @@ func (w *Worker) joinInline(j *job, trans []store.Transition, depth int, state m
 	if node.Input != nil {
 		in, err := node.Input.First(w.hard, merged, merged)
 		if err != nil {
-			return nil, nil, false
+			return nil, nil, nil, false
 		}
 		jj.step.Input = in
 	}
 	w.beginStep(jj, time.Now(), true)
 	jb, err := w.execute(jj)
 	var end store.Transition
-	ok := err == nil && len(jb.trans) > 0
+	ok = err == nil && len(jb.trans) > 0
 	if ok {
 		// The join's own transitions: the CloseFork of the fork, which never reaches
 		// Redis, then what a fused step may end with.
@@ -323,13 +326,13 @@ func (w *Worker) joinInline(j *job, trans []store.Transition, depth int, state m
 	}
 	if !ok {
 		endStep(jj, outcomeLeft, nil, flows.Usage{}) // it runs again on its own
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	endStep(jj, outcomeFusedSpan, nil, jb.usage)
 	jb.step.Checkpoint.Parent = "" // the commit's last step
 	steps := []store.CommitStep{jb.step}
 	fs := []fusedStep{{node: open.Join, component: componentOf(node), dur: jb.dur, usage: jb.usage}}
-	st, stJSON := jb.newState, jb.step.State
+	st, stJSON, lastb := jb.newState, jb.step.State, jb
 	for len(steps) < limit {
 		act, ok := end.(store.Activate)
 		if !ok || act.From != 0 {
@@ -348,7 +351,7 @@ func (w *Worker) joinInline(j *job, trans []store.Transition, depth int, state m
 		nb.step.Checkpoint.Parent = "" // the step before
 		steps = append(steps, nb.step)
 		fs = append(fs, fusedStep{node: act.Node, component: componentOf(nj.node), dur: nb.dur, usage: nb.usage})
-		st, stJSON, end = nb.newState, nb.step.State, next
+		st, stJSON, end, lastb = nb.newState, nb.step.State, next, nb
 	}
 	ref := store.Ref(len(branches) + 1)
 	switch e := end.(type) {
@@ -371,7 +374,7 @@ func (w *Worker) joinInline(j *job, trans []store.Transition, depth int, state m
 	if end != nil {
 		out = append(out, end)
 	}
-	return out, fs, true
+	return out, fs, lastb, true
 }
 
 // chainEnd is what a step run in a Joined's chain ends with: nothing (the end of the

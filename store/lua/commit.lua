@@ -721,7 +721,8 @@ events[evat] = {run, '', ckpt, firsts, ARGV[a + 4]}
 events[#events][2] = changed
 redis.call('HSET', KRUN, unpack(set))
 if live <= 0 then expire_run(run) end
-return OK, ckpt, steps, live, newstatus
+-- The run's last checkpoint: the commit's last step's, or its Joined's.
+return OK, set[6], steps, live, newstatus
 end
 
 
