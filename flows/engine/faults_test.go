@@ -99,25 +99,24 @@ func resultCounts(t *testing.T, r *store.Redis, flow string) map[string]int {
 	return per
 }
 
-func TestFaultWorkersKilledUnderLoad(t *testing.T) {
-	srv := storetest.StartServer(t, false)
-	v := faultEnv(t, srv.URL())
-	p := v.compile(fiveNodes)
-	var mu sync.Mutex
-	workers := []*child{startChildAt(t, srv.URL(), p.Flow), startChildAt(t, srv.URL(), p.Flow), startChildAt(t, srv.URL(), p.Flow)}
-
-	runs, kills := size(200, 1000), size(10, 50)
+// runWithWorkersKilled starts runs runs of p (input {"n": i}) on workers worker
+// processes, SIGKILLs a random one and starts another in its place kills times meanwhile,
+// and returns the runs once all have ended, with the number of results each has.
+func runWithWorkersKilled(t *testing.T, v *env, url string, p *flows.Plan, workers, runs, kills int) ([]*store.Run, map[string]int) {
+	t.Helper()
+	ws := make([]*child, workers)
+	for i := range ws {
+		ws[i] = startChildAt(t, url, p.Flow)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for k := 0; k < kills; k++ {
 			time.Sleep(time.Duration(50+rand.Intn(100)) * time.Millisecond)
-			mu.Lock()
-			i := rand.Intn(len(workers))
-			workers[i].cmd.Process.Kill() // SIGKILL
-			workers[i].cmd.Wait()
-			workers[i] = startChildAt(t, srv.URL(), p.Flow)
-			mu.Unlock()
+			i := rand.Intn(len(ws))
+			ws[i].cmd.Process.Kill() // SIGKILL
+			ws[i].cmd.Wait()
+			ws[i] = startChildAt(t, url, p.Flow)
 		}
 	}()
 	ids := make([]string, runs)
@@ -126,7 +125,14 @@ func TestFaultWorkersKilledUnderLoad(t *testing.T) {
 	}
 	<-done
 	ended := settle(t, v, p, ids, 3*time.Minute)
-	results := resultCounts(t, v.r, p.Flow)
+	return ended, resultCounts(t, v.r, p.Flow)
+}
+
+func TestFaultWorkersKilledUnderLoad(t *testing.T) {
+	srv := storetest.StartServer(t, false)
+	v := faultEnv(t, srv.URL())
+	p := v.compile(fiveNodes)
+	ended, results := runWithWorkersKilled(t, v, srv.URL(), p, 3, size(200, 1000), size(10, 50))
 	for i, r := range ended {
 		if r.Status != store.StatusSucceeded || string(r.Output()) != fmt.Sprint(i) {
 			t.Errorf("run %d: %s %s (%s)", i, r.Status, r.Output(), r.Error)
@@ -180,26 +186,7 @@ func TestFaultForksAndJoinsWithWorkersKilled(t *testing.T) {
 	srv := storetest.StartServer(t, false)
 	v := faultEnv(t, srv.URL())
 	p := v.compile(twoForks)
-	workers := []*child{startChildAt(t, srv.URL(), p.Flow), startChildAt(t, srv.URL(), p.Flow)}
-	runs, kills := size(60, 400), size(6, 30)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for k := 0; k < kills; k++ {
-			time.Sleep(time.Duration(50+rand.Intn(100)) * time.Millisecond)
-			i := rand.Intn(len(workers))
-			workers[i].cmd.Process.Kill() // SIGKILL
-			workers[i].cmd.Wait()
-			workers[i] = startChildAt(t, srv.URL(), p.Flow)
-		}
-	}()
-	ids := make([]string, runs)
-	for i := range ids {
-		ids[i] = v.start(p, fmt.Sprintf(`{"n": %d}`, i))
-	}
-	<-done
-	ended := settle(t, v, p, ids, 3*time.Minute)
-	results := resultCounts(t, v.r, p.Flow)
+	ended, results := runWithWorkersKilled(t, v, srv.URL(), p, 2, size(60, 400), size(6, 30))
 	for i, r := range ended {
 		if want := fmt.Sprintf(`[%d,1,2,3,4]`, i); r.Status != store.StatusSucceeded || string(r.Output()) != want {
 			t.Errorf("run %d: %s %s (%s), want succeeded with %s", i, r.Status, r.Output(), r.Error, want)

@@ -199,15 +199,7 @@ func (w *Worker) fuseBranches(j *job, c *store.Commit, b *built, depth int, stat
 		}
 		budget -= len(steps)
 		refs++
-		ref := store.Ref(refs)
-		switch e := end.(type) {
-		case store.Arrive:
-			e.From = ref
-			end = e
-		case store.Activate:
-			e.From = ref
-			end = e
-		}
+		end = reading(end, store.Ref(refs))
 		if _, reads := end.(store.Activate); !reads && c.KeepLast == 0 {
 			// Nothing reads the state after the branch: its join merges the branch's
 			// updates, and the history computes it when asked.
@@ -353,15 +345,7 @@ func (w *Worker) joinInline(j *job, trans []store.Transition, depth int, state m
 		fs = append(fs, fusedStep{node: act.Node, component: componentOf(nj.node), dur: nb.dur, usage: nb.usage})
 		st, stJSON, end, lastb = nb.newState, nb.step.State, next, nb
 	}
-	ref := store.Ref(len(branches) + 1)
-	switch e := end.(type) {
-	case store.Activate:
-		e.From = ref
-		end = e
-	case store.Arrive:
-		e.From = ref
-		end = e
-	}
+	end = reading(end, store.Ref(len(branches)+1))
 	out := make([]store.Transition, 0, len(trans)+2)
 	for _, t := range trans {
 		switch t.(type) {
@@ -375,6 +359,20 @@ func (w *Worker) joinInline(j *job, trans []store.Transition, depth int, state m
 		out = append(out, end)
 	}
 	return out, fs, lastb, true
+}
+
+// reading is t reading checkpoint ref (a Branch or Joined of the same commit) instead
+// of the commit's last step, where t reads one (an Activate, an Arrive).
+func reading(t store.Transition, ref store.Ref) store.Transition {
+	switch e := t.(type) {
+	case store.Activate:
+		e.From = ref
+		return e
+	case store.Arrive:
+		e.From = ref
+		return e
+	}
+	return t
 }
 
 // chainEnd is what a step run in a Joined's chain ends with: nothing (the end of the
