@@ -65,9 +65,10 @@ func workerNotes(plans []*flows.Plan) map[string]string {
 // steps run instead: a tool runs within the steps of the agents it is attached to; a
 // pure step right after a step (of any node but a fanout) that started it and no other
 // node is fused into that step's commit, on the worker that ran it (flows/engine/fuse.go), so its
-// group has no consumer; so is a pure target of a fork that step opens, and the fork's
-// join when every branch is a chain of pure steps. The targets of a fanout, branches
-// added to a fork from within it, and other joins are read from their streams. Which edges a step takes can depend on its state: a node
+// group has no consumer; so is a pure target of a fork that step opens (a fanout's
+// items' included, when their branches meet at a join), and the fork's join when every
+// branch is a chain of pure steps. The items of a fanout whose branches never meet,
+// branches added to a fork from within it, and other joins are read from their streams. Which edges a step takes can depend on its state: a node
 // is said to run inline "when that step starts no other node" where conditions decide.
 func queueNotes(plan *flows.Plan) map[string]string {
 	if plan == nil || plan.Doc == nil {
@@ -108,8 +109,8 @@ func queueNotes(plan *flows.Plan) map[string]string {
 	for _, dn := range plan.Doc.Nodes {
 		p := plan.Nodes[dn.ID]
 		// Any step starts a chain: a pure step after it runs in its commit.
-		if p.Spec.Fans {
-			continue // a fanout's items are branches of their own, read from the stream
+		if p.Spec.Fans && (p.Join == "" || forksTo[p.Join] != 1) {
+			continue // a fanout's items whose branches never meet are read from the stream
 		}
 		for _, e := range p.Edges {
 			if !plan.Nodes[e.To].Pure() {
@@ -145,7 +146,7 @@ func queueNotes(plan *flows.Plan) map[string]string {
 	joinAfter := map[string][]string{}
 	for _, dn := range plan.Doc.Nodes {
 		p := plan.Nodes[dn.ID]
-		if p.Join != "" && forksTo[p.Join] == 1 && !p.Spec.Fans && plan.Nodes[p.Join].JoinsInline() && branchesInline(plan, p) {
+		if p.Join != "" && forksTo[p.Join] == 1 && plan.Nodes[p.Join].JoinsInline() && branchesInline(plan, p) {
 			joinAfter[p.Join] = appendNew(joinAfter[p.Join], p.ID)
 		}
 	}

@@ -65,12 +65,21 @@ func TestQueueNotesSayInlineOnlyWhereTheEngineFuses(t *testing.T) {
 				"out": "runs inline after database, general: fused into that step, on the worker that runs it"},
 		},
 		{
-			name: "the items of a fanout are read by workers",
+			name: "the items of a fanout whose branches meet at a join run inline, and so does the join",
 			nodes: []map[string]any{node("in", "input"), {"id": "each", "type": "fanout", "params": map[string]any{"items": ".items", "as": "x"}},
 				transform("item"), node("merge", "join"), node("out", "output")},
 			edges: []map[string]any{edge("in", "each"), edge("each", "item"), edge("item", "merge"), edge("merge", "out")},
+			want: map[string]string{"each": afterIn, "item": "runs inline after each: fused into that step, on the worker that runs it",
+				"merge": "runs inline after the branches of each in the commit of that step, on the worker that runs it",
+				"out":   "runs inline after merge: fused into that step, on the worker that runs it"},
+		},
+		{
+			name: "the items of a fanout whose branches never meet are read by workers",
+			nodes: []map[string]any{node("in", "input"), {"id": "each", "type": "fanout", "params": map[string]any{"items": ".items", "as": "x"}},
+				transform("item"), node("out", "output")},
+			edges: []map[string]any{edge("in", "each"), edge("each", "item"), edge("item", "out")},
 			want: map[string]string{"each": afterIn,
-				"out": "runs inline after merge: fused into that step, on the worker that runs it"},
+				"out": "runs inline after item: fused into that step, on the worker that runs it"},
 		},
 		{
 			name: "a tool runs within its agents' steps, and the pure step after an agent runs inline after it",

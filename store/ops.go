@@ -37,7 +37,7 @@ const (
 var opArity = map[string]int{
 	opActivate: 3, // KEY REF TOK
 	opSeed:     2, // BODY STATE
-	opBranch:   5, // NODE K BODY EVENTS STATE
+	opBranch:   6, // NODE K BODY EVENTS STATE REF
 	opJoined:   6, // NODE K BODY EVENTS STATE REFS
 	opOpenFork: 5, // FRAME N TOK REF KEY
 	opSplit:    2, // FRAME N

@@ -44,7 +44,7 @@ func TestEveryTransitionHasTheArityTheScriptChecks(t *testing.T) {
 		}
 	}
 	p := scriptPrelude()
-	if !strings.Contains(p, "local ARITY = {A = 3, B = 5, C = 1, F = 2, G = 2, H = 2, J = 6, N = 9, O = 5, P = 2, R = 4, S = 2, T = 2, W = 2}") || !strings.Contains(p, "local STALE = 'stale'") {
+	if !strings.Contains(p, "local ARITY = {A = 3, B = 6, C = 1, F = 2, G = 2, H = 2, J = 6, N = 9, O = 5, P = 2, R = 4, S = 2, T = 2, W = 2}") || !strings.Contains(p, "local STALE = 'stale'") {
 		t.Errorf("prelude:\n%s", p)
 	}
 }

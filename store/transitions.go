@@ -41,7 +41,7 @@ type Seed struct {
 // Branch records steps run inline, in the same commit, along a branch of a fork the
 // commit's last step opened: one checkpoint entry for them all (like a commit's fused
 // steps: ids "<entry>.0", …, the last the entry's id), whose first step's parent is the
-// commit's last step, numbered on from the run's steps, with the last step's state and
+// checkpoint it read (From: the commit's last step, or its seed), numbered on from the run's steps, with the last step's state and
 // the steps' live events. Like a Seed it becomes the next ref: the transition that ends
 // the branch (an Arrive at the join, an Activate of a node that does not run inline, a
 // GiveBack) reads it, and an Activate reading it is len(Steps) steps deeper than the
@@ -51,6 +51,9 @@ type Seed struct {
 // the history computes it when asked, as it does a fused step's.
 type Branch struct {
 	Steps []CommitStep
+	// From is the checkpoint the branch's first step read: 0 the commit's last step, k
+	// the k-th seed of the same commit (a fanout's item, whose branch it is).
+	From Ref
 }
 
 // Joined records the join of a fork the commit's last step opened, run in the same
@@ -128,7 +131,7 @@ func (t Seed) op(Keys) (string, string, []string) {
 // commit names).
 func (t Branch) op(Keys) (string, string, []string) {
 	last := t.Steps[len(t.Steps)-1]
-	return opBranch, "", []string{last.Node, strconv.Itoa(len(t.Steps)), string(packedBody(t.Steps, false)), string(stepEventsJSON(t.Steps)), string(last.State)}
+	return opBranch, "", []string{last.Node, strconv.Itoa(len(t.Steps)), string(packedBody(t.Steps, false)), string(stepEventsJSON(t.Steps)), string(last.State), t.From.String()}
 }
 
 func (t Joined) op(Keys) (string, string, []string) {
@@ -179,7 +182,7 @@ func Describe(t Transition) string {
 		for i, st := range x.Steps {
 			nodes[i] = st.Node
 		}
-		return fmt.Sprintf("branch %v", nodes)
+		return fmt.Sprintf("branch %v from %d", nodes, x.From)
 	case Joined:
 		nodes := make([]string, len(x.Steps))
 		for i, st := range x.Steps {

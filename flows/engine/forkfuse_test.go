@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -44,7 +45,7 @@ type forkRun struct {
 	events  []string          // each step event: "node: its checkpoint's node", sorted
 	last    string            // the run's last event: "type node", "run" with its status
 	entry   map[string]string // the events entry each node's step event came in
-	states  map[string]string // each step's state, by node
+	states  map[string]string // the states after each node's steps, sorted, by node
 	joins   map[string]string // each join's branches: their checkpoints' nodes, in order
 	added   map[string]int64  // activations added to each node's stream
 	forked  string            // the output of a fork of the run from a checkpoint
@@ -72,6 +73,7 @@ func runFork(t *testing.T, r *store.Redis, doc string, noFuse bool, forkAt strin
 		byID[c.ID] = c
 	}
 	var from string
+	states := map[string][]string{} // a node's steps (a fanout's items') commit in any order
 	for _, c := range cps {
 		parent := "-"
 		if pc, ok := byID[c.Parent]; ok {
@@ -93,10 +95,14 @@ func runFork(t *testing.T, r *store.Redis, doc string, noFuse bool, forkAt strin
 		if err != nil {
 			t.Fatalf("checkpoint %s of %s: %v", c.ID, c.Node, err)
 		}
-		got.states[c.Node] = string(full.State)
+		states[c.Node] = append(states[c.Node], string(full.State))
 		if c.Node == forkAt {
 			from = c.ID
 		}
+	}
+	for node, sts := range states {
+		slices.Sort(sts)
+		got.states[node] = strings.Join(sts, "\n")
 	}
 	slices.Sort(got.history)
 	slices.Sort(got.steps)
@@ -198,7 +204,9 @@ const forkOfElevenPureBranches = `{"sluice": 1, "id": "FLOW",
 // it commit with the fork's step (one events entry) instead of going through their
 // streams. In the second flow every step up to u finishes in bounded time, so the start
 // itself runs the fork's step and commits the run's first steps (startInline): the join
-// and t run there, and u, which may not finish in bounded time, waits for a worker.
+// and t run there, and u, which may not finish in bounded time, waits for a worker. In
+// the third, a fanout's eleven items each run their branch from their own seed, and
+// their join merges them in item order.
 func TestAJoinWhoseBranchesAllRanInlineRunsInTheSameCommit(t *testing.T) {
 	var nodes, edges strings.Builder
 	for b := 1; b <= 11; b++ {
@@ -217,16 +225,30 @@ func TestAJoinWhoseBranchesAllRanInlineRunsInTheSameCommit(t *testing.T) {
 	 ],
 	 "edges": [{"from": "in", "to": "b1"}, {"from": "in", "to": "b2"}, {"from": "b1", "to": "j"}, {"from": "b2", "to": "j"},
 	  {"from": "j", "to": "t"}, {"from": "t", "to": "u"}, {"from": "u", "to": "out"}]}`
+	const fanout = `{"sluice": 1, "id": "FLOW",
+	 "state": {"seen": {"reducer": "append"}},
+	 "nodes": [
+	  {"id": "in", "type": "input"},
+	  {"id": "each", "type": "fanout", "params": {"items": "[\"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\", \"h\", \"i\", \"j\", \"k\"]", "as": "x"}},
+	  {"id": "m", "type": "transform", "params": {"expr": "{seen: [.x]}"}},
+	  {"id": "j", "type": "join"},
+	  {"id": "t", "type": "transform", "params": {"expr": "{n: .seen}"}},
+	  {"id": "out", "type": "output", "params": {"value": ".n"}}
+	 ],
+	 "edges": [{"from": "in", "to": "each"}, {"from": "each", "to": "m"}, {"from": "m", "to": "j"}, {"from": "j", "to": "t"}, {"from": "t", "to": "out"}]}`
 	for _, tc := range []struct {
 		name, doc, output, branches string
-		steps                       int
-		together, apart             []string // nodes whose steps commit with in's, and those that do not
+		steps, seeds                int      // checkpoints, and of them a fanout's items' (no step event)
+		with                        string   // the step the others commit with ("": in)
+		together, apart             []string // nodes whose steps commit with it, and those that do not
 	}{
 		{name: "eleven branches", doc: strings.NewReplacer("BRANCHES", nodes.String(), "EDGES", edges.String()).Replace(forkOfElevenPureBranches),
 			output:   `{"before":["b1","b2","b3","b4","b5","b6","b7","b8","b9","b10","b11"],"seen":["b1","b2","b3","b4","b5","b6","b7","b8","b9","b10","b11","t"]}`,
 			branches: "b1 b2 b3 b4 b5 b6 b7 b8 b9 b10 b11", steps: 16, together: []string{"b1", "b11", "j", "t", "out"}},
 		{name: "bounded steps, started by its commit", doc: bounded, output: `{"b1":1,"b2":2,"t":1,"u":3}`,
 			branches: "b1 b2", steps: 8, together: []string{"b1", "b2", "j", "t"}, apart: []string{"u", "out"}},
+		{name: "a fanout's items", doc: fanout, output: `["a","b","c","d","e","f","g","h","i","j","k"]`,
+			branches: "m m m m m m m m m m m", steps: 28, seeds: 11, with: "each", together: []string{"m", "j", "t", "out"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			storetest.Conformance(t, func(t *testing.T, r *store.Redis) {
@@ -244,7 +266,7 @@ func TestAJoinWhoseBranchesAllRanInlineRunsInTheSameCommit(t *testing.T) {
 				if !slices.Equal(fused.steps, plain.steps) || len(fused.steps) != tc.steps {
 					t.Errorf("step numbers %v, with fusion off %v; want 0..%d", fused.steps, plain.steps, tc.steps-1)
 				}
-				if a, b := strings.Join(fused.events, ", "), strings.Join(plain.events, ", "); a != b || len(fused.events) != tc.steps-1 {
+				if a, b := strings.Join(fused.events, ", "), strings.Join(plain.events, ", "); a != b || len(fused.events) != tc.steps-1-tc.seeds {
 					t.Errorf("step events %s; with fusion off %s (want one per step, with its checkpoint)", a, b)
 				}
 				if want := `run {"status":"succeeded"}`; fused.last != want || plain.last != want {
@@ -258,15 +280,16 @@ func TestAJoinWhoseBranchesAllRanInlineRunsInTheSameCommit(t *testing.T) {
 				if fused.forked != tc.output || plain.forked != tc.output {
 					t.Errorf("a fork from t's checkpoint gives %s, with fusion off %s; want %s", fused.forked, plain.forked, tc.output)
 				}
+				with := cmp.Or(tc.with, "in")
 				for _, node := range tc.together {
-					if fused.entry[node] != fused.entry["in"] || plain.entry[node] == plain.entry["in"] {
-						t.Errorf("%s's step event is in events entry %s, in's in %s (with fusion off %s and %s): want the same entry, and not with fusion off",
-							node, fused.entry[node], fused.entry["in"], plain.entry[node], plain.entry["in"])
+					if fused.entry[node] != fused.entry[with] || plain.entry[node] == plain.entry[with] {
+						t.Errorf("%s's step event is in events entry %s, %s's in %s (with fusion off %s and %s): want the same entry, and not with fusion off",
+							node, fused.entry[node], with, fused.entry[with], plain.entry[node], plain.entry[with])
 					}
 				}
 				for _, node := range tc.apart {
-					if fused.entry[node] == fused.entry["in"] {
-						t.Errorf("%s's step event is in in's events entry %s: it should have waited for a worker", node, fused.entry[node])
+					if fused.entry[node] == fused.entry[with] {
+						t.Errorf("%s's step event is in %s's events entry %s: it should have waited for a worker", node, with, fused.entry[node])
 					}
 				}
 			})

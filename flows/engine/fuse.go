@@ -141,21 +141,25 @@ const maxBranchSteps = 64
 // own commit would), the Activate of the node it stops before, or its GiveBack. A branch
 // whose first node does not fuse keeps its Activate. depth is the depth of the
 // activations the commit adds (the branches' first steps'); state and stateJSON are the
-// state after the last step. Forks of fanouts (seeds), branches that fork again and
+// state after the last step. A fanout's item's branch starts from its seed (the Seed's
+// state; its first step's parent the seed's checkpoint). Branches that fork again and
 // forks that do not meet at a join are left as they are.
 func (w *Worker) fuseBranches(j *job, c *store.Commit, b *built, depth int, state map[string]any, stateJSON []byte, fused []fusedStep) []fusedStep {
 	open := false
+	var seeds []store.Seed // a fanout's items, ref k the k-th: each starts a branch
 	for _, t := range c.Transitions {
 		switch t := t.(type) {
+		case store.Seed:
+			seeds = append(seeds, t)
 		case store.OpenFork:
 			open = t.Base == 0
 		case store.CloseFork:
 		case store.Activate:
-			if t.From != 0 {
+			if int(t.From) > len(seeds) {
 				return fused
 			}
 		case store.Arrive:
-			if t.From != 0 {
+			if int(t.From) > len(seeds) {
 				return fused
 			}
 		default:
@@ -177,7 +181,7 @@ func (w *Worker) fuseBranches(j *job, c *store.Commit, b *built, depth int, stat
 	}
 	budget := maxBranchSteps
 	var out []store.Transition
-	refs := 0
+	refs := len(seeds) // the seeds come first: the branches are numbered after them
 	for i, t := range c.Transitions {
 		act, ok := t.(store.Activate)
 		if !ok || budget == 0 {
@@ -186,7 +190,19 @@ func (w *Worker) fuseBranches(j *job, c *store.Commit, b *built, depth int, stat
 			}
 			continue
 		}
-		steps, end, fs := w.runBranch(j, act, depth, state, stateJSON, min(perBranch, budget))
+		from, fromJSON := state, stateJSON
+		if act.From > 0 {
+			// A fanout's item: its branch starts from the item's seed state.
+			fromJSON = seeds[act.From-1].State
+			var err error
+			if from, err = flows.DecodeState(fromJSON); err != nil {
+				if out != nil {
+					out = append(out, t)
+				}
+				continue
+			}
+		}
+		steps, end, fs := w.runBranch(j, act, depth, from, fromJSON, min(perBranch, budget))
 		if len(steps) == 0 {
 			if out != nil {
 				out = append(out, t)
@@ -205,7 +221,7 @@ func (w *Worker) fuseBranches(j *job, c *store.Commit, b *built, depth int, stat
 			// updates, and the history computes it when asked.
 			steps[len(steps)-1].State = nil
 		}
-		out = append(out, store.Branch{Steps: steps}, end)
+		out = append(out, store.Branch{Steps: steps, From: act.From}, end)
 		fused = append(fused, fs...)
 	}
 	if out != nil {
@@ -245,10 +261,12 @@ func (w *Worker) joinInline(j *job, trans []store.Transition, depth int, state m
 	}
 	var open *store.OpenFork
 	var arrivals []arrival
-	var branches [][]store.CommitStep // by ref - 1
+	var branches [][]store.CommitStep // each ref's steps, by ref - 1 (none for a seed)
 	ended := 0
 	for _, t := range trans {
 		switch t := t.(type) {
+		case store.Seed:
+			branches = append(branches, nil)
 		case store.OpenFork:
 			if open != nil || t.Base != 0 {
 				return nil, nil, nil, false
@@ -269,7 +287,7 @@ func (w *Worker) joinInline(j *job, trans []store.Transition, depth int, state m
 			ended++
 		case store.CloseFork: // of the fork the commit's first step, a join, closed
 		default:
-			return nil, nil, nil, false // a branch that runs on its own, a Split, a Seed, a Park
+			return nil, nil, nil, false // a branch that runs on its own, a Split, a Park
 		}
 	}
 	if open == nil || ended != open.Branches || len(arrivals) == 0 || limit <= 0 {

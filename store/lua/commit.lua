@@ -46,9 +46,10 @@
 -- then the transitions after the last step:
 --   A KEY REF TOK             activate: an activation on KEYS[KEY] reading REF
 --   S BODY STATE              a fanout seed checkpoint after the last step; it becomes ref k
---   B NODE K BODY EVENTS STATE  K steps run inline along a branch of a fork the last step
---                             opened: one checkpoint entry (node NODE, the last's; packed
---                             BODY; parent the last step's checkpoint; its steps numbered
+--   B NODE K BODY EVENTS STATE REF  K steps run inline along a branch of a fork the last
+--                             step opened: one checkpoint entry (node NODE, the last's;
+--                             packed BODY; parent REF, the checkpoint its first step read:
+--                             "0" the last step's, k a seed before it; its steps numbered
 --                             on from the run's steps, which count them), the last one's
 --                             STATE ("" for none: it is computed when asked, as a fused
 --                             step's), the steps' live EVENTS (an entry of their own in the
@@ -184,7 +185,7 @@ do
       local ki, ref, count
       if op == 'A' then ki, ref = i + 1, ARGV[i + 2]
       elseif op == 'S' then seeds = seeds + 1
-      elseif op == 'B' then seeds, count = seeds + 1, ARGV[i + 2]
+      elseif op == 'B' then ref, count = ARGV[i + 6], ARGV[i + 2]
       elseif op == 'J' then
         local body, nrefs = ARGV[i + 3], 0
         for x in string.gmatch(ARGV[i + 6], '[^,]+') do
@@ -242,6 +243,7 @@ do
       if count and not tonumber(count) then
         return redis.error_reply('commit.lua: transition ' .. op .. ': ' .. count .. ' is not a number')
       end
+      if op == 'B' then seeds = seeds + 1 end
       i = i + n + 1
     end
   end
@@ -558,7 +560,9 @@ for _ = 1, ntrans do
     local k = ARGV[i + 2]
     local bfirst = tostring(steps + 1)
     steps = steps + tonumber(k)
-    local id = redis.call('XADD', KCKPT, '*', 'n', ARGV[i + 1], 'p', ckpt, 'c', ARGV[i + 3], 'k', k, 's', bfirst, 't', now)
+    local from = ckpt
+    if ARGV[i + 6] ~= '0' then from = refs[tonumber(ARGV[i + 6])] end
+    local id = redis.call('XADD', KCKPT, '*', 'n', ARGV[i + 1], 'p', from, 'c', ARGV[i + 3], 'k', k, 's', bfirst, 't', now)
     if ARGV[i + 5] ~= '' then redis.call('HSET', KSTATE, id, ARGV[i + 5]) end
     if not refs then refs = {} end
     if not refk then refk = {} end
