@@ -183,26 +183,14 @@ func (w *Worker) fuseBranches(j *job, c *store.Commit, b *built, depth int, stat
 	var out []store.Transition
 	refs := len(seeds) // the seeds come first: the branches are numbered after them
 	for i, t := range c.Transitions {
-		act, ok := t.(store.Activate)
-		if !ok || budget == 0 {
-			if out != nil {
-				out = append(out, t)
-			}
-			continue
-		}
-		from, fromJSON := state, stateJSON
-		if act.From > 0 {
-			// A fanout's item: its branch starts from the item's seed state.
-			fromJSON = seeds[act.From-1].State
-			var err error
-			if from, err = flows.DecodeState(fromJSON); err != nil {
-				if out != nil {
-					out = append(out, t)
-				}
-				continue
+		var steps []store.CommitStep
+		var end store.Transition
+		var fs []fusedStep
+		if act, ok := t.(store.Activate); ok && budget > 0 {
+			if from, fromJSON, ok := branchStart(j.plan, act, seeds, state, stateJSON); ok {
+				steps, end, fs = w.runBranch(j, act, depth, from, fromJSON, min(perBranch, budget))
 			}
 		}
-		steps, end, fs := w.runBranch(j, act, depth, from, fromJSON, min(perBranch, budget))
 		if len(steps) == 0 {
 			if out != nil {
 				out = append(out, t)
@@ -221,7 +209,7 @@ func (w *Worker) fuseBranches(j *job, c *store.Commit, b *built, depth int, stat
 			// updates, and the history computes it when asked.
 			steps[len(steps)-1].State = nil
 		}
-		out = append(out, store.Branch{Steps: steps, From: act.From}, end)
+		out = append(out, store.Branch{Steps: steps, From: t.(store.Activate).From}, end)
 		fused = append(fused, fs...)
 	}
 	if out != nil {
@@ -411,6 +399,22 @@ func chainEnd(trans []store.Transition) (store.Transition, bool) {
 		}
 	}
 	return nil, false
+}
+
+// branchStart is the state the branch act starts runs from: the state after the
+// commit's last step, or a fanout's item's seed state; ok false when its first node
+// would not run inline anyway (a step with side effects: no seed is decoded for it) or
+// the seed cannot be read.
+func branchStart(plan *flows.Plan, act store.Activate, seeds []store.Seed, state map[string]any, stateJSON []byte) (map[string]any, []byte, bool) {
+	if act.From == 0 {
+		return state, stateJSON, true
+	}
+	if !plan.Nodes[act.Node].Pure() {
+		return nil, nil, false
+	}
+	b := seeds[act.From-1].State
+	s, err := flows.DecodeState(b)
+	return s, b, err == nil
 }
 
 // runBranch runs the branch that act starts inline: its steps (none when its first node
