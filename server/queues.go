@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/sluicehq/sluice/flows"
+	"github.com/sluicehq/sluice/flows/engine"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -96,7 +98,7 @@ func queueNotes(plan *flows.Plan) map[string]string {
 	// ports, a rules router or an approval, chooses one), those with a condition only
 	// when it holds. The edge to X is the only one taken for sure when it is alone on
 	// its port; maybe, when the others on its port all have conditions.
-	after, maybe := map[string][]string{}, map[string][]string{}
+	after, maybe, fanAfter := map[string][]string{}, map[string][]string{}, map[string][]string{}
 	// A fork's branches run inline when it opens a fork of its own: its join is no other
 	// fork's (a node in a branch that forks again towards the same join adds branches to
 	// that fork, and those are read from their streams).
@@ -118,6 +120,10 @@ func queueNotes(plan *flows.Plan) map[string]string {
 			}
 			if !p.Pure() && !p.IsJoin() && !plan.Nodes[e.To].StepBounded() {
 				continue // after a step with side effects, only a step of bounded time fuses
+			}
+			if p.Spec.Fans {
+				fanAfter[e.To] = appendNew(fanAfter[e.To], p.ID) // its items' branches meet
+				continue
 			}
 			if p.Join != "" && forksTo[p.Join] == 1 {
 				after[e.To] = appendNew(after[e.To], p.ID) // alone, or a branch of p's fork
@@ -143,11 +149,15 @@ func queueNotes(plan *flows.Plan) map[string]string {
 	}
 	// A join runs inline in the commit of the step that opened its fork when every
 	// branch is a chain of pure steps that runs inline there (the engine's joinInline).
-	joinAfter := map[string][]string{}
+	joinAfter, fanJoinAfter := map[string][]string{}, map[string][]string{}
 	for _, dn := range plan.Doc.Nodes {
 		p := plan.Nodes[dn.ID]
 		if p.Join != "" && forksTo[p.Join] == 1 && plan.Nodes[p.Join].JoinsInline() && branchesInline(plan, p) {
-			joinAfter[p.Join] = appendNew(joinAfter[p.Join], p.ID)
+			if p.Spec.Fans {
+				fanJoinAfter[p.Join] = appendNew(fanJoinAfter[p.Join], p.ID)
+			} else {
+				joinAfter[p.Join] = appendNew(joinAfter[p.Join], p.ID)
+			}
 		}
 	}
 	notes := map[string]string{}
@@ -165,6 +175,18 @@ func queueNotes(plan *flows.Plan) map[string]string {
 			notes[id] = "runs inline after the branches of " + strings.Join(forks, ", ") + " in the commit of that step, on the worker that runs it"
 		}
 	}
+	// A fanout's items are as many as its list: a commit runs at most
+	// engine.MaxBranchSteps steps of their branches, and an empty list activates the join.
+	for id, fans := range fanAfter {
+		if _, ok := notes[id]; !ok {
+			notes[id] = fmt.Sprintf("runs inline after %s for up to %d item steps a commit (a worker reads the rest)", strings.Join(fans, ", "), engine.MaxBranchSteps) + where
+		}
+	}
+	for id, fans := range fanJoinAfter {
+		if _, ok := notes[id]; !ok {
+			notes[id] = fmt.Sprintf("runs inline after the branches of %s in the commit of that step when every item's branch ran there (up to %d item steps; else a worker reads it)", strings.Join(fans, ", "), engine.MaxBranchSteps)
+		}
+	}
 	for id, prev := range maybe {
 		if _, ok := notes[id]; !ok {
 			notes[id] = "runs inline after " + strings.Join(prev, ", ") + " when that step starts no other node (else a worker reads it)" + where
@@ -179,7 +201,7 @@ func branchesInline(plan *flows.Plan, p *flows.PlanNode) bool {
 	for _, e := range p.Edges {
 		n := plan.Nodes[e.To]
 		for k := 0; n.ID != p.Join; k++ {
-			if k >= maxInlineBranchSteps || !n.Pure() || n.Spec.Fans || len(n.Edges) != 1 || (!p.Pure() && !p.IsJoin() && !n.StepBounded()) {
+			if k >= engine.MaxFusedSteps || !n.Pure() || n.Spec.Fans || len(n.Edges) != 1 || (!p.Pure() && !p.IsJoin() && !n.StepBounded()) {
 				return false
 			}
 			n = plan.Nodes[n.Edges[0].To]
@@ -187,10 +209,6 @@ func branchesInline(plan *flows.Plan, p *flows.PlanNode) bool {
 	}
 	return true
 }
-
-// maxInlineBranchSteps is how many steps along a branch the engine runs in the commit
-// of the step that opened the fork (flows/engine/fuse.go's maxFused).
-const maxInlineBranchSteps = 16
 
 func appendNew(list []string, s string) []string {
 	for _, x := range list {

@@ -69,8 +69,8 @@ func TestQueueNotesSayInlineOnlyWhereTheEngineFuses(t *testing.T) {
 			nodes: []map[string]any{node("in", "input"), {"id": "each", "type": "fanout", "params": map[string]any{"items": ".items", "as": "x"}},
 				transform("item"), node("merge", "join"), node("out", "output")},
 			edges: []map[string]any{edge("in", "each"), edge("each", "item"), edge("item", "merge"), edge("merge", "out")},
-			want: map[string]string{"each": afterIn, "item": "runs inline after each: fused into that step, on the worker that runs it",
-				"merge": "runs inline after the branches of each in the commit of that step, on the worker that runs it",
+			want: map[string]string{"each": afterIn, "item": "runs inline after each for up to 64 item steps a commit (a worker reads the rest): fused into that step, on the worker that runs it",
+				"merge": "runs inline after the branches of each in the commit of that step when every item's branch ran there (up to 64 item steps; else a worker reads it)",
 				"out":   "runs inline after merge: fused into that step, on the worker that runs it"},
 		},
 		{

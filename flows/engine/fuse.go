@@ -131,19 +131,28 @@ func (w *Worker) runFused(j *job, act store.Activate, d int, state map[string]an
 // branches together.
 const maxBranchSteps = 64
 
+// MaxFusedSteps and MaxBranchSteps are maxFused and maxBranchSteps, for what describes
+// fusion (the queues page's notes).
+const (
+	MaxFusedSteps  = maxFused
+	MaxBranchSteps = maxBranchSteps
+)
+
 // fuseBranches runs inline, after the commit's last step, the branches of the fork that
 // step opened (its transitions: an OpenFork and an Activate or Arrive per branch), each
 // as far as a chain fuses: pure steps the worker serves, within max_steps, each with a
 // single successor. A branch's steps are committed as a store.Branch (one checkpoint
-// entry after the commit's, the first step's parent the fork's checkpoint, a state, a
+// entry after the commit's, the first step's parent the checkpoint it read, a state, a
 // live event per step) and what ends the branch reads its last step: its Arrive at the
 // join (which counts it in and fires the join when it is the last, as an arrival of its
 // own commit would), the Activate of the node it stops before, or its GiveBack. A branch
-// whose first node does not fuse keeps its Activate. depth is the depth of the
-// activations the commit adds (the branches' first steps'); state and stateJSON are the
-// state after the last step. A fanout's item's branch starts from its seed (the Seed's
-// state; its first step's parent the seed's checkpoint). Branches that fork again and
-// forks that do not meet at a join are left as they are.
+// whose first node does not fuse keeps its Activate, and so do the other branches that
+// start at that node (a fanout's other items: their first steps would not fuse for the
+// same reason, and trying costs a seed's decoding and a step each). depth is the depth
+// of the activations the commit adds (the branches' first steps'); state and stateJSON
+// are the state after the last step. A fanout's item's branch starts from its seed (the
+// Seed's state; its first step's parent the seed's checkpoint). Branches that fork again
+// and forks that do not meet at a join are left as they are.
 func (w *Worker) fuseBranches(j *job, c *store.Commit, b *built, depth int, state map[string]any, stateJSON []byte, fused []fusedStep) []fusedStep {
 	open := false
 	var seeds []store.Seed // a fanout's items, ref k the k-th: each starts a branch
@@ -182,13 +191,20 @@ func (w *Worker) fuseBranches(j *job, c *store.Commit, b *built, depth int, stat
 	budget := maxBranchSteps
 	var out []store.Transition
 	refs := len(seeds) // the seeds come first: the branches are numbered after them
+	var notInline map[string]bool
 	for i, t := range c.Transitions {
 		var steps []store.CommitStep
 		var end store.Transition
 		var fs []fusedStep
-		if act, ok := t.(store.Activate); ok && budget > 0 {
+		if act, ok := t.(store.Activate); ok && budget > 0 && !notInline[act.Node] {
 			if from, fromJSON, ok := branchStart(j.plan, act, seeds, state, stateJSON); ok {
 				steps, end, fs = w.runBranch(j, act, depth, from, fromJSON, min(perBranch, budget))
+			}
+			if len(steps) == 0 {
+				if notInline == nil {
+					notInline = map[string]bool{}
+				}
+				notInline[act.Node] = true
 			}
 		}
 		if len(steps) == 0 {
