@@ -130,12 +130,10 @@ func (t Seed) op(Keys) (string, string, []string) {
 // the marker packedBody would use is for a commit's own first step, whose parent the
 // commit names).
 func (t Branch) op(Keys) (string, string, []string) {
-	last := t.Steps[len(t.Steps)-1]
-	return opBranch, "", []string{last.Node, strconv.Itoa(len(t.Steps)), string(packedBody(t.Steps, false)), string(stepEventsJSON(t.Steps)), string(last.State), t.From.String()}
+	return opBranch, "", entryArgs(t.Steps, t.From.String())
 }
 
 func (t Joined) op(Keys) (string, string, []string) {
-	last := t.Steps[len(t.Steps)-1]
 	refs := make([]byte, 0, 2*len(t.Arrivals))
 	for i, r := range t.Arrivals {
 		if i > 0 {
@@ -143,7 +141,13 @@ func (t Joined) op(Keys) (string, string, []string) {
 		}
 		refs = strconv.AppendInt(refs, int64(r), 10)
 	}
-	return opJoined, "", []string{last.Node, strconv.Itoa(len(t.Steps)), string(packedBody(t.Steps, false)), string(stepEventsJSON(t.Steps)), string(last.State), string(refs)}
+	return opJoined, "", entryArgs(t.Steps, string(refs))
+}
+
+// entryArgs are the arguments of a B or J op: NODE K BODY EVENTS STATE, then ref.
+func entryArgs(steps []CommitStep, ref string) []string {
+	last := steps[len(steps)-1]
+	return []string{last.Node, strconv.Itoa(len(steps)), string(packedBody(steps, false)), string(stepEventsJSON(steps)), string(last.State), ref}
 }
 
 func (t OpenFork) op(k Keys) (string, string, []string) {
@@ -178,17 +182,9 @@ func Describe(t Transition) string {
 	case Seed:
 		return fmt.Sprintf("seed %s", x.Update)
 	case Branch:
-		nodes := make([]string, len(x.Steps))
-		for i, st := range x.Steps {
-			nodes[i] = st.Node
-		}
-		return fmt.Sprintf("branch %v from %d", nodes, x.From)
+		return fmt.Sprintf("branch %v from %d", stepNodes(x.Steps), x.From)
 	case Joined:
-		nodes := make([]string, len(x.Steps))
-		for i, st := range x.Steps {
-			nodes[i] = st.Node
-		}
-		return fmt.Sprintf("joined %v from %v", nodes, x.Arrivals)
+		return fmt.Sprintf("joined %v from %v", stepNodes(x.Steps), x.Arrivals)
 	case OpenFork:
 		return fmt.Sprintf("open %s n=%d outer %q base %d join %s", x.Frame, x.Branches, x.Outer, x.Base, x.Join)
 	case Split:
@@ -203,6 +199,14 @@ func Describe(t Transition) string {
 		return fmt.Sprintf("park until %d", x.Deadline)
 	}
 	return fmt.Sprintf("%T", t)
+}
+
+func stepNodes(steps []CommitStep) []string {
+	nodes := make([]string, len(steps))
+	for i, st := range steps {
+		nodes[i] = st.Node
+	}
+	return nodes
 }
 
 var (

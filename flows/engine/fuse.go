@@ -196,9 +196,10 @@ func (w *Worker) fuseBranches(j *job, c *store.Commit, b *built, depth int, stat
 		var steps []store.CommitStep
 		var end store.Transition
 		var fs []fusedStep
-		if act, ok := t.(store.Activate); ok && budget > 0 && !notInline[act.Node] {
+		act, isAct := t.(store.Activate)
+		if isAct && budget > 0 && !notInline[act.Node] {
 			if from, fromJSON, ok := branchStart(j.plan, act, seeds, state, stateJSON); ok {
-				steps, end, fs = w.runBranch(j, act, depth, from, fromJSON, min(perBranch, budget))
+				steps, end, fs, _ = w.runBranch(j, act, depth, from, fromJSON, min(perBranch, budget))
 			}
 			if len(steps) == 0 {
 				if notInline == nil {
@@ -225,7 +226,10 @@ func (w *Worker) fuseBranches(j *job, c *store.Commit, b *built, depth int, stat
 			// updates, and the history computes it when asked.
 			steps[len(steps)-1].State = nil
 		}
-		out = append(out, store.Branch{Steps: steps, From: t.(store.Activate).From}, end)
+		out = append(out, store.Branch{Steps: steps, From: act.From})
+		if end != nil { // a branch ends at its join or elsewhere: never with nothing
+			out = append(out, end)
+		}
 		fused = append(fused, fs...)
 	}
 	if out != nil {
@@ -346,26 +350,12 @@ func (w *Worker) joinInline(j *job, trans []store.Transition, depth int, state m
 	jb.step.Checkpoint.Parent = "" // the commit's last step
 	steps := []store.CommitStep{jb.step}
 	fs := []fusedStep{{node: open.Join, component: componentOf(node), dur: jb.dur, usage: jb.usage}}
-	st, stJSON, lastb := jb.newState, jb.step.State, jb
-	for len(steps) < limit {
-		act, ok := end.(store.Activate)
-		if !ok || act.From != 0 {
-			break
+	last = jb
+	if act, ok := end.(store.Activate); ok && limit > 1 {
+		// The pure steps after the join, as along a branch.
+		if more, next, mfs, mlast := w.runBranch(j, act, depth+1, jb.newState, jb.step.State, limit-1); len(more) > 0 {
+			steps, fs, end, last = append(steps, more...), append(fs, mfs...), next, mlast
 		}
-		nj, nb := w.runFused(j, act, depth+len(steps), st, stJSON)
-		if nb == nil {
-			break
-		}
-		next, ok := chainEnd(nb.trans)
-		if !ok {
-			endStep(nj, outcomeLeft, nil, flows.Usage{})
-			break
-		}
-		endStep(nj, outcomeFusedSpan, nil, nb.usage)
-		nb.step.Checkpoint.Parent = "" // the step before
-		steps = append(steps, nb.step)
-		fs = append(fs, fusedStep{node: act.Node, component: componentOf(nj.node), dur: nb.dur, usage: nb.usage})
-		st, stJSON, end, lastb = nb.newState, nb.step.State, next, nb
 	}
 	end = reading(end, store.Ref(len(branches)+1))
 	out := make([]store.Transition, 0, len(trans)+2)
@@ -380,7 +370,7 @@ func (w *Worker) joinInline(j *job, trans []store.Transition, depth int, state m
 	if end != nil {
 		out = append(out, end)
 	}
-	return out, fs, lastb, true
+	return out, fs, last, true
 }
 
 // reading is t reading checkpoint ref (a Branch or Joined of the same commit) instead
@@ -397,9 +387,10 @@ func reading(t store.Transition, ref store.Ref) store.Transition {
 	return t
 }
 
-// chainEnd is what a step run in a Joined's chain ends with: nothing (the end of the
-// run's line), or one activation, arrival or give-back, reading the step's checkpoint;
-// ok false for anything else (a fork, a park, a seed), which the step's own commit does.
+// chainEnd is what a step run inline along a branch or after a join may end with:
+// nothing (the end of the run's line), or one activation, arrival or give-back, reading
+// the step's checkpoint; ok false for anything else (a fork, a park, a seed), which the
+// step's own commit does.
 func chainEnd(trans []store.Transition) (store.Transition, bool) {
 	switch len(trans) {
 	case 0:
@@ -435,47 +426,32 @@ func branchStart(plan *flows.Plan, act store.Activate, seeds []store.Seed, state
 
 // runBranch runs the branch that act starts inline: its steps (none when its first node
 // does not fuse), the transition that ends it (reading checkpoint 0: the caller makes it
-// read the branch's entry), and what the observer hears of them.
-func (w *Worker) runBranch(j *job, act store.Activate, depth int, state map[string]any, stateJSON []byte, limit int) ([]store.CommitStep, store.Transition, []fusedStep) {
+// read the branch's entry; nil at the end of the run's line), what the observer hears of
+// them, and its last step.
+func (w *Worker) runBranch(j *job, act store.Activate, depth int, state map[string]any, stateJSON []byte, limit int) ([]store.CommitStep, store.Transition, []fusedStep, *built) {
 	var steps []store.CommitStep
 	var fs []fusedStep
+	var last *built
 	for k := 0; k < limit; k++ {
 		nj, nb := w.runFused(j, act, depth+k, state, stateJSON)
 		if nb == nil {
 			break
 		}
-		// What the step does next: on along the branch, its arrival at the join, or its
-		// end elsewhere. Anything else (a park, a fork in the branch) and it runs again on
-		// its own.
-		var next store.Transition
-		if len(nb.trans) == 1 {
-			switch t := nb.trans[0].(type) {
-			case store.Activate:
-				if t.From == 0 {
-					next = t
-				}
-			case store.Arrive:
-				if t.From == 0 {
-					next = t
-				}
-			case store.GiveBack:
-				next = t
-			}
-		}
-		if next == nil {
+		next, ok := chainEnd(nb.trans)
+		if !ok {
 			endStep(nj, outcomeLeft, nil, flows.Usage{})
 			break
 		}
 		endStep(nj, outcomeFusedSpan, nil, nb.usage)
-		nb.step.Checkpoint.Parent = "" // the step before (the fork's, for the first)
+		nb.step.Checkpoint.Parent = "" // the step before (the one it read, for the first)
 		steps = append(steps, nb.step)
 		fs = append(fs, fusedStep{node: act.Node, component: componentOf(nj.node), dur: nb.dur, usage: nb.usage})
-		state, stateJSON = nb.newState, nb.step.State
+		state, stateJSON, last = nb.newState, nb.step.State, nb
 		nt, ok := next.(store.Activate)
 		if !ok {
-			return steps, next, fs
+			return steps, next, fs, last
 		}
 		act = nt
 	}
-	return steps, act, fs
+	return steps, act, fs, last
 }

@@ -139,6 +139,13 @@ local firstextra = 5 + 5 * ncommits -- the first transition stream's index in KE
 -- The transitions and the counts before them are checked before the first write. The
 -- check runs on every commit, so it is written for speed: no tables or closures, and
 -- the offsets it finds are kept for the writes below.
+-- refnum is ref x as a number, or nil: a ref is "0" or a number written plainly (the
+-- writes compare it with "0" as text).
+local function refnum(x)
+  if x == '0' then return 0 end
+  return string.match(x, '^[1-9]%d*$') and tonumber(x)
+end
+
 local starts, states, sfirst, transs = {}, {}, {}, {}
 -- Each commit's depth and number of steps, as numbers; keyat[j] is the KEYS index that
 -- argument j names (a transition's KEY), as a number.
@@ -189,7 +196,7 @@ do
       elseif op == 'J' then
         local body, nrefs = ARGV[i + 3], 0
         for x in string.gmatch(ARGV[i + 6], '[^,]+') do
-          local q = (x == '0' or string.match(x, '^[1-9]%d*$')) and tonumber(x)
+          local q = refnum(x)
           if not q or q > seeds then
             return redis.error_reply('commit.lua: transition J reads checkpoint ' .. x .. ', but the commit has ' .. seeds .. ' seed(s) before it')
           end
@@ -234,8 +241,7 @@ do
         end
       end
       if ref and ref ~= '0' then
-        -- A ref is "0" or a number written plainly: the writes below compare it as text.
-        local x = string.match(ref, '^[1-9]%d*$') and tonumber(ref)
+        local x = refnum(ref)
         if not x or x > seeds then
           return redis.error_reply('commit.lua: transition ' .. op .. ' reads checkpoint ' .. ref .. ', but the commit has ' .. seeds .. ' seed(s) before it')
         end
@@ -556,40 +562,33 @@ for _ = 1, ntrans do
     redis.call('HSET', KSTATE, id, ARGV[i + 2])
     if not refs then refs = {} end
     refs[#refs + 1] = id
-  elseif op == 'B' then
-    local k = ARGV[i + 2]
-    local bfirst = tostring(steps + 1)
+  elseif op == 'B' or op == 'J' then
+    -- Steps run inline along a branch (B) or at the fork's join (J): one checkpoint
+    -- entry after the commit's, a ref of the commit.
+    local k, body, from = ARGV[i + 2], ARGV[i + 3], ckpt
+    local first = tostring(steps + 1)
     steps = steps + tonumber(k)
-    local from = ckpt
-    if ARGV[i + 6] ~= '0' then from = refs[tonumber(ARGV[i + 6])] end
-    local id = redis.call('XADD', KCKPT, '*', 'n', ARGV[i + 1], 'p', from, 'c', ARGV[i + 3], 'k', k, 's', bfirst, 't', now)
+    if op == 'B' then
+      if ARGV[i + 6] ~= '0' then from = refs[tonumber(ARGV[i + 6])] end
+    else
+      local br = {}
+      for x in string.gmatch(ARGV[i + 6], '[^,]+') do
+        if x == '0' then br[#br + 1] = ckpt else br[#br + 1] = refs[tonumber(x)] end
+      end
+      -- The join's branches go first in its body: a single step's body is an object, a
+      -- packed one an array of them.
+      local at = 1
+      if string.byte(body, 1) == 91 then at = 2 end
+      body = string.sub(body, 1, at) .. '"br":["' .. table.concat(br, '","') .. '"],' .. string.sub(body, at + 1)
+    end
+    local id = redis.call('XADD', KCKPT, '*', 'n', ARGV[i + 1], 'p', from, 'c', body, 'k', k, 's', first, 't', now)
     if ARGV[i + 5] ~= '' then redis.call('HSET', KSTATE, id, ARGV[i + 5]) end
     if not refs then refs = {} end
     if not refk then refk = {} end
     refs[#refs + 1] = id
     refk[#refs] = tonumber(k)
-    events[#events + 1] = {run, '', id, bfirst, ARGV[i + 4]}
-  elseif op == 'J' then
-    local k = ARGV[i + 2]
-    local jfirst = tostring(steps + 1)
-    steps = steps + tonumber(k)
-    local br = {}
-    for x in string.gmatch(ARGV[i + 6], '[^,]+') do
-      if x == '0' then br[#br + 1] = ckpt else br[#br + 1] = refs[tonumber(x)] end
-    end
-    -- The join's branches go first in its body: a single step's body is an object, a
-    -- packed one an array of them.
-    local body, at = ARGV[i + 3], 1
-    if string.byte(body, 1) == 91 then at = 2 end
-    body = string.sub(body, 1, at) .. '"br":["' .. table.concat(br, '","') .. '"],' .. string.sub(body, at + 1)
-    local id = redis.call('XADD', KCKPT, '*', 'n', ARGV[i + 1], 'p', ckpt, 'c', body, 'k', k, 's', jfirst, 't', now)
-    redis.call('HSET', KSTATE, id, ARGV[i + 5])
-    if not refs then refs = {} end
-    if not refk then refk = {} end
-    refs[#refs + 1] = id
-    refk[#refs] = tonumber(k)
-    set[6] = id
-    events[#events + 1] = {run, '', id, jfirst, ARGV[i + 4]}
+    if op == 'J' then set[6] = id end -- the run's last checkpoint
+    events[#events + 1] = {run, '', id, first, ARGV[i + 4]}
   elseif op == 'O' then
     local frame, count = ARGV[i + 1], ARGV[i + 2]
     local x, base = ARGV[i + 4], ckpt
