@@ -182,13 +182,42 @@ func (s *Scheduler) tickFlow(ctx context.Context, flow string) (time.Time, error
 			}
 			continue
 		}
-		// Only the latest due tick runs: ticks missed while nothing was running are
-		// folded into it.
-		if err := s.fire(ctx, plan, env, i, sc, c, key, prev); err != nil && firstErr == nil {
-			firstErr = err
+		for _, tick := range dueTicks(c, last, prev, now) {
+			if err := s.fire(ctx, plan, env, i, sc, c, key, tick); err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				break // the later ticks wait, so that the marker does not pass this one
+			}
 		}
 	}
 	return next, firstErr
+}
+
+// LateTickGrace is how late a tick may be and still run. A scheduler that wakes late
+// (a stalled process, a slow Redis) runs every tick due in the last LateTickGrace, in
+// order; ticks missed for longer (every process down) are folded into the latest due
+// one (docs/schedules.md).
+const LateTickGrace = 10 * time.Second
+
+// dueTicks lists the ticks to run, oldest first: those after the marker last that are
+// late by less than LateTickGrace, or else only the latest due tick, prev.
+func dueTicks(c *flows.Cron, last, prev, now time.Time) []time.Time {
+	var due []time.Time
+	for t := c.Next(later(last, now.Add(-LateTickGrace))); !t.IsZero() && !t.After(prev); t = c.Next(t) {
+		due = append(due, t)
+	}
+	if len(due) == 0 {
+		due = append(due, prev)
+	}
+	return due
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // ScheduleRunID is the id of the run of a schedule's tick: the same in every process.
@@ -197,7 +226,8 @@ func ScheduleRunID(key string, tick time.Time) string {
 }
 
 // claimFor is how long a tick's claim is kept: while schedulers may still try the tick
-// (until the next tick, when it is no longer the latest due), with room for slow ones.
+// (until it is neither the latest due tick nor late by less than LateTickGrace), with
+// room for slow ones.
 func claimFor(c *flows.Cron, tick time.Time) time.Duration {
 	ttl := 10 * time.Minute
 	if n := c.Next(tick); !n.IsZero() {

@@ -273,6 +273,59 @@ func TestMissedTicksRunOnceOnStartUp(t *testing.T) {
 	})
 }
 
+// A scheduler that wakes late (a stalled process, a slow Redis) still runs every tick
+// due in the last LateTickGrace, each once and in order; ticks older than that are
+// dropped, as after an outage.
+func TestTicksOfAStalledSchedulerStillRunWithinTheGrace(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		ctx := context.Background()
+		for _, c := range []struct {
+			name  string
+			stall time.Duration
+		}{{"three seconds", 3*time.Second + 500*time.Millisecond}, {"an hour", time.Hour}} {
+			t.Run(c.name, func(t *testing.T) {
+				v := newEnv(t, r)
+				p := v.compile(everySecond)
+				key := p.Settings.Schedules[0].Key()
+				before := time.Now()
+				if err := r.SeeSchedule(ctx, p.Flow, key, before.Add(-c.stall)); err != nil {
+					t.Fatal(err)
+				}
+				s := engine.New(r, v.reg, engine.Options{Logger: testLogger(t)}).NewScheduler(engine.SchedulerOptions{
+					Flows: func(context.Context) ([]string, error) { return []string{p.Flow}, nil }})
+				if _, err := s.Tick(ctx); err != nil {
+					t.Fatal(err)
+				}
+				after := time.Now()
+				runs := v.runsByTick(p)
+				var ticks []int64
+				for tick, rs := range runs {
+					ticks = append(ticks, tick)
+					if len(rs) != 1 {
+						t.Errorf("tick %d has %d runs, want 1", tick, len(rs))
+					}
+				}
+				sort.Slice(ticks, func(i, j int) bool { return ticks[i] < ticks[j] })
+				// The oldest tick that may run: after the marker, and late by less than
+				// the grace when the scheduler looked (between before and after).
+				oldest := max(before.Add(-c.stall).UnixMilli(), before.Add(-engine.LateTickGrace).UnixMilli())
+				newest := after.UnixMilli() / 1000 * 1000
+				if len(ticks) == 0 || ticks[0] > oldest+1000 || ticks[0] < oldest-1000 || ticks[len(ticks)-1] < before.UnixMilli()/1000*1000 || ticks[len(ticks)-1] > newest {
+					t.Fatalf("ran ticks %v (before %d, after %d), want every tick from about %d to now", ticks, before.UnixMilli(), after.UnixMilli(), oldest)
+				}
+				for i := 1; i < len(ticks); i++ {
+					if ticks[i]-ticks[i-1] != 1000 {
+						t.Errorf("no run for the tick(s) between %d and %d", ticks[i-1], ticks[i])
+					}
+				}
+				if n := len(ticks); n < 3 || n > int(engine.LateTickGrace/time.Second)+1 {
+					t.Errorf("%d ticks ran, want 3 to %d", n, int(engine.LateTickGrace/time.Second)+1)
+				}
+			})
+		}
+	})
+}
+
 func TestScheduleViewListsTheRunsOfItsRecentTicksNewestFirst(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, r *store.Redis) {
 		ctx := context.Background()
