@@ -96,6 +96,13 @@ type Result struct {
 	Final bool
 	// Usage counts the tokens the step spent.
 	Usage Usage
+	// Turns are turns of the step saved with its commit instead of one by one with
+	// Step.SaveTurn: the last ones, after which the step pays for and changes nothing
+	// (an agent's final model reply, the results of tools that only read the state
+	// before it). They reach the run's history as SaveTurn's do, with one write fewer
+	// each; an attempt that dies before its commit loses them, and the next one makes
+	// them again. Only a step with a SaveTurn may return them.
+	Turns []any
 	// StateBytes is how many bytes of state the step showed to a model, so the saving of
 	// the data tool is visible.
 	StateBytes int

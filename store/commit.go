@@ -32,6 +32,10 @@ type Commit struct {
 	// Start, when set, makes the commit the start of the fresh run its steps belong to
 	// (store/startfold.go): Act.ID is then "" and Act.Ckpt is Start.Ckpt.
 	Start *StartArgs
+	// Turns are turns of the first step (JSON) saved with the commit instead of one by
+	// one (SaveTurn): they are written as SaveTurn writes them, before the steps'
+	// checkpoint, and only if the commit is made. A start has none.
+	Turns [][]byte
 }
 
 // CommitStep is one step of a commit.
@@ -211,9 +215,14 @@ func (call *commitCall) add(c *Commit, n int) {
 	if c.Start != nil {
 		nops += c.Start.startOps()
 	}
+	nops += len(c.Turns)
 	args = append(args, strconv.Itoa(nops))
 	if c.Start != nil {
 		args = c.Start.appendStartOps(args, call, n, k)
+	}
+	for _, t := range c.Turns {
+		tc := Checkpoint{Kind: KindTurn, Update: t, Attempt: c.Act.Attempt(), Worker: c.Consumer, Entry: c.Act.ID}
+		args = append(args, opTurn, tc.body(), t)
 	}
 	for _, s := range c.Steps {
 		if s.Final != nil {

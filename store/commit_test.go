@@ -44,6 +44,8 @@ func TestACommitWithAMalformedTransitionWritesNothing(t *testing.T) {
 			[]store.Transition{store.RawTransition{Code: "J", Args: []string{"b", "1", `{"k":"join"}`, "[]", "{}", "00"}}}, "reads checkpoint 00"},
 		{"an activation reading a seed named other than plainly",
 			[]store.Transition{store.RawTransition{Code: "A", Key: "b", Args: []string{"KEY", "00", ""}}}, "reads checkpoint 00"},
+		{"a turn after another op",
+			[]store.Transition{store.Activate{Node: "b"}, store.RawTransition{Code: "U", Args: []string{`{"k":"turn"}`, "{}"}}}, "a turn (U) after another op"},
 		{"a fork whose branch count is not a number",
 			[]store.Transition{store.RawTransition{Code: "P", Args: []string{"frame", "many"}}}, "number"},
 	} {

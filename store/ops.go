@@ -28,6 +28,7 @@ const (
 	// The ops of a commit's steps, before its transitions.
 	opFinal  = "F"
 	opTokens = "T"
+	opTurn   = "U"
 	// A start's ops, before all others (store/startfold.go).
 	opStart    = "N"
 	opRunField = "H"
@@ -47,6 +48,7 @@ var opArity = map[string]int{
 	opPark:     2, // RECORD DEADLINE
 	opFinal:    2, // NODE VALUE
 	opTokens:   2, // IN OUT
+	opTurn:     2, // BODY TURN
 	opStart:    9, // CKPT NODE PARENT BODY STATE INPUT VERSION TP RUNS
 	opRunField: 2, // FIELD VALUE
 }

@@ -37,14 +37,14 @@ func TestEveryTransitionHasTheArityTheScriptChecks(t *testing.T) {
 	}
 	// The ops of a commit's steps and of a start are made by commitCall.add, not by a
 	// transition.
-	seen[opFinal], seen[opTokens], seen[opStart], seen[opRunField] = true, true, true, true
+	seen[opFinal], seen[opTokens], seen[opTurn], seen[opStart], seen[opRunField] = true, true, true, true, true
 	for code := range opArity {
 		if !seen[code] {
 			t.Errorf("op %q has no transition", code)
 		}
 	}
 	p := scriptPrelude()
-	if !strings.Contains(p, "local ARITY = {A = 3, B = 6, C = 1, F = 2, G = 2, H = 2, J = 6, N = 9, O = 5, P = 2, R = 4, S = 2, T = 2, W = 2}") || !strings.Contains(p, "local STALE = 'stale'") {
+	if !strings.Contains(p, "local ARITY = {A = 3, B = 6, C = 1, F = 2, G = 2, H = 2, J = 6, N = 9, O = 5, P = 2, R = 4, S = 2, T = 2, U = 2, W = 2}") || !strings.Contains(p, "local STALE = 'stale'") {
 		t.Errorf("prelude:\n%s", p)
 	}
 }

@@ -20,7 +20,8 @@ type built struct {
 	newJSON  []byte        // newState's JSON
 	dur      time.Duration // the component's run time
 	usage    flows.Usage
-	comp     string // the node's component type, for the observer
+	comp     string   // the node's component type, for the observer
+	turns    [][]byte // the step's turns saved with its commit (flows.Result.Turns), redacted
 }
 
 // build computes a finished step's state update, checkpoint and transitions: the
@@ -106,7 +107,23 @@ func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.
 		return nil, err
 	}
 	b.step.Event = stepEvent(cp.Kind, dur, res)
+	if b.turns, err = turnsJSON(plan.Flow, res.Turns); err != nil {
+		return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Err: err})
+	}
 	return b, nil
+}
+
+// turnsJSON encodes turns as Step.SaveTurn does: redacted.
+func turnsJSON(flow string, turns []any) ([][]byte, error) {
+	var out [][]byte
+	for _, t := range turns {
+		b, err := json.Marshal(flows.RedactData(flow, flows.JSONValue(t)))
+		if err != nil {
+			return nil, fmt.Errorf("turn is not JSON: %w", err)
+		}
+		out = append(out, b)
+	}
+	return out, nil
 }
 
 // jsonEmptyObject and jsonNull are shared JSON values, never written to (sliced to
@@ -199,5 +216,5 @@ func (w *Worker) newCommit(j *job, b *built) *store.Commit {
 	steps := make([]store.CommitStep, 1, n) // a step is large: grown, a chain's cost 3× its size
 	steps[0] = b.step
 	return &store.Commit{Act: j.a, Consumer: w.consumer, MaxSteps: s.MaxSteps, TTL: s.CheckpointTTL.D(), KeepLast: s.KeepLast,
-		Steps: steps, Transitions: b.trans}
+		Steps: steps, Transitions: b.trans, Turns: b.turns}
 }

@@ -132,6 +132,66 @@ func TestAgentResumesMidLoopAfterItsWorkerStops(t *testing.T) {
 	})
 }
 
+// An agent's last turns — a data tool's result and the model's final reply — go with
+// the agent's commit instead of one write each: the run's history shows every turn in
+// order before the agent's step, as when each was saved alone. When the step fails on
+// the reply (its output mapping refuses it), the turns are saved anyway, so the history
+// shows what it failed on.
+func TestAnAgentsLastTurnsGoWithItsCommitAndStayInItsHistory(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		for _, c := range []struct {
+			name, output, status string
+		}{{"committed", "", store.StatusSucceeded}, {"failed", `, "output": "1"`, store.StatusFailed}} {
+			t.Run(c.name, func(t *testing.T) {
+				srv := llmtest.New(t)
+				srv.Reply(llmtest.Calls(llmtest.Call("q1", "query", `{"query": ".n"}`)), llmtest.Text("It is 7."))
+				v, _, _ := componentEnv(t, r, srv)
+				p := v.compile(`{"sluice": 1, "id": "FLOW", "settings": {"max_attempts": 1},
+				 "nodes": [
+				  {"id": "in", "type": "input"},
+				  {"id": "agent", "type": "agent", "params": {"model": "m", "user": "What is n?"}` + c.output + `},
+				  {"id": "query", "type": "data", "params": {"tool_name": "query"}},
+				  {"id": "out", "type": "output", "params": {"value": "{answer}"}}
+				 ],
+				 "edges": [{"from": "in", "to": "agent"}, {"from": "query", "port": "tool", "to": "agent", "to_port": "tools"}, {"from": "agent", "to": "out"}]}`)
+				v.work(p)
+				run := v.run(p, `{"n": 7}`)
+				mustStatus(t, run, c.status)
+				var got []string
+				for _, cp := range v.checkpoints(p, run.ID) {
+					if cp.Kind != "turn" {
+						got = append(got, cp.Kind+":"+cp.Node)
+						continue
+					}
+					var turn struct {
+						Kind    string
+						Content string
+						Message *struct{ Content string }
+					}
+					if err := json.Unmarshal(cp.Update, &turn); err != nil {
+						t.Fatal(err)
+					}
+					what := turn.Content
+					if turn.Message != nil {
+						what = turn.Message.Content
+					}
+					got = append(got, "turn:"+turn.Kind+":"+what)
+				}
+				want := "input: step:in turn:model: turn:tool:7 turn:model:It is 7. step:agent step:out"
+				if c.status == store.StatusFailed {
+					want = "input: step:in turn:model: turn:tool:7 turn:model:It is 7. error:agent"
+				}
+				if strings.Join(got, " ") != want {
+					t.Errorf("history %q, want %q", strings.Join(got, " "), want)
+				}
+				if srv.Calls() != 2 {
+					t.Errorf("%d model calls, want 2", srv.Calls())
+				}
+			})
+		}
+	})
+}
+
 // Three parallel branches ask for the same expensive request: the upstream is called once.
 func TestParallelBranchesShareOneCachedToolCall(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, r *store.Redis) {

@@ -144,5 +144,15 @@ func (w *Worker) execute(j *job) (*built, error) {
 	if err != nil {
 		return nil, err
 	}
-	return w.e.build(w.hard, j, w.consumer, res, dur)
+	b, err := w.e.build(w.hard, j, w.consumer, res, dur)
+	if err != nil && len(res.Turns) > 0 && j.step.SaveTurn != nil {
+		// The step fails after its last turns: they go in its history anyway, as they
+		// would have one by one (the model's reply that the output mapping refused).
+		for _, t := range res.Turns {
+			if serr := j.step.SaveTurn(w.hard, t); serr != nil {
+				break
+			}
+		}
+	}
+	return b, err
 }

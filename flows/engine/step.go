@@ -234,11 +234,11 @@ func (w *Worker) gate(a store.Activation, pre preloaded) gateVerdict {
 		pin = pin.reuse(plan, a.Node, step.Input) // nil: the input or the node changed, so it runs
 	}
 	step.SaveTurn = func(ctx context.Context, turn any) error {
-		b, err := json.Marshal(flows.RedactData(plan.Flow, flows.JSONValue(turn)))
+		b, err := turnsJSON(plan.Flow, []any{turn})
 		if err != nil {
-			return fmt.Errorf("turn is not JSON: %w", err)
+			return err
 		}
-		_, err = e.rdb.SaveTurn(ctx, j.a, w.consumer, b)
+		_, err = e.rdb.SaveTurn(ctx, j.a, w.consumer, b[0])
 		return err
 	}
 	if a.Deliveries > 1 {

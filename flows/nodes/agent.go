@@ -24,8 +24,10 @@ func agentSpec(env *Env) flows.Spec {
 		Description: "A model with tools: the nodes attached to its tools port (http, data, subflow, and each tool of an " +
 			"mcp server) are offered to the model as functions, and the agent runs the function-calling loop — model turn, tool calls, model turn — " +
 			"until the model answers without calling a tool, or fails after max_iterations model turns. Every model " +
-			"turn and every tool result is saved in the run's checkpoint history as it happens, so an agent whose " +
-			"worker crashes resumes mid-loop on the next attempt without repeating finished model turns or tool calls. " +
+			"turn and every tool result is saved in the run's checkpoint history, so an agent whose worker crashes " +
+			"resumes mid-loop on the next attempt without paying for a finished model turn again or repeating a tool call " +
+			"with effects; the final answer, and the results of data tools (which only read the state), are saved with " +
+			"the step's commit or the next turn instead of one write each. " +
 			"The final answer is the output and is stored under \"as\".",
 		Ports: []flows.Port{inPort, outPort,
 			{Name: ToolsPort, Direction: "in", Type: flows.PortTool, Multiple: true, Description: "tools the model may call"}},
@@ -148,23 +150,43 @@ func (a *Agent) Run(ctx context.Context, s *flows.Step) (*flows.Result, error) {
 		}
 	}
 
+	// Turns are saved as they come, so that a retried step pays for no model call
+	// twice and repeats no tool's effect. The turns after which nothing is paid for or
+	// done — a read-only tool's result (it is made again for nothing), the model's
+	// final reply — wait in later and go with the step's commit (flows.Result.Turns),
+	// or with the next turn that is saved: each is then one write fewer.
+	var later []any
 	save := func(t agentTurn) error {
 		if s.SaveTurn == nil {
 			return nil
 		}
-		if err := s.SaveTurn(ctx, t); err != nil {
-			return fmt.Errorf("saving the agent's turn: %w", err)
+		for _, t := range append(later, t) {
+			if err := s.SaveTurn(ctx, t); err != nil {
+				return fmt.Errorf("saving the agent's turn: %w", err)
+			}
 		}
+		later = nil
 		return nil
+	}
+	keep := func(t agentTurn) {
+		if s.SaveTurn != nil {
+			later = append(later, t)
+		}
 	}
 	for {
 		last, pending := pendingCalls(msgs)
 		if last != nil && len(pending) == 0 && len(last.ToolCalls) == 0 {
 			out, err := decodeOutput(s, last.Content, a.json, a.check)
 			if err != nil {
+				// The step fails: its history shows the reply it failed on.
+				for _, t := range later {
+					if s.SaveTurn(ctx, t) != nil {
+						break
+					}
+				}
 				return nil, err
 			}
-			return &flows.Result{Output: out, Update: map[string]any{a.as: out}, Usage: usage, StateBytes: shown}, nil
+			return &flows.Result{Output: out, Update: map[string]any{a.as: out}, Usage: usage, StateBytes: shown, Turns: later}, nil
 		}
 		if len(pending) > 0 {
 			for _, call := range pending {
@@ -173,7 +195,10 @@ func (a *Agent) Run(ctx context.Context, s *flows.Step) (*flows.Result, error) {
 					return nil, err
 				}
 				shown += bytes
-				if err := save(agentTurn{Kind: "tool", ToolCallID: call.ID, Tool: call.Name, Content: content, StateBytes: bytes}); err != nil {
+				t := agentTurn{Kind: "tool", ToolCallID: call.ID, Tool: call.Name, Content: content, StateBytes: bytes}
+				if tools[call.Name].state {
+					keep(t)
+				} else if err := save(t); err != nil {
 					return nil, err
 				}
 				msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: call.ID, Content: content})
@@ -198,7 +223,9 @@ func (a *Agent) Run(ctx context.Context, s *flows.Step) (*flows.Result, error) {
 				m.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", iterations, i)
 			}
 		}
-		if err := save(agentTurn{Kind: "model", Message: &m, Usage: reply.Usage}); err != nil {
+		if t := (agentTurn{Kind: "model", Message: &m, Usage: reply.Usage}); len(m.ToolCalls) == 0 {
+			keep(t)
+		} else if err := save(t); err != nil {
 			return nil, err
 		}
 		msgs = append(msgs, m)

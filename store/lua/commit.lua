@@ -43,6 +43,10 @@
 -- then t, the number of ops, then each: an op code and its arguments. The steps' own:
 --   F NODE VALUE              the value of an output node (part of the run's output)
 --   T IN OUT                  the input and output tokens the steps spent
+--   U BODY TURN               a turn of the first step saved with the commit (before any
+--                             other op): a checkpoint entry of kind "turn" (packed BODY)
+--                             and a live "turn" event (TURN), written as turn.lua writes
+--                             them, before the steps' checkpoint entry
 -- then the transitions after the last step:
 --   A KEY REF TOK             activate: an activation on KEYS[KEY] reading REF
 --   S BODY STATE              a fanout seed checkpoint after the last step; it becomes ref k
@@ -177,7 +181,7 @@ do
     end
     depths[c], nstepss[c] = d - ns, ns
     i = ti + 1
-    local seeds = 0
+    local seeds, prev = 0, nil
     for k = 1, nt do
       local op = ARGV[i]
       local n = ARITY[op]
@@ -225,6 +229,8 @@ do
       elseif op == 'T' then
         count = ARGV[i + 1]
         if not tonumber(ARGV[i + 2]) then count = ARGV[i + 2] end
+      elseif op == 'U' and (prev ~= 'U' and k ~= 1 or ARGV[starts[c]] == '') then
+        return redis.error_reply('commit.lua: commit ' .. c .. ': a turn (U) after another op, or in a commit without an entry')
       end
       if ki then
         local key = ARGV[ki]
@@ -250,6 +256,7 @@ do
         return redis.error_reply('commit.lua: transition ' .. op .. ': ' .. count .. ' is not a number')
       end
       if op == 'B' then seeds = seeds + 1 end
+      prev = op
       i = i + n + 1
     end
   end
@@ -495,6 +502,16 @@ local stepss = tostring(steps)
 local firsts = stepss
 if nsteps > 1 then firsts = tostring(steps - nsteps + 1) end
 local nextdepth = ARGV[a + 2]
+-- The first step's turns saved with the commit go before its checkpoint, as turn.lua
+-- would have written them (they lead the ops: checked above).
+do
+  local i = si + nstates + 1
+  while ARGV[i] == 'U' do
+    local tid = redis.call('XADD', KCKPT, '*', 'n', ARGV[a + 5], 'p', ARGV[a + 7], 'c', ARGV[i + 1], 'k', '1', 's', '', 't', now)
+    redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'type', 'turn', 'run', run, 'node', ARGV[a + 5], 'data', ARGV[i + 2], 'ckpt', tid, 'step', '')
+    i = i + 3
+  end
+end
 local ckpt = redis.call('XADD', KCKPT, '*', 'n', node, 'p', ARGV[a + 7], 'c', ARGV[a + 8], 'k', ARGV[a + 3], 's', firsts, 't', now)
 -- Run hash fields written at the end: the first six always, nset in all.
 local set = {'updated_at', now, 'steps', stepss, 'last_ckpt', ckpt}
