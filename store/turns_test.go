@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,14 @@ import (
 // all. A commit whose fence fails writes none of them.
 func TestTurnsSavedWithTheStepsCommitLookLikeTurnsSavedAlone(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		for _, keep := range []int{0, 3} { // keep_last set: every step's state is an argument
+			t.Run(fmt.Sprintf("keep_last %d", keep), func(t *testing.T) { turnsWithTheCommit(t, r, keep) })
+		}
+	})
+}
+
+func turnsWithTheCommit(t *testing.T, r *store.Redis, keep int) {
+	{
 		ctx := context.Background()
 		flow := costFlow(t, r, "a", "b")
 		startRunsAtA(t, r, flow, 2)
@@ -36,7 +45,7 @@ func TestTurnsSavedWithTheStepsCommitLookLikeTurnsSavedAlone(t *testing.T) {
 			return store.CommitStep{Node: "a", State: []byte(`{"x":1}`), Event: []byte(`{"status":"done"}`),
 				Checkpoint: store.Checkpoint{Node: "a", Kind: "step", Attempt: 1, Worker: "w-1"}}
 		}
-		c := &store.Commit{Act: a, Consumer: "w-1", MaxSteps: 100, TTL: time.Hour, Steps: []store.CommitStep{step(a)},
+		c := &store.Commit{Act: a, Consumer: "w-1", MaxSteps: 100, TTL: time.Hour, KeepLast: keep, Steps: []store.CommitStep{step(a)},
 			Transitions: []store.Transition{store.Activate{Node: "b"}},
 			Turns:       [][]byte{[]byte(`{"kind":"tool","n":2}`), []byte(`{"kind":"model","n":3}`)}}
 		// Run r1's step was taken over by w-2: its commit, turns and all, is stale.
@@ -110,6 +119,25 @@ func TestTurnsSavedWithTheStepsCommitLookLikeTurnsSavedAlone(t *testing.T) {
 		cps, err = r.Checkpoints(ctx, store.RunRef{Flow: flow, Run: b.Run}, "-", 0)
 		if err != nil || len(cps) != 1 {
 			t.Errorf("the stale commit's run has history %+v (%v), want its input only", cps, err)
+		}
+	}
+}
+
+// A start's commit has no step of a worker's to save turns of: one with turns is refused
+// before it writes anything.
+func TestACommitThatStartsARunWithTurnsIsRefusedAndWritesNothing(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, r *store.Redis) {
+		ctx := context.Background()
+		flow := costFlow(t, r, "in", "n1", "n2", "n3", "out")
+		c := foldedStart(flow, "r1", []byte(`{}`))
+		c.Turns = [][]byte{[]byte(`{"kind":"model"}`)}
+		before := snapshot(t, r, flow)
+		_, errs := r.CommitBatch(ctx, []*store.Commit{c})
+		if errs[0] == nil || !strings.Contains(errs[0].Error(), "a turn (U)") {
+			t.Errorf("commit error %v, want one about the turn", errs[0])
+		}
+		if after := snapshot(t, r, flow); after != before {
+			t.Errorf("the refused commit wrote to Redis:\nbefore:\n%s\nafter:\n%s", before, after)
 		}
 	})
 }

@@ -122,7 +122,7 @@ type agentTurn struct {
 type stateReader interface{ readsState() }
 
 // Run runs the tool loop, resuming from the turns an earlier attempt saved.
-func (a *Agent) Run(ctx context.Context, s *flows.Step) (*flows.Result, error) {
+func (a *Agent) Run(ctx context.Context, s *flows.Step) (_ *flows.Result, err error) {
 	msgs, shown, err := prompt(ctx, s, a.system, a.history, a.user)
 	if err != nil {
 		return nil, err
@@ -154,18 +154,34 @@ func (a *Agent) Run(ctx context.Context, s *flows.Step) (*flows.Result, error) {
 	// twice and repeats no tool's effect. The turns after which nothing is paid for or
 	// done — a read-only tool's result (it is made again for nothing), the model's
 	// final reply — wait in later and go with the step's commit (flows.Result.Turns),
-	// or with the next turn that is saved: each is then one write fewer.
+	// or are saved before the next turn that is saved alone, before a tool that may
+	// save turns of its own (a subflow's run), and when the step fails (so that its
+	// history shows what it failed on): in order, and each one write fewer.
 	var later []any
+	flush := func() error {
+		for len(later) > 0 {
+			if err := s.SaveTurn(ctx, later[0]); err != nil {
+				return fmt.Errorf("saving the agent's turn: %w", err)
+			}
+			later = later[1:]
+		}
+		return nil
+	}
+	defer func() {
+		if err != nil {
+			_ = flush()
+		}
+	}()
 	save := func(t agentTurn) error {
 		if s.SaveTurn == nil {
 			return nil
 		}
-		for _, t := range append(later, t) {
-			if err := s.SaveTurn(ctx, t); err != nil {
-				return fmt.Errorf("saving the agent's turn: %w", err)
-			}
+		if err := flush(); err != nil {
+			return err
 		}
-		later = nil
+		if err := s.SaveTurn(ctx, t); err != nil {
+			return fmt.Errorf("saving the agent's turn: %w", err)
+		}
 		return nil
 	}
 	keep := func(t agentTurn) {
@@ -178,25 +194,25 @@ func (a *Agent) Run(ctx context.Context, s *flows.Step) (*flows.Result, error) {
 		if last != nil && len(pending) == 0 && len(last.ToolCalls) == 0 {
 			out, err := decodeOutput(s, last.Content, a.json, a.check)
 			if err != nil {
-				// The step fails: its history shows the reply it failed on.
-				for _, t := range later {
-					if s.SaveTurn(ctx, t) != nil {
-						break
-					}
-				}
 				return nil, err
 			}
 			return &flows.Result{Output: out, Update: map[string]any{a.as: out}, Usage: usage, StateBytes: shown, Turns: later}, nil
 		}
 		if len(pending) > 0 {
 			for _, call := range pending {
+				readOnly := tools[call.Name].state
+				if !readOnly {
+					if err := flush(); err != nil {
+						return nil, err
+					}
+				}
 				content, bytes, err := a.callTool(ctx, s, tools, call)
 				if err != nil {
 					return nil, err
 				}
 				shown += bytes
 				t := agentTurn{Kind: "tool", ToolCallID: call.ID, Tool: call.Name, Content: content, StateBytes: bytes}
-				if tools[call.Name].state {
+				if readOnly {
 					keep(t)
 				} else if err := save(t); err != nil {
 					return nil, err

@@ -83,6 +83,69 @@ func TestAgentCallsToolsAcrossTurnsAndSavesEveryTurn(t *testing.T) {
 	}
 }
 
+// The turns after which nothing is paid for or done — a data tool's result, the final
+// reply — are not saved one by one: they go with the step's commit (Result.Turns), or
+// are saved before the next turn saved alone or a tool with effects, or when the step
+// fails, so that its history shows what it failed on. The history's order is the
+// conversation's either way.
+func TestAgentKeepsTurnsNothingFollowsForItsCommitAndSavesThemWhenItFails(t *testing.T) {
+	query := llmtest.Call("q", "query", `{"query": ".n"}`)
+	lookup := llmtest.Call("l", "lookup", `{"id": "u1"}`)
+	for _, c := range []struct {
+		name, params string
+		replies      []llmtest.Reply
+		saved, later string // "model", "tool:NAME", comma-separated
+		fails        string // in the error, when the step fails
+	}{
+		{"answered after a data tool", ``, []llmtest.Reply{llmtest.Calls(query), llmtest.Text("7")},
+			"model", "tool:query,model", ""},
+		{"a data tool, then an http tool in the same reply", ``, []llmtest.Reply{llmtest.Calls(query, lookup), llmtest.Text("7")},
+			"model,tool:query,tool:lookup", "model", ""},
+		{"the answer refused (not JSON)", `, "json": true`, []llmtest.Reply{llmtest.Calls(query), llmtest.Text("seven")},
+			"model,tool:query,model", "", "JSON"},
+		{"max_iterations", `, "max_iterations": 1`, []llmtest.Reply{llmtest.Calls(query)},
+			"model,tool:query", "", "max_iterations"},
+		{"the model call fails", ``, []llmtest.Reply{llmtest.Calls(query), llmtest.Error(400, "context too long")},
+			"model,tool:query", "", "context too long"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := llmtest.New(t)
+			api, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"name": "Ada"}`)) })
+			env := srv.Env(0)
+			env.HTTP = loopbackOK()
+			srv.Reply(c.replies...)
+			a := buildIn(t, env, "agent", `{"model": "m", "user": "n?"`+c.params+`}`)
+			s, rec := agentStep(t, env, state(t, `{"n": 7}`), api.URL)
+			res, err := a.Run(context.Background(), s)
+			if c.fails == "" && err != nil || c.fails != "" && (err == nil || !strings.Contains(err.Error(), c.fails)) {
+				t.Fatalf("error %v, want one about %q", err, c.fails)
+			}
+			names := func(turns []json.RawMessage) string {
+				var ks []string
+				for _, raw := range turns {
+					var turn struct{ Kind, Tool string }
+					json.Unmarshal(raw, &turn)
+					if turn.Tool != "" {
+						turn.Kind += ":" + turn.Tool
+					}
+					ks = append(ks, turn.Kind)
+				}
+				return strings.Join(ks, ",")
+			}
+			var later []json.RawMessage
+			if res != nil {
+				for _, t := range res.Turns {
+					raw, _ := json.Marshal(t)
+					later = append(later, raw)
+				}
+			}
+			if got, with := names(rec.turns), names(later); got != c.saved || with != c.later {
+				t.Errorf("saved %q, then %q with the commit; want %q, then %q", got, with, c.saved, c.later)
+			}
+		})
+	}
+}
+
 // A retried step resumes from the turns an earlier attempt saved: finished model turns
 // and tool calls are not repeated.
 func TestAgentResumesFromSavedTurns(t *testing.T) {
@@ -113,8 +176,13 @@ func TestAgentResumesFromSavedTurns(t *testing.T) {
 	if res.Usage != (flows.Usage{InputTokens: 60, OutputTokens: 10}) {
 		t.Errorf("usage %+v, want the saved turn's plus the new one's", res.Usage)
 	}
-	if len(rec.turns) != 1 || len(res.Turns) != 1 {
-		t.Errorf("saved %d turns on resume and %d with the commit, want the tool result for b, then the model's answer", len(rec.turns), len(res.Turns))
+	var later struct{ Kind string }
+	if len(res.Turns) == 1 {
+		raw, _ := json.Marshal(res.Turns[0])
+		json.Unmarshal(raw, &later)
+	}
+	if len(rec.turns) != 1 || !strings.Contains(string(rec.turns[0]), `"tool_call_id":"b"`) || later.Kind != "model" {
+		t.Errorf("saved %d turns on resume (%s) and %d with the commit (%+v), want the tool result for b, then the model's answer", len(rec.turns), rec.turns, len(res.Turns), later)
 	}
 }
 
