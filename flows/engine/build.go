@@ -109,7 +109,7 @@ func (e *Engine) build(ctx context.Context, j *job, consumer string, res *flows.
 	b.step.Event = stepEvent(cp.Kind, dur, res)
 	// Only a step that saves turns (Step.SaveTurn: one with an activation of its own)
 	// may return some: a fused step's or a start's commit has nowhere to put them.
-	if len(res.Turns) > 0 && j.step != nil && j.step.SaveTurn != nil {
+	if len(res.Turns) > 0 && j.step.SaveTurn != nil {
 		if b.turns, err = turnsJSON(plan.Flow, res.Turns); err != nil {
 			return nil, flows.Permanent(&flows.Error{Code: flows.Invalid, Node: node.ID, Err: err})
 		}

@@ -203,21 +203,18 @@ const LateTickGrace = 10 * time.Second
 // dueTicks lists the ticks to run, oldest first: those after the marker last that are
 // late by less than LateTickGrace, or else only the latest due tick, prev.
 func dueTicks(c *flows.Cron, last, prev, now time.Time) []time.Time {
+	from := now.Add(-LateTickGrace)
+	if last.After(from) {
+		from = last
+	}
 	var due []time.Time
-	for t := c.Next(later(last, now.Add(-LateTickGrace))); !t.IsZero() && !t.After(prev); t = c.Next(t) {
+	for t := c.Next(from); !t.IsZero() && !t.After(prev); t = c.Next(t) {
 		due = append(due, t)
 	}
 	if len(due) == 0 {
 		due = append(due, prev)
 	}
 	return due
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // ScheduleRunID is the id of the run of a schedule's tick: the same in every process.
